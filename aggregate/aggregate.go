@@ -1,0 +1,351 @@
+// Package aggregate turns a stream of observations into fixed event-time
+// buckets per (signal, entity). A bucket stays open until the watermark
+// passes its end, so late records within the allowed lateness still count;
+// only closed buckets reach detectors, and each closed bucket is written to
+// the series' compact history.
+//
+// Missing is not zero: when a feed delivered nothing at all in a bucket, its
+// series get "no data" for that bucket, never a zero that would look like an
+// outage. When the feed did deliver, an entity that sent nothing on a signal
+// that counts traffic is a real zero.
+package aggregate
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// Defaults.
+const (
+	DefaultWidth    = int64(300e9) // 5 minutes
+	DefaultHistory  = 4032         // two weeks of 5-minute buckets
+	DefaultLateness = int64(60e9)
+)
+
+// Config sets the bucket width, the allowed lateness and how many buckets of
+// history each series keeps.
+type Config struct {
+	Width    int64 // ns
+	Lateness int64 // ns
+	History  int   // buckets
+}
+
+func (c *Config) defaults() {
+	if c.Width <= 0 {
+		c.Width = DefaultWidth
+	}
+	if c.History <= 0 {
+		c.History = DefaultHistory
+	}
+	if c.Lateness < 0 {
+		c.Lateness = 0
+	}
+}
+
+// Key identifies a series.
+type Key struct {
+	Signal obs.Signal
+	Entity string
+}
+
+func (k Key) String() string { return k.Signal.String() + "{" + k.Entity + "}" }
+
+// Series is the state of one (signal, entity): its open buckets and history.
+type Series struct {
+	Key
+	Hist series.Ring
+	open []openBucket
+}
+
+type openBucket struct {
+	start int64
+	sum   float64
+	count int64
+	lastT int64
+	acc   obs.Accumulator
+}
+
+// Point is the value of one series in one closed bucket.
+type Point struct {
+	Series *Series
+	Value  float64 // NaN when Missing
+	Count  int64   // observations behind the value
+	// Missing says the bucket has no value: the feed sent nothing, or the
+	// signal is not one where absence means zero.
+	Missing bool
+}
+
+// Closed is everything that one bucket produced, in a stable order (by
+// signal, then entity), so that detectors and alerts are deterministic.
+type Closed struct {
+	Start, End int64
+	Points     []Point
+	// FeedObservations counts the observations each feed contributed to the
+	// bucket; a feed absent here sent nothing.
+	FeedObservations map[obs.Feed]int64
+}
+
+// Stats are the aggregator's counters.
+type Stats struct {
+	Observations  int64
+	Late          int64 // dropped: their bucket had already closed
+	BucketsClosed int64
+	Series        int
+}
+
+// Aggregator buckets observations. It is not safe for concurrent use; the
+// pipeline owns one per stage.
+type Aggregator struct {
+	cfg    Config
+	series map[Key]*Series
+	sorted []*Series
+	dirty  bool
+	// openStarts lists bucket starts with open data, ascending; feeds counts
+	// per open bucket.
+	feeds map[int64]map[obs.Feed]int64
+	// closedTo is the end of the last closed bucket: observations before it
+	// are late.
+	closedTo int64
+	// hooks run before a bucket closes, so that stateful inputs (the BGP
+	// table) can emit the gauges of that bucket.
+	hooks []func(start, end int64, sink obs.Sink)
+	stats Stats
+	// last speeds up the common case of consecutive observations of one
+	// series.
+	last *Series
+}
+
+// New returns an aggregator.
+func New(cfg Config) *Aggregator {
+	cfg.defaults()
+	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]map[obs.Feed]int64{}}
+}
+
+// Config returns the effective configuration.
+func (a *Aggregator) Config() Config { return a.cfg }
+
+// Stats returns the counters.
+func (a *Aggregator) Stats() Stats {
+	s := a.stats
+	s.Series = len(a.series)
+	return s
+}
+
+// BeforeClose registers a hook that runs before each bucket closes.
+func (a *Aggregator) BeforeClose(h func(start, end int64, sink obs.Sink)) {
+	a.hooks = append(a.hooks, h)
+}
+
+// ClosedTo returns the end of the last closed bucket.
+func (a *Aggregator) ClosedTo() int64 { return a.closedTo }
+
+// Series returns the series for k, or nil.
+func (a *Aggregator) Series(k Key) *Series { return a.series[k] }
+
+// Observe adds one observation to its open bucket.
+func (a *Aggregator) Observe(o *obs.Observation) {
+	a.stats.Observations++
+	if o.Time < a.closedTo {
+		a.stats.Late++
+		return
+	}
+	s := a.last
+	if s == nil || s.Signal != o.Signal || s.Entity != o.Entity {
+		s = a.series[Key{o.Signal, o.Entity}]
+		if s == nil {
+			s = a.newSeries(Key{o.Signal, o.Entity})
+		}
+		a.last = s
+	}
+	start := o.Time - o.Time%a.cfg.Width
+	b := s.bucket(start)
+	if b == nil {
+		b = s.openBucket(start, o.Signal)
+		f := a.feeds[start]
+		if f == nil {
+			f = map[obs.Feed]int64{}
+			a.feeds[start] = f
+		}
+	}
+	def := o.Signal.Def()
+	a.feeds[start][def.Feed]++
+	switch def.Agg {
+	case obs.Sum:
+		b.sum += o.Value
+	case obs.Mean:
+		b.sum += o.Value
+	case obs.Max:
+		if b.count == 0 || o.Value > b.sum {
+			b.sum = o.Value
+		}
+	case obs.Last:
+		if b.count == 0 || o.Time >= b.lastT {
+			b.sum, b.lastT = o.Value, o.Time
+		}
+	case obs.Custom:
+		b.acc.Add(o)
+	}
+	b.count++
+}
+
+func (a *Aggregator) newSeries(k Key) *Series {
+	s := &Series{Key: k}
+	s.Hist = *series.New(a.cfg.History, a.cfg.Width)
+	a.series[k] = s
+	a.sorted = append(a.sorted, s)
+	a.dirty = true
+	return s
+}
+
+func (s *Series) bucket(start int64) *openBucket {
+	for i := range s.open {
+		if s.open[i].start == start {
+			return &s.open[i]
+		}
+	}
+	return nil
+}
+
+func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
+	var acc obs.Accumulator
+	// Reuse the accumulator of a bucket that closed, if any.
+	if n := len(s.open); n < cap(s.open) {
+		acc = s.open[:n+1][n].acc
+	}
+	if acc == nil && sig.Def().Agg == obs.Custom {
+		acc = sig.Def().NewAccumulator()
+	}
+	if acc != nil {
+		acc.Reset()
+	}
+	s.open = append(s.open, openBucket{start: start, acc: acc})
+	return &s.open[len(s.open)-1]
+}
+
+// take removes the open bucket starting at start and returns its value.
+func (s *Series) take(start int64) (value float64, count int64, ok bool) {
+	for i := range s.open {
+		b := &s.open[i]
+		if b.start != start {
+			continue
+		}
+		switch s.Signal.Def().Agg {
+		case obs.Mean:
+			value = b.sum / float64(b.count)
+		case obs.Custom:
+			value, count = b.acc.Result()
+		default:
+			value = b.sum
+		}
+		if s.Signal.Def().Agg != obs.Custom {
+			count = b.count
+		}
+		// Keep the accumulator in the slice's spare capacity for reuse.
+		acc := b.acc
+		last := len(s.open) - 1
+		s.open[i] = s.open[last]
+		s.open[last] = openBucket{acc: acc}
+		s.open = s.open[:last]
+		return value, count, true
+	}
+	return math.NaN(), 0, false
+}
+
+// Advance moves the watermark to wm (event time, Unix ns): every bucket
+// that ends at or before wm closes, oldest first, and fn receives each.
+// The first call only sets where closing starts.
+func (a *Aggregator) Advance(wm int64, fn func(*Closed)) {
+	for {
+		start, ok := a.nextToClose(wm)
+		if !ok {
+			return
+		}
+		a.close(start, fn)
+	}
+}
+
+// nextToClose returns the oldest bucket that wm has passed: the oldest open
+// one, or, while history exists, the one after the last closed, so that a
+// bucket in which no feed sent anything still closes (as missing).
+func (a *Aggregator) nextToClose(wm int64) (int64, bool) {
+	w := a.cfg.Width
+	next := int64(math.MaxInt64)
+	for s := range a.feeds {
+		next = min(next, s)
+	}
+	if a.closedTo != 0 && len(a.series) > 0 {
+		next = min(next, a.closedTo)
+	}
+	if next == math.MaxInt64 || next+w > wm {
+		return 0, false
+	}
+	return next, true
+}
+
+func (a *Aggregator) close(start int64, fn func(*Closed)) {
+	end := start + a.cfg.Width
+	for _, h := range a.hooks {
+		h(start, end, obs.SinkFunc(func(o *obs.Observation) {
+			o2 := *o
+			if o2.Time < start || o2.Time >= end {
+				o2.Time = end - 1
+			}
+			a.Observe(&o2)
+		}))
+	}
+	if a.dirty {
+		slices.SortFunc(a.sorted, func(x, y *Series) int {
+			return cmp.Or(cmp.Compare(x.Signal, y.Signal), cmp.Compare(x.Entity, y.Entity))
+		})
+		a.dirty = false
+	}
+	feeds := a.feeds[start]
+	delete(a.feeds, start)
+	c := &Closed{Start: start, End: end, FeedObservations: feeds, Points: make([]Point, 0, len(a.sorted))}
+	for _, s := range a.sorted {
+		v, n, ok := s.take(start)
+		def := s.Signal.Def()
+		p := Point{Series: s, Value: v, Count: n}
+		switch {
+		case ok:
+		case def.ZeroWhenAbsent && feeds[def.Feed] > 0:
+			p.Value = 0
+		default:
+			p.Value, p.Missing = math.NaN(), true
+		}
+		c.Points = append(c.Points, p)
+	}
+	a.closedTo = end
+	a.stats.BucketsClosed++
+	if fn != nil {
+		fn(c)
+	}
+	// Store after the callback, so that detectors read the history up to the
+	// previous bucket and can substitute a prediction (Store) for an outlier.
+	for _, p := range c.Points {
+		if p.Series.Hist.Last() < start {
+			p.Series.Hist.Put(start, p.Value)
+		}
+	}
+}
+
+// SortedSeries returns all series in stable order.
+func (a *Aggregator) SortedSeries() []*Series {
+	if a.dirty {
+		slices.SortFunc(a.sorted, func(x, y *Series) int {
+			return cmp.Or(cmp.Compare(x.Signal, y.Signal), cmp.Compare(x.Entity, y.Entity))
+		})
+		a.dirty = false
+	}
+	return a.sorted
+}
+
+// String describes the aggregator for logs.
+func (a *Aggregator) String() string {
+	return fmt.Sprintf("aggregator{series=%d closedTo=%d}", len(a.series), a.closedTo)
+}

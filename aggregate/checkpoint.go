@@ -1,0 +1,125 @@
+package aggregate
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/gob"
+	"fmt"
+
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// snapshot is the serialised form of an aggregator. Signals are stored by
+// name so that a checkpoint survives a release that registers new signals.
+type snapshot struct {
+	Width, Lateness int64
+	History         int
+	ClosedTo        int64
+	Series          []seriesSnap
+	Feeds           map[int64]map[string]int64
+}
+
+type seriesSnap struct {
+	Signal string
+	Entity string
+	Ring   []byte
+	Open   []openSnap
+}
+
+type openSnap struct {
+	Start, Count, LastT int64
+	Sum                 float64
+	Acc                 []byte
+}
+
+// MarshalBinary writes the aggregator's whole state: history and open
+// buckets. Custom accumulators must implement encoding.BinaryMarshaler.
+func (a *Aggregator) MarshalBinary() ([]byte, error) {
+	sn := snapshot{Width: a.cfg.Width, Lateness: a.cfg.Lateness, History: a.cfg.History, ClosedTo: a.closedTo,
+		Feeds: map[int64]map[string]int64{}}
+	for start, f := range a.feeds {
+		m := map[string]int64{}
+		for k, v := range f {
+			m[string(k)] = v
+		}
+		sn.Feeds[start] = m
+	}
+	for _, s := range a.SortedSeries() {
+		ring, err := s.Hist.MarshalBinary()
+		if err != nil {
+			return nil, err
+		}
+		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring}
+		for _, b := range s.open {
+			os := openSnap{Start: b.start, Count: b.count, LastT: b.lastT, Sum: b.sum}
+			if b.acc != nil {
+				m, ok := b.acc.(encoding.BinaryMarshaler)
+				if !ok {
+					return nil, fmt.Errorf("aggregate: accumulator of %s cannot be checkpointed", s.Key)
+				}
+				if os.Acc, err = m.MarshalBinary(); err != nil {
+					return nil, fmt.Errorf("aggregate: checkpoint %s: %w", s.Key, err)
+				}
+			}
+			ss.Open = append(ss.Open, os)
+		}
+		sn.Series = append(sn.Series, ss)
+	}
+	var buf bytes.Buffer
+	if err := gob.NewEncoder(&buf).Encode(&sn); err != nil {
+		return nil, fmt.Errorf("aggregate: checkpoint: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// UnmarshalBinary restores state written by MarshalBinary into an empty
+// aggregator. Series of signals this build does not know are dropped with
+// an error listing them, after everything else is restored.
+func (a *Aggregator) UnmarshalBinary(b []byte) error {
+	var sn snapshot
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&sn); err != nil {
+		return fmt.Errorf("aggregate: restore: %w", err)
+	}
+	if sn.Width != a.cfg.Width || sn.History != a.cfg.History {
+		return fmt.Errorf("aggregate: checkpoint has %dns buckets × %d, configured %dns × %d",
+			sn.Width, sn.History, a.cfg.Width, a.cfg.History)
+	}
+	a.closedTo = sn.ClosedTo
+	a.feeds = map[int64]map[obs.Feed]int64{}
+	for start, f := range sn.Feeds {
+		m := map[obs.Feed]int64{}
+		for k, v := range f {
+			m[obs.Feed(k)] = v
+		}
+		a.feeds[start] = m
+	}
+	var unknown []string
+	for _, ss := range sn.Series {
+		sig, ok := obs.Lookup(ss.Signal)
+		if !ok {
+			unknown = append(unknown, ss.Signal)
+			continue
+		}
+		s := a.newSeries(Key{sig, ss.Entity})
+		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
+			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
+		}
+		for _, os := range ss.Open {
+			ob := s.openBucket(os.Start, sig)
+			ob.count, ob.lastT, ob.sum = os.Count, os.LastT, os.Sum
+			if ob.acc != nil {
+				u, ok := ob.acc.(encoding.BinaryUnmarshaler)
+				if !ok {
+					return fmt.Errorf("aggregate: accumulator of %s cannot be restored", s.Key)
+				}
+				if err := u.UnmarshalBinary(os.Acc); err != nil {
+					return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
+				}
+			}
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("aggregate: checkpoint has series of unknown signals %v", unknown)
+	}
+	return nil
+}

@@ -1,0 +1,133 @@
+package series
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+const min5 = int64(300e9)
+
+func TestRingQuantisationError(t *testing.T) {
+	r := New(4032, min5)
+	rng := rand.New(rand.NewPCG(1, 2))
+	t0 := int64(1_700_000_000e9)
+	vals := make([]float64, 4032)
+	for i := range vals {
+		vals[i] = 1e6 * math.Exp(rng.NormFloat64()*1.5) // spans ~4 decades
+		r.Put(t0+int64(i)*min5, vals[i])
+	}
+	top := 0.0
+	for _, v := range vals {
+		top = math.Max(top, v)
+	}
+	worst := 0.0
+	for i, v := range vals {
+		got, ok := r.Get(t0 + int64(i)*min5)
+		if !ok {
+			t.Fatalf("bucket %d missing", i)
+		}
+		if e := math.Abs(got-v) / v; e > worst && v > top/math.Pow(Step, codeMax-codeMin) {
+			worst = e
+		}
+	}
+	// Values within the 1.04^253 ≈ 20,000× range under the maximum keep
+	// their half-step error.
+	if worst > 0.0201 {
+		t.Fatalf("worst relative error %.4f, want ≤ 2 %%", worst)
+	}
+}
+
+func TestRingMissingZeroAndGaps(t *testing.T) {
+	r := New(10, min5)
+	t0 := int64(1000) * min5
+	r.Put(t0, 100)
+	r.Put(t0+min5, 0)
+	r.Put(t0+2*min5, math.NaN())
+	r.Put(t0+5*min5, 50) // buckets 3 and 4 never reported
+	if v, ok := r.Get(t0 + min5); !ok || v != 0 {
+		t.Fatalf("zero bucket = %v %v", v, ok)
+	}
+	for _, b := range []int64{2, 3, 4} {
+		if _, ok := r.Get(t0 + b*min5); ok {
+			t.Fatalf("bucket %d should be missing", b)
+		}
+	}
+	if v, ok := r.Get(t0 + 5*min5); !ok || math.Abs(v-50)/50 > 0.02 {
+		t.Fatalf("bucket 5 = %v %v", v, ok)
+	}
+	// Overwrite a held bucket (prediction substitution).
+	r.Put(t0, 200)
+	if v, _ := r.Get(t0); math.Abs(v-200)/200 > 0.02 {
+		t.Fatalf("overwritten bucket = %v", v)
+	}
+	// Wrap around: after 10 more buckets t0 is gone.
+	for i := int64(6); i < 16; i++ {
+		r.Put(t0+i*min5, 1)
+	}
+	if _, ok := r.Get(t0 + 5*min5); ok {
+		t.Fatal("bucket beyond capacity still readable")
+	}
+	if r.Oldest() != t0+6*min5 {
+		t.Fatalf("Oldest = %d", r.Oldest())
+	}
+}
+
+func TestRingRebaseKeepsOldValues(t *testing.T) {
+	r := New(100, min5)
+	r.Put(min5, 10)
+	r.Put(2*min5, 10*math.Pow(Step, 200)) // far above headroom
+	if v, _ := r.Get(2 * min5); math.Abs(v/(10*math.Pow(Step, 200))-1) > 0.02 {
+		t.Fatalf("top value = %v", v)
+	}
+	v, _ := r.Get(min5)
+	if math.Abs(v-10)/10 > 0.02 {
+		t.Fatalf("old value after rebase = %v, want ≈10", v)
+	}
+}
+
+func TestRingCheckpointRoundTrip(t *testing.T) {
+	r := New(50, min5)
+	for i := int64(1); i < 80; i++ {
+		r.Put(i*min5, float64(i*i))
+	}
+	b, _ := r.MarshalBinary()
+	var q Ring
+	if err := q.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := int64(1); i < 80; i++ {
+		a, aok := r.Get(i * min5)
+		c, cok := q.Get(i * min5)
+		if a != c || aok != cok {
+			t.Fatalf("bucket %d: %v %v vs %v %v", i, a, aok, c, cok)
+		}
+	}
+	if err := q.UnmarshalBinary(b[:len(b)-1]); err == nil {
+		t.Fatal("truncated ring accepted")
+	}
+}
+
+func FuzzRingUnmarshal(f *testing.F) {
+	r := New(8, min5)
+	r.Put(min5, 3)
+	b, _ := r.MarshalBinary()
+	f.Add(b)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var q Ring
+		if q.UnmarshalBinary(b) == nil {
+			q.Put(q.Last()+min5, 1)
+			q.Get(q.Last())
+		}
+	})
+}
+
+func BenchmarkRingPut(b *testing.B) {
+	r := New(4032, min5)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		r.Put(int64(i+1)*min5, float64(i%1000+1))
+	}
+	b.ReportMetric(float64(r.Bytes()), "bytes/series")
+}
