@@ -43,6 +43,9 @@ type Ring struct {
 	step int64 // bucket width in ns
 	base int32 // exponent of code codeMin
 	init bool  // base chosen
+	// first is the start of the first bucket ever stored: how much history
+	// the series really has, as opposed to how much it can hold.
+	first int64
 }
 
 // New returns a ring holding n buckets of the given width.
@@ -68,7 +71,7 @@ func (r *Ring) Bytes() int { return len(r.codes) + 48 }
 // outliers this way).
 func (r *Ring) Put(t int64, v float64) {
 	if r.last == 0 {
-		r.last = t
+		r.last, r.first = t, t
 		r.head = 0
 		r.codes[0] = r.encode(v)
 		return
@@ -106,9 +109,10 @@ func (r *Ring) Get(t int64) (v float64, ok bool) {
 	return r.decode(r.codes[r.index(int(back))])
 }
 
-// Oldest returns the start time of the oldest bucket held.
+// Oldest returns the start time of the oldest bucket held: the first
+// bucket stored, or the oldest the ring still has room for.
 func (r *Ring) Oldest() int64 {
-	return r.last - int64(len(r.codes)-1)*r.step
+	return max(r.first, r.last-int64(len(r.codes)-1)*r.step)
 }
 
 func (r *Ring) index(back int) int {
@@ -175,6 +179,7 @@ func (r *Ring) MarshalBinary() ([]byte, error) {
 	b = binary.AppendVarint(b, r.last)
 	b = binary.AppendUvarint(b, uint64(r.head))
 	b = binary.AppendVarint(b, int64(r.base))
+	b = binary.AppendVarint(b, r.first)
 	if r.init {
 		b = append(b, 1)
 	} else {
@@ -185,7 +190,7 @@ func (r *Ring) MarshalBinary() ([]byte, error) {
 
 // UnmarshalBinary restores a ring written by MarshalBinary.
 func (r *Ring) UnmarshalBinary(b []byte) error {
-	var vals [5]int64
+	var vals [6]int64
 	for i := range vals {
 		var v int64
 		var n int
@@ -206,6 +211,6 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("series: corrupt ring (size %d, %d bytes)", size, len(b))
 	}
 	r.codes = append(r.codes[:0], b[1:]...)
-	r.step, r.last, r.head, r.base, r.init = vals[1], vals[2], int(vals[3]), int32(vals[4]), b[0] == 1
+	r.step, r.last, r.head, r.base, r.first, r.init = vals[1], vals[2], int(vals[3]), int32(vals[4]), vals[5], b[0] == 1
 	return nil
 }

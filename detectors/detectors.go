@@ -1,0 +1,143 @@
+// Package detectors holds the anomaly detectors. Each is a small type with
+// one job: it reads the closed buckets of the series a rule selects and
+// emits findings (firing, then resolved). Detectors keep their per-entity
+// state inside and serialise it for checkpoints; they never read a clock.
+package detectors
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+)
+
+// Finding statuses.
+const (
+	Firing   = "firing"
+	Resolved = "resolved"
+)
+
+// Finding is what a detector reports about one entity.
+type Finding struct {
+	Status   string
+	Detector string
+	Signal   string
+	Entity   string
+	// Start is when the anomaly began (the first anomalous bucket); End is
+	// set on resolve (the first recovered bucket). At is the event time at
+	// which the detector knew: the end of the bucket it just read.
+	Start, End, At int64
+	Observed       float64
+	Baseline       float64
+	BaselineMethod string
+	ChangePct      float64
+	Summary        string
+	Details        map[string]any
+	Evidence       []Evidence
+}
+
+// Evidence is one bucket a detector looked at.
+type Evidence struct {
+	Time     int64
+	Value    float64 // NaN when missing
+	Baseline float64
+}
+
+// Detector evaluates the points of one closed bucket that its rule selects.
+type Detector interface {
+	// Bucket evaluates pts (in stable order) of closed bucket c and calls
+	// emit for each finding, in a deterministic order.
+	Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding))
+	// MarshalBinary and UnmarshalBinary checkpoint the detector's state.
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+}
+
+// Params is a detector's configuration as a rule gives it. The rules
+// package decodes the rule's params into the value New returns, then calls
+// Validate, then Build.
+type Params interface {
+	// Validate reports the first invalid setting as "field: reason".
+	Validate() error
+	// Build returns a detector for one rule.
+	Build(rule string) Detector
+}
+
+var registry = map[string]func() Params{}
+
+// Register makes a detector available to rules under name.
+func Register(name string, newParams func() Params) {
+	if _, dup := registry[name]; dup {
+		panic("detectors: " + name + " registered twice")
+	}
+	registry[name] = newParams
+}
+
+// NewParams returns default params for the named detector.
+func NewParams(name string) (Params, error) {
+	f, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown detector %q (known: %v)", name, Names())
+	}
+	return f(), nil
+}
+
+// Names lists the registered detectors.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Duration is a time.Duration that YAML writes as "10m".
+type Duration time.Duration
+
+// UnmarshalText parses a Go duration string.
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return err
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalText writes a Go duration string.
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// buckets returns how many buckets of width w a duration spans, at least 1.
+func (d Duration) buckets(w int64) int {
+	n := int((int64(d) + w - 1) / w)
+	return max(n, 1)
+}
+
+// median returns the median of xs (which it sorts); NaN when empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+func changePct(v, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return math.Round((v-b)/b*1000) / 10
+}
+
+func round(v float64, places int) float64 {
+	p := math.Pow(10, float64(places))
+	return math.Round(v*p) / p
+}

@@ -1,0 +1,395 @@
+package detectors
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// TrafficDropName is the name rules use for the week-over-week drop detector.
+const TrafficDropName = "traffic_drop"
+
+func init() { Register(TrafficDropName, func() Params { return DefaultTrafficDrop() }) }
+
+// TrafficDrop configures the week-over-week traffic-drop detector.
+//
+// The baseline of a bucket is the median of the same time of day on the
+// past days whose preceding hours looked most like today's (Radar forecasts
+// from the six most similar of the last 28 days; with two weeks of history
+// this takes the best quarter, at least three). Weekends match weekends and
+// a holiday matches the quiet days it resembles, so neither reads as a drop.
+// With less than a week of history the detector falls back to the median of
+// the days it has, and with less than a day it stays silent rather than
+// guess: the alert names the method used.
+//
+// Outliers never become the baseline: while a bucket is anomalous (a drop
+// past the threshold, or a spike past SpikeRatio) the history keeps the
+// prediction in its place, as IODA does, until the new level has lasted
+// AdaptAfter, after which it is accepted as normal.
+type TrafficDrop struct {
+	// Threshold is the drop against baseline that fires, as a fraction
+	// (0.4 fires at 40 % below baseline).
+	Threshold float64 `yaml:"threshold"`
+	// For is how long the drop must hold before the alert fires.
+	For Duration `yaml:"for"`
+	// Critical is a deeper drop that fires after a single bucket: a country
+	// whose traffic falls 90 % need not wait.
+	Critical float64 `yaml:"critical"`
+	// ResolveBelow is the drop under which a bucket counts as recovered, and
+	// ResolveFor how long recovery must last.
+	ResolveBelow float64  `yaml:"resolve_below"`
+	ResolveFor   Duration `yaml:"resolve_for"`
+	// MinBaseline is the smallest baseline (per bucket, in the signal's
+	// unit) worth judging: quieter series are noise.
+	MinBaseline float64 `yaml:"min_baseline"`
+	// SpikeRatio: a bucket above baseline × (1 + SpikeRatio) is an outlier
+	// kept out of the history, so a one-off spike does not make next week's
+	// ordinary traffic look like a drop.
+	SpikeRatio float64 `yaml:"spike_ratio"`
+	// AdaptAfter is how long a new level must last to become the baseline.
+	AdaptAfter Duration `yaml:"adapt_after"`
+	// MaxDays caps how many past days are candidates.
+	MaxDays int `yaml:"max_days"`
+	// FeedFaultShare: when at least this share of the judged entities drop
+	// in the same bucket (and at least FeedFaultMinEntities are judged), the
+	// feed is at fault, not the Internet: one feed-health alert replaces the
+	// per-entity ones.
+	FeedFaultShare       float64 `yaml:"feed_fault_share"`
+	FeedFaultMinEntities int     `yaml:"feed_fault_min_entities"`
+}
+
+// DefaultTrafficDrop returns the defaults that ship.
+func DefaultTrafficDrop() *TrafficDrop {
+	return &TrafficDrop{
+		Threshold: 0.4, For: Duration(10 * 60e9), Critical: 0.9,
+		ResolveBelow: 0.2, ResolveFor: Duration(30 * 60e9),
+		MinBaseline: 0, SpikeRatio: 1.0, AdaptAfter: Duration(7 * 24 * 3600e9), MaxDays: 28,
+		FeedFaultShare: 0.8, FeedFaultMinEntities: 5,
+	}
+}
+
+// Validate checks the settings.
+func (p *TrafficDrop) Validate() error {
+	switch {
+	case p.Threshold <= 0 || p.Threshold >= 1:
+		return errors.New("threshold: must be a fraction between 0 and 1 (0.4 = 40 % drop)")
+	case p.Critical != 0 && (p.Critical < p.Threshold || p.Critical > 1):
+		return errors.New("critical: must be between threshold and 1, or 0 to disable")
+	case p.ResolveBelow < 0 || p.ResolveBelow >= p.Threshold:
+		return errors.New("resolve_below: must be at least 0 and below threshold")
+	case p.For < 0 || p.ResolveFor < 0 || p.AdaptAfter < 0:
+		return errors.New("for, resolve_for, adapt_after: must not be negative")
+	case p.MinBaseline < 0:
+		return errors.New("min_baseline: must not be negative")
+	case p.SpikeRatio <= 0:
+		return errors.New("spike_ratio: must be positive")
+	case p.MaxDays < 1 || p.MaxDays > 366:
+		return errors.New("max_days: must be between 1 and 366")
+	case p.FeedFaultShare <= 0 || p.FeedFaultShare > 1:
+		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
+	case p.FeedFaultMinEntities < 1:
+		return errors.New("feed_fault_min_entities: must be at least 1")
+	}
+	return nil
+}
+
+// Build returns the detector.
+func (p *TrafficDrop) Build(rule string) Detector {
+	return &trafficDrop{p: *p, rule: rule, states: map[string]*dropState{}}
+}
+
+type trafficDrop struct {
+	p      TrafficDrop
+	rule   string
+	states map[string]*dropState // by signal{entity}
+	feed   feedFaultState
+}
+
+// dropState is one entity's state; exported fields are checkpointed.
+type dropState struct {
+	Run, Recovered int   // consecutive anomalous / recovered buckets
+	RunStart       int64 // first bucket of the current anomalous run
+	Firing         bool
+	FireStart      int64
+	Substituted    int // consecutive buckets whose value the history did not keep
+	Recent         []Evidence
+	// Similar caches the ranking of past days, recomputed hourly.
+	Similar   []int
+	SimilarAt int64
+}
+
+type feedFaultState struct {
+	Firing bool
+	Start  int64
+	Run    int
+}
+
+type judged struct {
+	p         aggregate.Point
+	st        *dropState
+	base      float64
+	method    string
+	drop      float64
+	anomalous bool
+}
+
+func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
+	w := c.End - c.Start
+	var js []judged
+	for _, pt := range pts {
+		key := pt.Series.Key.String()
+		st := d.states[key]
+		if st == nil {
+			st = &dropState{}
+			d.states[key] = st
+		}
+		if pt.Missing {
+			// No data is not a drop: hold the state, record the gap.
+			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			continue
+		}
+		base, method, ok := d.baseline(st, &pt.Series.Hist, c.Start, w)
+		if !ok {
+			continue
+		}
+		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		if base < d.p.MinBaseline || base <= 0 {
+			continue
+		}
+		drop := 1 - pt.Value/base
+		js = append(js, judged{p: pt, st: st, base: base, method: method, drop: drop, anomalous: drop >= d.p.Threshold})
+	}
+	if d.feedFault(c, js, emit) {
+		return
+	}
+	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
+	for _, j := range js {
+		st, pt := j.st, j.p
+		// Keep outliers out of the history until a new level has lasted.
+		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
+		if outlier && int64(st.Substituted)*w < int64(d.p.AdaptAfter) {
+			pt.Series.Hist.Put(c.Start, j.base)
+			st.Substituted++
+		} else {
+			st.Substituted = 0
+		}
+		if j.anomalous {
+			if st.Run == 0 {
+				st.RunStart = c.Start
+			}
+			st.Run++
+			st.Recovered = 0
+			critical := d.p.Critical > 0 && j.drop >= d.p.Critical
+			if !st.Firing && (st.Run >= forN || critical) {
+				st.Firing, st.FireStart = true, st.RunStart
+				emit(d.finding(Firing, c, j))
+			}
+			continue
+		}
+		st.Run = 0
+		if !st.Firing {
+			continue
+		}
+		if j.drop < d.p.ResolveBelow {
+			st.Recovered++
+		} else {
+			st.Recovered = 0
+		}
+		if st.Recovered >= resolveN {
+			st.Firing = false
+			f := d.finding(Resolved, c, j)
+			f.End = c.Start - int64(resolveN-1)*w
+			emit(f)
+			st.Recovered = 0
+		}
+	}
+}
+
+// feedFault reports whether this bucket is a feed fault (and handles it).
+func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Finding)) bool {
+	n, bad := len(js), 0
+	for _, j := range js {
+		if j.anomalous && !j.st.Firing {
+			bad++
+		}
+	}
+	fault := n >= d.p.FeedFaultMinEntities && float64(bad) >= d.p.FeedFaultShare*float64(n)
+	feed, sig := "", ""
+	if n > 0 {
+		sig = js[0].p.Series.Signal.String()
+		feed = string(js[0].p.Series.Signal.Def().Feed)
+	}
+	switch {
+	case fault:
+		for _, j := range js {
+			if j.anomalous && !j.st.Firing {
+				j.p.Series.Hist.Put(c.Start, j.base)
+			}
+		}
+		d.feed.Run++
+		if !d.feed.Firing {
+			d.feed.Firing, d.feed.Start = true, c.Start
+			emit(Finding{Status: Firing, Detector: "feed_health", Signal: sig, Entity: obs.KindFeed + ":" + feed,
+				Start: c.Start, At: c.End, Observed: float64(bad), Baseline: float64(n),
+				ChangePct: changePct(float64(n-bad), float64(n)),
+				Summary:   fmt.Sprintf("%d of %d entities dropped at once on %s: the %s feed is at fault, per-entity alerts held", bad, n, sig, feed),
+				Details:   map[string]any{"entities_dropped": bad, "entities_judged": n}})
+		}
+		return true
+	case d.feed.Firing && n > 0:
+		d.feed.Firing = false
+		emit(Finding{Status: Resolved, Detector: "feed_health", Signal: sig, Entity: obs.KindFeed + ":" + feed,
+			Start: d.feed.Start, End: c.Start, At: c.End, Observed: float64(bad), Baseline: float64(n),
+			Summary: fmt.Sprintf("the %s feed is back: %d of %d entities dropped", feed, bad, n)})
+	}
+	return false
+}
+
+func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Finding {
+	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
+		Start: j.st.FireStart, At: c.End, Observed: round(j.p.Value, 3), Baseline: round(j.base, 3),
+		BaselineMethod: j.method, ChangePct: changePct(j.p.Value, j.base),
+		Evidence: slices.Clone(j.st.Recent)}
+	if wow, ok := smoothedAt(&j.p.Series.Hist, c.Start-7*dayNs, c.End-c.Start); ok && wow > 0 && status == Firing {
+		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.p.Value, wow)}
+	}
+	if status == Firing {
+		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method)
+	} else {
+		f.Summary = fmt.Sprintf("%s of %s recovered (%.1f%% against baseline)", f.Signal, f.Entity, f.ChangePct)
+	}
+	return f
+}
+
+func (st *dropState) remember(e Evidence) {
+	const keep = 12
+	if len(st.Recent) == keep {
+		copy(st.Recent, st.Recent[1:])
+		st.Recent = st.Recent[:keep-1]
+	}
+	st.Recent = append(st.Recent, e)
+}
+
+const dayNs = int64(24 * 3600e9)
+
+// smoothedAt is the median of the buckets at t-w, t and t+w that are held.
+func smoothedAt(r *series.Ring, t, w int64) (float64, bool) {
+	var buf [3]float64
+	vs := buf[:0]
+	for _, x := range [3]int64{t - w, t, t + w} {
+		if v, ok := r.Get(x); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	return median(vs), true
+}
+
+// baseline predicts the value of the bucket starting at t.
+func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float64, string, bool) {
+	days := 0
+	for k := 1; k <= d.p.MaxDays && t-int64(k)*dayNs >= r.Oldest(); k++ {
+		days = k
+	}
+	if days == 0 {
+		return 0, "", false
+	}
+	if days < 7 {
+		var vs []float64
+		for k := 1; k <= days; k++ {
+			if v, ok := smoothedAt(r, t-int64(k)*dayNs, w); ok {
+				vs = append(vs, v)
+			}
+		}
+		if len(vs) == 0 {
+			return 0, "", false
+		}
+		return median(vs), "previous_days", true
+	}
+	if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
+		st.Similar = rankDays(r, t, w, days, st.Similar[:0])
+		st.SimilarAt = t
+	}
+	k := min(max(3, days*6/28), 6)
+	var vs []float64
+	for _, day := range st.Similar {
+		if len(vs) == k {
+			break
+		}
+		if v, ok := smoothedAt(r, t-int64(day)*dayNs, w); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, "", false
+	}
+	return median(vs), "similar_days", true
+}
+
+// rankDays orders the past days 1..days by how closely the six hours before
+// t looked like the six hours before the same time on that day.
+func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
+	const window = 6 * 3600e9
+	n := int(window / w)
+	stride := max(1, n/36)
+	type scored struct {
+		day  int
+		dist float64
+	}
+	var sc []scored
+	for k := 1; k <= days; k++ {
+		var sum float64
+		var cnt int
+		for j := 1; j <= n; j += stride {
+			a, aok := r.Get(t - int64(j)*w)
+			b, bok := r.Get(t - int64(k)*dayNs - int64(j)*w)
+			if aok && bok {
+				sum += math.Abs(math.Log1p(a) - math.Log1p(b))
+				cnt++
+			}
+		}
+		dist := math.Inf(1)
+		if cnt > 0 {
+			dist = sum / float64(cnt)
+		}
+		sc = append(sc, scored{k, dist})
+	}
+	sort.SliceStable(sc, func(i, j int) bool { return sc[i].dist < sc[j].dist })
+	for _, s := range sc {
+		out = append(out, s.day)
+	}
+	return out
+}
+
+type dropCheckpoint struct {
+	States map[string]*dropState
+	Feed   feedFaultState
+}
+
+func (d *trafficDrop) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(dropCheckpoint{States: d.states, Feed: d.feed})
+	return b.Bytes(), err
+}
+
+func (d *trafficDrop) UnmarshalBinary(b []byte) error {
+	var cp dropCheckpoint
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
+		return fmt.Errorf("traffic_drop %s: restore: %w", d.rule, err)
+	}
+	if cp.States == nil {
+		cp.States = map[string]*dropState{}
+	}
+	d.states, d.feed = cp.States, cp.Feed
+	return nil
+}
