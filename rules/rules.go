@@ -1,0 +1,296 @@
+// Package rules loads the YAML file that says which detector runs on which
+// signals and entities, with what settings, at what severity, to which
+// receivers, and which actions it may take. A bad file fails at load with
+// the file, the line and the reason, so that an operator never finds out
+// from a silent detector.
+package rules
+
+import (
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+//go:embed default.yaml
+var defaultRules []byte
+
+// DefaultName is the name under which the shipped rules are reported.
+const DefaultName = "rules/default.yaml"
+
+// Action modes.
+const (
+	ActionsOff     = "off"
+	ActionsDryRun  = "dry-run"
+	ActionsEnforce = "enforce"
+)
+
+// Severities, lowest first.
+var Severities = []string{"info", "warning", "critical"}
+
+// Rule binds a detector to the series it watches.
+type Rule struct {
+	Name     string
+	Detector string
+	Params   detectors.Params
+	// Signals the rule reads; Entities and Exclude are glob patterns over
+	// entity names ("country:*", "asn:5089").
+	Signals   []obs.Signal
+	Entities  []string
+	Exclude   []string
+	Severity  string
+	Receivers []string
+	// Actions says whether the rule's actions are off, logged only
+	// (dry-run), or carried out (enforce).
+	Actions string
+	Labels  map[string]string
+	// File and Line locate the rule for messages.
+	File string
+	Line int
+}
+
+// Matches reports whether the rule watches signal sig of entity e.
+func (r *Rule) Matches(sig obs.Signal, e string) bool {
+	if !slices.Contains(r.Signals, sig) {
+		return false
+	}
+	for _, p := range r.Exclude {
+		if ok, _ := path.Match(p, e); ok {
+			return false
+		}
+	}
+	for _, p := range r.Entities {
+		if ok, _ := path.Match(p, e); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Set is a loaded rules file.
+type Set struct {
+	File  string
+	Rules []*Rule
+}
+
+// Default returns the rules that ship with outagewatch.
+func Default() (*Set, error) { return Parse(DefaultName, defaultRules) }
+
+// Load reads and validates a rules file.
+func Load(file string) (*Set, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	return Parse(file, b)
+}
+
+// Error is a problem at a place in a rules file.
+type Error struct {
+	File string
+	Line int
+	Msg  string
+}
+
+func (e *Error) Error() string { return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Msg) }
+
+type rawRule struct {
+	Name      string            `yaml:"name"`
+	Detector  string            `yaml:"detector"`
+	Signals   []string          `yaml:"signals"`
+	Entities  []string          `yaml:"entities"`
+	Exclude   []string          `yaml:"exclude"`
+	Severity  string            `yaml:"severity"`
+	Receivers []string          `yaml:"receivers"`
+	Actions   string            `yaml:"actions"`
+	Labels    map[string]string `yaml:"labels"`
+	Params    yaml.Node         `yaml:"params"`
+}
+
+// Parse validates a rules document.
+func Parse(file string, b []byte) (*Set, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, &Error{file, 1, "empty rules file: want a top-level 'rules:' list"}
+	}
+	top := doc.Content[0]
+	if top.Kind != yaml.MappingNode {
+		return nil, &Error{file, top.Line, "want a mapping with a 'rules:' list"}
+	}
+	set := &Set{File: file}
+	var list *yaml.Node
+	for i := 0; i+1 < len(top.Content); i += 2 {
+		k, v := top.Content[i], top.Content[i+1]
+		switch k.Value {
+		case "rules":
+			list = v
+		default:
+			return nil, &Error{file, k.Line, fmt.Sprintf("unknown key %q (want: rules)", k.Value)}
+		}
+	}
+	if list == nil || list.Kind != yaml.SequenceNode {
+		return nil, &Error{file, top.Line, "'rules:' must be a list"}
+	}
+	names := map[string]int{}
+	for _, n := range list.Content {
+		r, err := parseRule(file, n)
+		if err != nil {
+			return nil, err
+		}
+		if prev, dup := names[r.Name]; dup {
+			return nil, &Error{file, n.Line, fmt.Sprintf("rule %q already defined at line %d", r.Name, prev)}
+		}
+		names[r.Name] = n.Line
+		set.Rules = append(set.Rules, r)
+	}
+	return set, nil
+}
+
+func parseRule(file string, n *yaml.Node) (*Rule, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, &Error{file, n.Line, "each rule must be a mapping"}
+	}
+	if err := checkKeys(file, n, reflect.TypeOf(rawRule{}), "rule"); err != nil {
+		return nil, err
+	}
+	var raw rawRule
+	if err := n.Decode(&raw); err != nil {
+		return nil, yamlError(file, err)
+	}
+	at := func(key string) int { return keyLine(n, key) }
+	fail := func(key, format string, args ...any) error {
+		return &Error{file, at(key), fmt.Sprintf("rule %q: ", raw.Name) + fmt.Sprintf(format, args...)}
+	}
+	if raw.Name == "" {
+		return nil, &Error{file, n.Line, "rule without a name"}
+	}
+	r := &Rule{Name: raw.Name, Detector: raw.Detector, Entities: raw.Entities, Exclude: raw.Exclude,
+		Severity: raw.Severity, Receivers: raw.Receivers, Actions: raw.Actions, Labels: raw.Labels, File: file, Line: n.Line}
+	p, err := detectors.NewParams(raw.Detector)
+	if err != nil {
+		return nil, fail("detector", "%v", err)
+	}
+	if len(raw.Signals) == 0 {
+		return nil, fail("signals", "no signals: list the signals the detector reads (known: %s)", strings.Join(obs.Names(), ", "))
+	}
+	for _, s := range raw.Signals {
+		sig, ok := obs.Lookup(s)
+		if !ok {
+			return nil, fail("signals", "unknown signal %q (known: %s)", s, strings.Join(obs.Names(), ", "))
+		}
+		r.Signals = append(r.Signals, sig)
+	}
+	if len(r.Entities) == 0 {
+		return nil, fail("entities", "no entities: give patterns such as \"country:*\" or \"asn:5089\"")
+	}
+	for _, pat := range append(slices.Clone(r.Entities), r.Exclude...) {
+		if _, err := path.Match(pat, ""); err != nil || !strings.Contains(pat, ":") {
+			return nil, fail("entities", "bad entity pattern %q: want kind:pattern such as \"asn:*\"", pat)
+		}
+	}
+	if r.Severity == "" {
+		r.Severity = "warning"
+	}
+	if !slices.Contains(Severities, r.Severity) {
+		return nil, fail("severity", "unknown severity %q (want one of %v)", r.Severity, Severities)
+	}
+	switch r.Actions {
+	case "":
+		r.Actions = ActionsOff
+	case ActionsOff, ActionsDryRun, ActionsEnforce:
+	default:
+		return nil, fail("actions", "unknown actions mode %q (want off, dry-run or enforce)", r.Actions)
+	}
+	if raw.Params.Kind != 0 {
+		if raw.Params.Kind != yaml.MappingNode {
+			return nil, fail("params", "params must be a mapping")
+		}
+		if err := checkKeys(file, &raw.Params, reflect.TypeOf(p).Elem(), "params of "+r.Detector); err != nil {
+			return nil, err
+		}
+		// Decode key by key so that an error names its own line even when
+		// the YAML library does not (text unmarshalers such as durations).
+		for i := 0; i+1 < len(raw.Params.Content); i += 2 {
+			k := raw.Params.Content[i]
+			one := &yaml.Node{Kind: yaml.MappingNode, Content: raw.Params.Content[i : i+2]}
+			if err := one.Decode(p); err != nil {
+				e := yamlError(file, err).(*Error)
+				return nil, &Error{file, k.Line, fmt.Sprintf("rule %q: params.%s: %s", r.Name, k.Value, e.Msg)}
+			}
+		}
+	}
+	if err := p.Validate(); err != nil {
+		line := at("params")
+		if field, _, ok := strings.Cut(err.Error(), ":"); ok {
+			if l := keyLine(&raw.Params, strings.TrimSpace(strings.Split(field, ",")[0])); l > 0 {
+				line = l
+			}
+		}
+		if line == 0 {
+			line = n.Line
+		}
+		return nil, &Error{file, line, fmt.Sprintf("rule %q: params.%v", r.Name, err)}
+	}
+	r.Params = p
+	return r, nil
+}
+
+// checkKeys rejects keys that the target struct does not have: a typo in a
+// threshold name must not silently leave the default in force.
+func checkKeys(file string, n *yaml.Node, t reflect.Type, what string) error {
+	known := map[string]bool{}
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if tag != "" && tag != "-" {
+			known[tag] = true
+			names = append(names, tag)
+		}
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !known[k.Value] {
+			return &Error{file, k.Line, fmt.Sprintf("unknown key %q in %s (known: %s)", k.Value, what, strings.Join(names, ", "))}
+		}
+	}
+	return nil
+}
+
+func keyLine(n *yaml.Node, key string) int {
+	if n == nil {
+		return 0
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i].Line
+		}
+	}
+	return 0
+}
+
+// yamlError turns the YAML library's "yaml: line N: msg" into an Error.
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	msg := err.Error()
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		msg = te.Errors[0]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	line := 0
+	if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil {
+		_, msg, _ = strings.Cut(msg, ": ")
+	}
+	return &Error{file, line, msg}
+}

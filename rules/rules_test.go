@@ -1,0 +1,50 @@
+package rules
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+func TestDefaultRulesLoad(t *testing.T) {
+	set, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(set.Rules) < 3 {
+		t.Fatalf("%d default rules", len(set.Rules))
+	}
+	r := set.Rules[0]
+	if r.Name != "country-traffic-drop" || r.Severity != "critical" || r.Actions != ActionsOff {
+		t.Fatalf("first rule = %+v", r)
+	}
+	if p := r.Params.(*detectors.TrafficDrop); p.Threshold != 0.4 || p.MinBaseline != 5e8 || p.FeedFaultShare != 0.8 {
+		t.Fatalf("params = %+v", p)
+	}
+	if !r.Matches(obs.TrafficBytes, "country:UG") || r.Matches(obs.TrafficBytes, "asn:1") || r.Matches(obs.TrafficPackets, "country:UG") {
+		t.Fatal("selector mismatch")
+	}
+}
+
+func TestRuleErrorsCarryFileLineAndReason(t *testing.T) {
+	cases := []struct{ doc, want string }{
+		{"rules:\n  - name: a\n    detector: nope\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n", `x.yaml:3: rule "a": unknown detector "nope"`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [bytes]\n    entities: [\"asn:*\"]\n", `x.yaml:4: rule "a": unknown signal "bytes"`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      threshold: 0.4\n      treshold: 2\n", `x.yaml:8: unknown key "treshold" in params of traffic_drop`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      for: 10m\n      threshold: 1.5\n", `x.yaml:8: rule "a": params.threshold: must be a fraction`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      for: ten\n", `x.yaml:7: rule "a": params.for: time: invalid duration "ten"`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    severity: loud\n", `x.yaml:6: rule "a": unknown severity "loud"`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn*\"]\n", `x.yaml:5: rule "a": bad entity pattern "asn*"`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n", `x.yaml:6: rule "a" already defined at line 2`},
+		{"rules:\n  - name: a\n   detector: x\n", `x.yaml:1: did not find expected`},
+		{"rulez: []\n", `x.yaml:1: unknown key "rulez"`},
+	}
+	for _, c := range cases {
+		_, err := Parse("x.yaml", []byte(c.doc))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("doc %q:\n got  %v\n want %s...", c.doc, err, c.want)
+		}
+	}
+}
