@@ -7,6 +7,9 @@ package ingest
 import (
 	"errors"
 	"fmt"
+	"slices"
+
+	"github.com/outagewatch/outagewatch/netmap"
 
 	"github.com/outagewatch/outagewatch/obs"
 )
@@ -68,4 +71,51 @@ func Reason(err error) string {
 		return e.Reason
 	}
 	return "other"
+}
+
+// Env is what decoders of one pipeline share: attribution data, the local
+// networks, and a way for stateful inputs to take part in bucket closing.
+type Env struct {
+	Map       *netmap.Map
+	LocalASNs []uint32
+	// BeforeClose registers a hook that runs before each bucket closes; the
+	// BGP routing table emits its announced-space gauges this way.
+	BeforeClose func(h func(start, end int64, sink obs.Sink))
+	// Shared keeps per-pipeline singletons (the routing table) by name, so
+	// that several formats of one stream kind feed the same state.
+	Shared map[string]any
+}
+
+// Factory builds a decoder for one pipeline.
+type Factory func(env *Env) (Decoder, error)
+
+var formats = map[string]Factory{}
+
+// RegisterFormat makes a decoder available as stream/format. Format
+// packages call it from init.
+func RegisterFormat(stream, format string, f Factory) {
+	k := stream + "/" + format
+	if _, dup := formats[k]; dup {
+		panic("ingest: format " + k + " registered twice")
+	}
+	formats[k] = f
+}
+
+// NewDecoder builds the decoder registered as stream/format.
+func NewDecoder(stream, format string, env *Env) (Decoder, error) {
+	f, ok := formats[stream+"/"+format]
+	if !ok {
+		return nil, fmt.Errorf("ingest: no decoder for stream %q format %q (known: %v)", stream, format, Formats())
+	}
+	return f(env)
+}
+
+// Formats lists the registered stream/format names, sorted.
+func Formats() []string {
+	out := make([]string, 0, len(formats))
+	for k := range formats {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
 }
