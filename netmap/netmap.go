@@ -5,91 +5,99 @@
 package netmap
 
 import (
+	"encoding/binary"
 	"net/netip"
 	"strings"
 )
 
-// Table is a longest-prefix-match table from prefixes to values.
+// Table is a longest-prefix-match table from prefixes to values. The zero
+// value is an empty table ready to use. It is not safe for concurrent use.
 type Table[V any] struct {
-	v4 []map[uint32]V // index: prefix length 0..32
-	v6 []map[[16]byte]V
-	// lens lists the prefix lengths present, longest first, so lookups skip
-	// empty lengths.
-	lens4, lens6 []int
-	n            int
+	v4 lpm[V]
+	v6 lpm[V]
+	n  int
 }
 
-// Insert sets the value of prefix p.
+// addrKey returns a as two words, IPv4 in the top 32 bits of hi, and its
+// number of octets.
+func addrKey(a netip.Addr) (hi, lo uint64, octets int) {
+	if a.Is4() {
+		k := a.As4()
+		return uint64(k[0])<<56 | uint64(k[1])<<48 | uint64(k[2])<<40 | uint64(k[3])<<32, 0, 4
+	}
+	k := a.As16()
+	return binary.BigEndian.Uint64(k[:8]), binary.BigEndian.Uint64(k[8:]), 16
+}
+
+func (t *Table[V]) family(octets int) *lpm[V] {
+	if octets == 4 {
+		return &t.v4
+	}
+	return &t.v6
+}
+
+// Insert sets the value of prefix p. An invalid prefix is ignored.
 func (t *Table[V]) Insert(p netip.Prefix, v V) {
-	p = p.Masked()
-	bits := p.Bits()
-	if p.Addr().Is4() {
-		if t.v4 == nil {
-			t.v4 = make([]map[uint32]V, 33)
-		}
-		if t.v4[bits] == nil {
-			t.v4[bits] = map[uint32]V{}
-			t.lens4 = insertLen(t.lens4, bits)
-		}
-		k := p.Addr().As4()
-		key := uint32(k[0])<<24 | uint32(k[1])<<16 | uint32(k[2])<<8 | uint32(k[3])
-		if _, ok := t.v4[bits][key]; !ok {
-			t.n++
-		}
-		t.v4[bits][key] = v
+	if !p.IsValid() {
 		return
 	}
-	if t.v6 == nil {
-		t.v6 = make([]map[[16]byte]V, 129)
-	}
-	if t.v6[bits] == nil {
-		t.v6[bits] = map[[16]byte]V{}
-		t.lens6 = insertLen(t.lens6, bits)
-	}
-	if _, ok := t.v6[bits][p.Addr().As16()]; !ok {
+	p = p.Masked()
+	hi, lo, n := addrKey(p.Addr())
+	if t.family(n).insert(hi, lo, p.Bits(), v) {
 		t.n++
 	}
-	t.v6[bits][p.Addr().As16()] = v
 }
 
-func insertLen(lens []int, bits int) []int {
-	lens = append(lens, bits)
-	for i := len(lens) - 1; i > 0 && lens[i] > lens[i-1]; i-- {
-		lens[i], lens[i-1] = lens[i-1], lens[i]
+// Delete removes prefix p and reports whether it was present. The routing
+// table needs it: visible routes come and go all day.
+func (t *Table[V]) Delete(p netip.Prefix) bool {
+	if !p.IsValid() {
+		return false
 	}
-	return lens
+	p = p.Masked()
+	hi, lo, n := addrKey(p.Addr())
+	if t.family(n).delete(hi, lo, p.Bits()) {
+		t.n--
+		return true
+	}
+	return false
+}
+
+// Get returns the value stored for exactly prefix p.
+func (t *Table[V]) Get(p netip.Prefix) (V, bool) {
+	if !p.IsValid() {
+		var zero V
+		return zero, false
+	}
+	p = p.Masked()
+	hi, lo, n := addrKey(p.Addr())
+	return t.family(n).get(hi, lo, p.Bits())
 }
 
 // Len returns the number of prefixes in the table.
 func (t *Table[V]) Len() int { return t.n }
 
-// Lookup returns the value of the longest prefix containing a.
+// Lookup returns the value of the longest prefix containing a. IPv4-mapped
+// IPv6 addresses are looked up as IPv4. It does not allocate.
 func (t *Table[V]) Lookup(a netip.Addr) (V, bool) {
-	var zero V
+	if !a.IsValid() {
+		var zero V
+		return zero, false
+	}
 	if a.Is4In6() {
 		a = a.Unmap()
 	}
-	if a.Is4() {
-		k := a.As4()
-		key := uint32(k[0])<<24 | uint32(k[1])<<16 | uint32(k[2])<<8 | uint32(k[3])
-		for _, bits := range t.lens4 {
-			var m uint32
-			if bits > 0 {
-				m = ^uint32(0) << (32 - bits)
-			}
-			if v, ok := t.v4[bits][key&m]; ok {
-				return v, true
-			}
-		}
-		return zero, false
+	hi, lo, n := addrKey(a)
+	return t.family(n).lookup(hi, lo, n)
+}
+
+// Walk calls fn for each prefix and its value, IPv4 first, in an order that
+// depends only on the table's contents (so checkpoints are reproducible); it
+// stops when fn returns false.
+func (t *Table[V]) Walk(fn func(netip.Prefix, V) bool) {
+	if t.v4.walk(4, fn) {
+		t.v6.walk(16, fn)
 	}
-	for _, bits := range t.lens6 {
-		p, _ := a.Prefix(bits)
-		if v, ok := t.v6[bits][p.Addr().As16()]; ok {
-			return v, true
-		}
-	}
-	return zero, false
 }
 
 // Map holds the attribution data of one deployment.
