@@ -148,7 +148,11 @@ func (a *Aggregator) ClosedTo() int64 { return a.closedTo }
 func (a *Aggregator) Series(k Key) *Series { return a.series[k] }
 
 // Observe adds one observation to its open bucket.
-func (a *Aggregator) Observe(o *obs.Observation) {
+func (a *Aggregator) Observe(o *obs.Observation) { a.observe(o, true) }
+
+// observe adds o; fromFeed is false for observations that hooks derive from
+// state (gauges), which must not make a silent feed look alive.
+func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 	a.stats.Observations++
 	if o.Time < a.closedTo {
 		a.stats.Late++
@@ -173,7 +177,9 @@ func (a *Aggregator) Observe(o *obs.Observation) {
 		}
 	}
 	def := o.Signal.Def()
-	a.feeds[start][def.Feed]++
+	if fromFeed {
+		a.feeds[start][def.Feed]++
+	}
 	switch def.Agg {
 	case obs.Sum:
 		b.sum += o.Value
@@ -295,7 +301,7 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 			if o2.Time < start || o2.Time >= end {
 				o2.Time = end - 1
 			}
-			a.Observe(&o2)
+			a.observe(&o2, false)
 		}))
 	}
 	if a.dirty {

@@ -1,0 +1,137 @@
+package alerting
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// Manager gives findings their alert identity and lifecycle: a firing
+// finding for an alert already firing is a duplicate and is dropped, a
+// resolve for an alert not firing is dropped, and the set of active alerts
+// is what /api/v1/alerts shows and what a checkpoint keeps.
+type Manager struct {
+	Map    *netmap.Map
+	active map[string]*Event
+}
+
+// NewManager returns a manager that labels entities from m (may be nil).
+func NewManager(m *netmap.Map) *Manager {
+	return &Manager{Map: m, active: map[string]*Event{}}
+}
+
+// Handle turns a finding of rule r into an event, or returns nil when the
+// finding changes nothing.
+func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
+	ruleName, severity := "", "warning"
+	var receivers []string
+	var labels map[string]string
+	if r != nil {
+		ruleName, severity, receivers = r.Name, r.Severity, r.Receivers
+		labels = maps.Clone(r.Labels)
+	}
+	if f.Detector == "feed_health" {
+		// One feed fault per feed, whichever rule saw it.
+		ruleName, severity = "feed-health", "warning"
+	}
+	id := AlertID(ruleName, f.Signal, f.Entity)
+	prev := m.active[id]
+	switch {
+	case f.Status == detectors.Firing && prev != nil, f.Status == detectors.Resolved && prev == nil:
+		return nil
+	}
+	ev := &Event{
+		ID: id, Status: f.Status, Rule: ruleName, Detector: f.Detector, Signal: f.Signal, Entity: f.Entity,
+		Labels: m.labels(f.Entity, labels), Start: ts(f.Start), At: ts(f.At),
+		Observed: f.Observed, Baseline: f.Baseline, BaselineMethod: f.BaselineMethod, ChangePct: f.ChangePct,
+		Severity: severity, Summary: f.Summary, Actions: []string{}, Details: f.Details, Receivers: receivers,
+	}
+	for _, e := range f.Evidence {
+		p := Point{Time: ts(e.Time), Baseline: e.Baseline}
+		if e.Value == e.Value { // not NaN
+			v := e.Value
+			p.Value = &v
+		}
+		ev.Evidence = append(ev.Evidence, p)
+	}
+	if f.Status == detectors.Resolved {
+		end := ts(f.End)
+		ev.End = &end
+		ev.Start = prev.Start
+		delete(m.active, id)
+	} else {
+		m.active[id] = ev
+	}
+	return ev
+}
+
+func ts(ns int64) time.Time { return time.Unix(0, ns).UTC() }
+
+func (m *Manager) labels(entity string, extra map[string]string) map[string]string {
+	out := extra
+	set := func(k, v string) {
+		if v == "" {
+			return
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, ok := out[k]; !ok {
+			out[k] = v
+		}
+	}
+	kind, id, err := obs.SplitEntity(entity)
+	if err != nil || m.Map == nil {
+		return out
+	}
+	switch kind {
+	case obs.KindASN:
+		if n, err := strconv.ParseUint(id, 10, 32); err == nil {
+			set("name", m.Map.Names[uint32(n)])
+			set("country", m.Map.Country(uint32(n)))
+		}
+	case obs.KindCountry:
+		set("country", id)
+	case obs.KindRegion:
+		if len(id) > 2 {
+			set("country", id[:2])
+		}
+	}
+	return out
+}
+
+// Active returns the firing alerts, oldest first then by ID.
+func (m *Manager) Active() []Event {
+	out := make([]Event, 0, len(m.active))
+	for _, id := range slices.Sorted(maps.Keys(m.active)) {
+		out = append(out, *m.active[id])
+	}
+	slices.SortStableFunc(out, func(a, b Event) int { return a.Start.Compare(b.Start) })
+	return out
+}
+
+// MarshalBinary checkpoints the active alerts.
+func (m *Manager) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(m.active)
+	return b.Bytes(), err
+}
+
+// UnmarshalBinary restores active alerts.
+func (m *Manager) UnmarshalBinary(b []byte) error {
+	act := map[string]*Event{}
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&act); err != nil {
+		return fmt.Errorf("alerting: restore active alerts: %w", err)
+	}
+	m.active = act
+	return nil
+}

@@ -1,0 +1,317 @@
+// Package pipeline wires one instance of outagewatch together: records are
+// decoded into observations, bucketed in event time, each closed bucket is
+// handed to the detectors that the rules bind to its series, and findings
+// become alert events. Live service and replay run this same code; they
+// differ only in where records come from and who moves the watermark.
+package pipeline
+
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// Config of a pipeline.
+type Config struct {
+	Aggregate aggregate.Config
+	Rules     *rules.Set
+	Map       *netmap.Map
+	LocalASNs []uint32
+	// SilentAfter is how many empty buckets make a feed silent (default 3).
+	SilentAfter int
+	Logger      *slog.Logger
+}
+
+// Stats are the pipeline's counters. Maps are keyed "stream/format" or
+// "stream/reason".
+type Stats struct {
+	Records       map[string]int64
+	DecodeErrors  map[string]int64
+	Observations  int64
+	Late          int64
+	BucketsClosed int64
+	Series        int
+	Findings      int64
+	Events        int64
+	Watermark     int64
+}
+
+type formatKey struct{ stream, format string }
+
+type decoderEntry struct {
+	dec     ingest.Decoder
+	records int64 // under Pipeline.mu
+}
+
+type boundRule struct {
+	rule *rules.Rule
+	det  detectors.Detector
+	pts  []aggregate.Point
+}
+
+// Pipeline is not safe for concurrent use, except Stats and ActiveAlerts,
+// which the operations endpoints call.
+type Pipeline struct {
+	cfg      Config
+	agg      *aggregate.Aggregator
+	env      *ingest.Env
+	decoders map[formatKey]*decoderEntry
+	rules    []*boundRule
+	// match caches which rules watch each series.
+	match   map[*aggregate.Series][]int
+	silence *detectors.FeedSilence
+	mgr     *alerting.Manager
+	out     func(*alerting.Event)
+	log     *slog.Logger
+
+	mu        sync.Mutex
+	records   map[string]int64 // restored totals; live counts are in decoders
+	errs      map[string]int64
+	findings  int64
+	events    int64
+	watermark int64
+	active    []alerting.Event
+}
+
+// New builds a pipeline; out receives every alert event, in order.
+func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
+	if cfg.Rules == nil {
+		set, err := rules.Default()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Rules = set
+	}
+	if cfg.Map == nil {
+		cfg.Map = netmap.New()
+	}
+	if cfg.SilentAfter <= 0 {
+		cfg.SilentAfter = 3
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	p := &Pipeline{
+		cfg: cfg, agg: aggregate.New(cfg.Aggregate), decoders: map[formatKey]*decoderEntry{},
+		match: map[*aggregate.Series][]int{}, silence: detectors.NewFeedSilence(cfg.SilentAfter),
+		mgr: alerting.NewManager(cfg.Map), out: out, log: cfg.Logger,
+		records: map[string]int64{}, errs: map[string]int64{},
+	}
+	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.agg.BeforeClose, Shared: map[string]any{}}
+	for _, r := range cfg.Rules.Rules {
+		p.rules = append(p.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})
+	}
+	return p, nil
+}
+
+// Env returns the decoder environment, for sources that build decoders
+// themselves or need the shared state (the routing table).
+func (p *Pipeline) Env() *ingest.Env { return p.env }
+
+// Aggregator exposes the aggregator, for benchmarks and checkpoints.
+func (p *Pipeline) Aggregator() *aggregate.Aggregator { return p.agg }
+
+// Decoder returns (building once) the decoder for stream/format.
+func (p *Pipeline) Decoder(stream, format string) (ingest.Decoder, error) {
+	e, err := p.entry(stream, format)
+	if err != nil {
+		return nil, err
+	}
+	return e.dec, nil
+}
+
+func (p *Pipeline) entry(stream, format string) (*decoderEntry, error) {
+	k := formatKey{stream, format}
+	if e, ok := p.decoders[k]; ok {
+		return e, nil
+	}
+	d, err := ingest.NewDecoder(stream, format, p.env)
+	if err != nil {
+		return nil, err
+	}
+	e := &decoderEntry{dec: d}
+	p.mu.Lock()
+	p.decoders[k] = e
+	p.mu.Unlock()
+	return e, nil
+}
+
+// Process decodes one record into the open buckets. A record that does not
+// decode is counted by reason, logged the first time a reason is seen, and
+// returned, so that a live source can dead-letter it; it never stops the
+// pipeline.
+func (p *Pipeline) Process(rec *ingest.Record) error {
+	e, err := p.entry(rec.Stream, rec.Format)
+	if err == nil {
+		err = e.dec.Decode(rec.Value, p.agg)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e != nil {
+		e.records++
+	}
+	if err != nil {
+		k := rec.Stream + "/" + ingest.Reason(err)
+		if p.errs[k] == 0 {
+			p.log.Warn("record does not decode; counting and skipping this kind from now on",
+				"stream", rec.Stream, "format", rec.Format, "topic", rec.Topic, "offset", rec.Offset, "err", err)
+		}
+		p.errs[k]++
+		return fmt.Errorf("%s/%s record: %w", rec.Stream, rec.Format, err)
+	}
+	return nil
+}
+
+// Advance moves the watermark: every bucket ending at or before wm closes
+// and is judged.
+func (p *Pipeline) Advance(wm int64) {
+	p.agg.Advance(wm, p.judge)
+	p.mu.Lock()
+	p.watermark = max(p.watermark, wm)
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) judge(c *aggregate.Closed) {
+	p.silence.Bucket(c, func(f detectors.Finding) { p.emit(nil, f) })
+	for _, br := range p.rules {
+		br.pts = br.pts[:0]
+	}
+	for _, pt := range c.Points {
+		idx, ok := p.match[pt.Series]
+		if !ok {
+			for i, br := range p.rules {
+				if br.rule.Matches(pt.Series.Signal, pt.Series.Entity) {
+					idx = append(idx, i)
+				}
+			}
+			p.match[pt.Series] = idx
+		}
+		for _, i := range idx {
+			p.rules[i].pts = append(p.rules[i].pts, pt)
+		}
+	}
+	for _, br := range p.rules {
+		if len(br.pts) == 0 {
+			continue
+		}
+		br.det.Bucket(c, br.pts, func(f detectors.Finding) { p.emit(br.rule, f) })
+	}
+}
+
+func (p *Pipeline) emit(r *rules.Rule, f detectors.Finding) {
+	ev := p.mgr.Handle(r, f)
+	p.mu.Lock()
+	p.findings++
+	if ev != nil {
+		p.events++
+		p.active = p.mgr.Active()
+	}
+	p.mu.Unlock()
+	if ev != nil && p.out != nil {
+		p.out(ev)
+	}
+}
+
+// Stats returns a copy of the counters.
+func (p *Pipeline) Stats() Stats {
+	as := p.agg.Stats()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	recs := maps.Clone(p.records)
+	for k, e := range p.decoders {
+		recs[k.stream+"/"+k.format] += e.records
+	}
+	return Stats{Records: recs, DecodeErrors: maps.Clone(p.errs),
+		Observations: as.Observations, Late: as.Late, BucketsClosed: as.BucketsClosed, Series: as.Series,
+		Findings: p.findings, Events: p.events, Watermark: p.watermark}
+}
+
+// ActiveAlerts returns the alerts firing now.
+func (p *Pipeline) ActiveAlerts() []alerting.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.active)
+}
+
+type checkpoint struct {
+	Aggregator []byte
+	Detectors  map[string][]byte
+	Silence    *detectors.FeedSilence
+	Alerts     []byte
+	Records    map[string]int64
+	Errors     map[string]int64
+	Watermark  int64
+}
+
+// MarshalBinary checkpoints everything the pipeline knows: history, open
+// buckets, detector and alert state. Decoders with state of their own (the
+// routing table) are checkpointed by their owners.
+func (p *Pipeline) MarshalBinary() ([]byte, error) {
+	cp := checkpoint{Detectors: map[string][]byte{}, Silence: p.silence, Watermark: p.watermark}
+	var err error
+	if cp.Aggregator, err = p.agg.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	for _, br := range p.rules {
+		if cp.Detectors[br.rule.Name], err = br.det.MarshalBinary(); err != nil {
+			return nil, fmt.Errorf("pipeline: checkpoint rule %s: %w", br.rule.Name, err)
+		}
+	}
+	if cp.Alerts, err = p.mgr.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	st := p.Stats()
+	p.mu.Lock()
+	cp.Records, cp.Errors = st.Records, p.errs
+	var b bytes.Buffer
+	err = gob.NewEncoder(&b).Encode(&cp)
+	p.mu.Unlock()
+	return b.Bytes(), err
+}
+
+// UnmarshalBinary restores a checkpoint into a new pipeline built with the
+// same configuration. Rules that are new since the checkpoint start fresh.
+func (p *Pipeline) UnmarshalBinary(b []byte) error {
+	var cp checkpoint
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
+		return fmt.Errorf("pipeline: restore: %w", err)
+	}
+	if err := p.agg.UnmarshalBinary(cp.Aggregator); err != nil {
+		return err
+	}
+	for _, br := range p.rules {
+		if st, ok := cp.Detectors[br.rule.Name]; ok {
+			if err := br.det.UnmarshalBinary(st); err != nil {
+				return err
+			}
+		}
+	}
+	if err := p.mgr.UnmarshalBinary(cp.Alerts); err != nil {
+		return err
+	}
+	if cp.Silence != nil {
+		p.silence = cp.Silence
+	}
+	p.mu.Lock()
+	p.records, p.errs, p.watermark = cp.Records, cp.Errors, cp.Watermark
+	if p.records == nil {
+		p.records = map[string]int64{}
+	}
+	if p.errs == nil {
+		p.errs = map[string]int64{}
+	}
+	p.active = p.mgr.Active()
+	p.mu.Unlock()
+	return nil
+}
