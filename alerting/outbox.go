@@ -397,6 +397,15 @@ func (o *Outbox) loadPending() error {
 	if err != nil {
 		return fmt.Errorf("alerting: outbox %s: %w", o.sink.Name(), err)
 	}
+	// Sequence numbers continue past the parked files too, so that a
+	// later park never overwrites one.
+	if dead, err := os.ReadDir(filepath.Join(o.dir, deadDir)); err == nil {
+		for _, de := range dead {
+			if seq, ok := parseSeqName(de.Name()); ok && seq >= o.nextSeq {
+				o.nextSeq = seq + 1
+			}
+		}
+	}
 	var repaired int
 	for _, de := range ents {
 		name := de.Name()
@@ -410,6 +419,10 @@ func (o *Outbox) loadPending() error {
 			o.log.Warn("outbox: ignoring unexpected file", "file", path)
 			continue
 		}
+		if seq >= o.nextSeq {
+			// Also past unreadable files: dead/ keeps their names.
+			o.nextSeq = seq + 1
+		}
 		b, err := os.ReadFile(path)
 		if err != nil {
 			return fmt.Errorf("alerting: outbox %s: %w", o.sink.Name(), err)
@@ -422,9 +435,6 @@ func (o *Outbox) loadPending() error {
 				return fmt.Errorf("alerting: outbox %s: %w", o.sink.Name(), err)
 			}
 			continue
-		}
-		if seq >= o.nextSeq {
-			o.nextSeq = seq + 1
 		}
 		_, done := o.delivered[key]
 		_, dup := o.pendingKeys[key]
