@@ -815,4 +815,3 @@ func (o *Outbox) Pending() []Event {
 	}
 	return out
 }
-
