@@ -1,0 +1,213 @@
+package quality
+
+import (
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// KindPath is the entity kind of one destination reached through one transit
+// at one site.
+const KindPath = "path"
+
+// PathEntity names the packet-loss series of one destination through a
+// transit at a site:
+//
+//	path:<transit ASN>[@<site>]><destination>
+//	path:1299@lis01>198.51.100.0/24
+//	path:1299@lis01>2001:db8:7::/48
+//	path:1299@lis01>as15169
+//
+// The part before '>' is the transit entity's id, so that a detector groups
+// destinations by transit with ParsePathEntity alone. Destinations are
+// aggregated so that the number of series stays bounded by the networks
+// probed, not the hosts: an address becomes its /24 (IPv4) or /48 (IPv6); a
+// longer prefix is widened likewise and a shorter one kept; an AS number
+// written "as15169" or "AS15169" becomes "as15169"; anything else (a host
+// name, say) is used as given. dest must not be empty.
+func PathEntity(transitASN uint32, site, dest string) string {
+	return pathPrefix(transitASN, site) + normalizeDest(dest)
+}
+
+func pathPrefix(transitASN uint32, site string) string {
+	s := "path:" + strconv.FormatUint(uint64(transitASN), 10)
+	if site != "" {
+		s += "@" + site
+	}
+	return s + ">"
+}
+
+func normalizeDest(dest string) string {
+	if p, err := netip.ParsePrefix(dest); err == nil {
+		return destPrefix(p.Addr(), p.Bits()).String()
+	}
+	if a, err := netip.ParseAddr(dest); err == nil {
+		return destPrefix(a.WithZone(""), -1).String()
+	}
+	if len(dest) > 2 && (dest[:2] == "as" || dest[:2] == "AS") {
+		if n, err := strconv.ParseUint(dest[2:], 10, 32); err == nil {
+			return "as" + strconv.FormatUint(n, 10)
+		}
+	}
+	return dest
+}
+
+// destPrefix aggregates an address (bits < 0) or a prefix to the /24 or /48
+// a path series stands for.
+func destPrefix(a netip.Addr, bits int) netip.Prefix {
+	a = a.Unmap()
+	limit := 48
+	if a.Is4() {
+		limit = 24
+	}
+	if bits < 0 || bits > limit {
+		bits = limit
+	}
+	p, _ := a.Prefix(bits)
+	return p
+}
+
+// ParsePathEntity splits a path entity into the entity of its transit
+// ("transit:1299@lis01", as obs.Transit names it) and its destination
+// ("198.51.100.0/24"). ok is false for anything that is not a path entity.
+func ParsePathEntity(e string) (transitEntity, dest string, ok bool) {
+	rest, found := strings.CutPrefix(e, KindPath+":")
+	if !found {
+		return "", "", false
+	}
+	i := strings.IndexByte(rest, '>')
+	if i <= 0 || i == len(rest)-1 {
+		return "", "", false
+	}
+	tr, dest := rest[:i], rest[i+1:]
+	asn, site, _ := strings.Cut(tr, "@")
+	n, err := strconv.ParseUint(asn, 10, 32)
+	if err != nil || !validSite(site) {
+		return "", "", false
+	}
+	return obs.Transit(uint32(n), site), dest, true
+}
+
+// validSite says whether s may name a site inside entity names: it must not
+// contain the separators of transit and path entities.
+func validSite(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// Entity caches bound the memory a hostile stream can make a decoder hold;
+// when one fills it is emptied, and names are built afresh.
+const cacheLimit = 1 << 16
+
+// entities turns the parts of a measurement into entity names, allocating
+// only the first time a name is seen. One decoder owns one.
+type entities struct {
+	asn       obs.ASNCache
+	countries map[string]string // code as received → "country:CC"
+	sites     map[string]*site  // site name → its transits and paths
+	strs      map[string]string // interned probe names
+}
+
+type site struct {
+	name    string
+	transit map[uint32]string
+	paths   map[pathKey]string
+}
+
+type pathKey struct {
+	transit uint32
+	dstASN  uint32       // used when prefix is not valid
+	prefix  netip.Prefix // destination /24 or /48
+}
+
+func newEntities() entities {
+	return entities{asn: obs.ASNCache{}, countries: map[string]string{}, sites: map[string]*site{}, strs: map[string]string{}}
+}
+
+// intern returns b as a string, shared with earlier equal strings.
+func (c *entities) intern(b []byte) string {
+	if s, ok := c.strs[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if len(c.strs) >= cacheLimit {
+		clear(c.strs)
+	}
+	c.strs[s] = s
+	return s
+}
+
+// site returns the cache of a site name (already validated).
+func (c *entities) site(name []byte) *site {
+	if s, ok := c.sites[string(name)]; ok {
+		return s
+	}
+	if len(c.sites) >= cacheLimit {
+		clear(c.sites)
+	}
+	s := &site{name: string(name), transit: map[uint32]string{}, paths: map[pathKey]string{}}
+	c.sites[s.name] = s
+	return s
+}
+
+func (c *entities) country(cc string) string {
+	if e, ok := c.countries[cc]; ok {
+		return e
+	}
+	if len(c.countries) >= cacheLimit {
+		clear(c.countries)
+	}
+	e := obs.Country(cc)
+	c.countries[cc] = e
+	return e
+}
+
+func (s *site) transitEntity(asn uint32) string {
+	if e, ok := s.transit[asn]; ok {
+		return e
+	}
+	if len(s.transit) >= cacheLimit {
+		clear(s.transit)
+	}
+	e := obs.Transit(asn, s.name)
+	s.transit[asn] = e
+	return e
+}
+
+// pathEntity names the destination dst (or, without an address, dstASN)
+// through transit at this site; "" when neither is known.
+func (s *site) pathEntity(transit uint32, dst netip.Addr, dstASN uint32) string {
+	k := pathKey{transit: transit}
+	switch {
+	case dst.IsValid():
+		k.prefix = destPrefix(dst, -1)
+	case dstASN != 0:
+		k.dstASN = dstASN
+	default:
+		return ""
+	}
+	if e, ok := s.paths[k]; ok {
+		return e
+	}
+	if len(s.paths) >= cacheLimit {
+		clear(s.paths)
+	}
+	var e string
+	if k.prefix.IsValid() {
+		e = pathPrefix(transit, s.name) + k.prefix.String()
+	} else {
+		e = pathPrefix(transit, s.name) + "as" + strconv.FormatUint(uint64(dstASN), 10)
+	}
+	s.paths[k] = e
+	return e
+}

@@ -1,0 +1,541 @@
+package quality
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"math"
+	"net/netip"
+	"os"
+	"slices"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+const sample = `{"time": "2025-04-28T10:35:00Z", "probe": "lis01-p3", "site": "lis01", "src_asn": 3243, "country": "PT",
+ "dst": "198.51.100.7", "dst_asn": 15169, "transit_asn": 1299, "rtt_ms": [21.9, 22.4], "sent": 10, "rcvd": 9,
+ "bandwidth_mbps": 83.2}`
+
+const sampleTime = 1745836500 * int64(1e9) // 2025-04-28T10:35:00Z
+
+func decodeAll(t *testing.T, d ingest.Decoder, in string) obs.Slice {
+	t.Helper()
+	var out obs.Slice
+	if err := d.Decode([]byte(in), &out); err != nil {
+		t.Fatalf("Decode(%s): %v", in, err)
+	}
+	return out
+}
+
+func TestDecodeMeasurement(t *testing.T) {
+	d := NewDecoder(nil)
+	got := decodeAll(t, d, sample)
+	var want obs.Slice
+	add := func(sig obs.Signal, ent string, v float64, hash uint64) {
+		want = append(want, obs.Observation{Time: sampleTime, Signal: sig, Entity: ent, Value: v, Hash: hash})
+	}
+	ents := []string{"asn:3243", "country:PT", "transit:1299@lis01"}
+	for _, e := range ents {
+		for _, sig := range []obs.Signal{LatencyP50, LatencyP95} {
+			add(sig, e, 21.9, 0)
+			add(sig, e, 22.4, 0)
+		}
+	}
+	for _, e := range ents {
+		add(BandwidthP50, e, 83.2, 0)
+	}
+	for _, e := range append(ents, "path:1299@lis01>198.51.100.0/24") {
+		add(PacketLoss, e, 0.1, 10)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("observations:\n got %v\nwant %v", got, want)
+	}
+	if s := d.Stats(); s != (Stats{Measurements: 1, Observations: 19}) {
+		t.Fatalf("stats %+v", s)
+	}
+
+	var m Measurement
+	if err := d.Parse([]byte(sample), &m); err != nil {
+		t.Fatal(err)
+	}
+	wantM := Measurement{Time: sampleTime, Probe: "lis01-p3", Site: "lis01", SrcASN: 3243, Country: "PT",
+		Dst: netip.MustParseAddr("198.51.100.7"), DstASN: 15169, TransitASN: 1299, RTTms: []float64{21.9, 22.4},
+		Sent: 10, Rcvd: 9, BandwidthMbps: 83.2, HasBandwidth: true}
+	if !equalMeasurement(&m, &wantM) {
+		t.Fatalf("Parse = %+v\nwant %+v", m, wantM)
+	}
+}
+
+func equalMeasurement(a, b *Measurement) bool {
+	type scalars struct {
+		Time                       int64
+		Probe, Site, Country       string
+		Src, Dst                   netip.Addr
+		SrcASN, DstASN, TransitASN uint32
+		Sent, Rcvd                 uint32
+		BandwidthMbps              float64
+		HasBandwidth               bool
+	}
+	s := func(m *Measurement) scalars {
+		return scalars{m.Time, m.Probe, m.Site, m.Country, m.Src, m.Dst, m.SrcASN, m.DstASN, m.TransitASN,
+			m.Sent, m.Rcvd, m.BandwidthMbps, m.HasBandwidth}
+	}
+	return s(a) == s(b) && slices.Equal(a.RTTms, b.RTTms)
+}
+
+func TestDecodeVariants(t *testing.T) {
+	nm := netmap.New()
+	nm.Origins.Insert(netip.MustParsePrefix("203.0.113.0/24"), 64500)
+	nm.Origins.Insert(netip.MustParsePrefix("2001:db8::/32"), 64501)
+	nm.Countries[64500] = "es"
+	cases := []struct {
+		name, in string
+		want     []obs.Observation
+	}{
+		{"unix seconds, one rtt, netmap source",
+			`{"time": 1745836500, "src": "203.0.113.9", "rtt_ms": 22.1}`,
+			[]obs.Observation{
+				{Time: sampleTime, Signal: LatencyP50, Entity: "asn:64500", Value: 22.1},
+				{Time: sampleTime, Signal: LatencyP95, Entity: "asn:64500", Value: 22.1},
+				{Time: sampleTime, Signal: LatencyP50, Entity: "country:ES", Value: 22.1},
+				{Time: sampleTime, Signal: LatencyP95, Entity: "country:ES", Value: 22.1},
+			}},
+		{"fractional seconds, offset, IPv6 source without country, loss only",
+			`{"time": "2025-04-28T12:35:00.25+02:00", "src": "2001:db8::1", "sent": 4, "rcvd": 1}`,
+			[]obs.Observation{{Time: sampleTime + 25e7, Signal: PacketLoss, Entity: "asn:64501", Value: 0.75, Hash: 4}}},
+		{"unix fraction, src_asn wins over src, transit without site, path by dst_asn",
+			`{"time": 1745836500.5, "src": "203.0.113.9", "src_asn": 3243, "transit_asn": 174, "dst_asn": 15169, "sent": 2, "rcvd": 2}`,
+			[]obs.Observation{
+				{Time: sampleTime + 5e8, Signal: PacketLoss, Entity: "asn:3243", Value: 0, Hash: 2},
+				{Time: sampleTime + 5e8, Signal: PacketLoss, Entity: "transit:174", Value: 0, Hash: 2},
+				{Time: sampleTime + 5e8, Signal: PacketLoss, Entity: "path:174>as15169", Value: 0, Hash: 2},
+			}},
+		{"IPv6 destination, nulls, unknown nested fields, escaped probe, zero bandwidth",
+			`{"time":"2025-04-28T10:35:00Z","probe":"p\u00e9\n","extra":{"a":[1,{"b":null}],"c":"\""},"src_asn":null,
+			  "country":"pt","site":"lis01","transit_asn":1299,"dst":"2001:db8:7:1::9","sent":1,"rcvd":0,"bandwidth_mbps":0}`,
+			[]obs.Observation{
+				{Time: sampleTime, Signal: BandwidthP50, Entity: "country:PT", Value: 0},
+				{Time: sampleTime, Signal: BandwidthP50, Entity: "transit:1299@lis01", Value: 0},
+				{Time: sampleTime, Signal: PacketLoss, Entity: "country:PT", Value: 1, Hash: 1},
+				{Time: sampleTime, Signal: PacketLoss, Entity: "transit:1299@lis01", Value: 1, Hash: 1},
+				{Time: sampleTime, Signal: PacketLoss, Entity: "path:1299@lis01>2001:db8:7::/48", Value: 1, Hash: 1},
+			}},
+	}
+	for _, c := range cases {
+		d := NewDecoder(nm)
+		got := decodeAll(t, d, c.in)
+		if !slices.Equal(got, obs.Slice(c.want)) {
+			t.Errorf("%s:\n got %v\nwant %v", c.name, got, c.want)
+		}
+	}
+	var m Measurement
+	if err := NewDecoder(nil).Parse([]byte(cases[3].in), &m); err != nil || m.Probe != "pé\n" {
+		t.Fatalf("escaped probe = %q, %v", m.Probe, err)
+	}
+}
+
+func TestUnattributed(t *testing.T) {
+	d := NewDecoder(netmap.New())
+	out := decodeAll(t, d, `{"time": 1745836500, "src": "192.0.2.1", "rtt_ms": [5]}`)
+	if len(out) != 0 || d.Stats() != (Stats{Measurements: 1, Unattributed: 1}) {
+		t.Fatalf("out %v stats %+v", out, d.Stats())
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct{ in, reason string }{
+		{``, "json"},
+		{`[]`, "json"},
+		{`{"time": 1745836500, "rtt_ms": 1`, "json"},
+		{`{"time": 1745836500, "rtt_ms": 1} x`, "json"},
+		{`{"time": 1745836500 "rtt_ms": 1}`, "json"},
+		{`{"time": 1745836500, "rtt_ms": 01}`, "json"},
+		{`{"time": 1745836500, "rtt_ms": [1,]}`, "json"},
+		{`{"time": 1745836500, "rtt_ms": 1, "x": "a` + "\x01" + `"}`, "json"},
+		{`{"time": 1745836500, "rtt_ms": 1, "x": tru}`, "json"},
+		{`{"time": 1745836500, "rtt_ms": 1, "x": ` + deep(40) + `}`, "json"},
+		{`{"rtt_ms": 1}`, "missing_field"},
+		{`{"time": null, "rtt_ms": 1}`, "missing_field"},
+		{`{"time": 1745836500}`, "no_measurement"},
+		{`{"time": 1745836500, "rtt_ms": []}`, "no_measurement"},
+		{`{"time": 1745836500, "sent": 3}`, "missing_field"},
+		{`{"time": 1745836500, "sent": 3, "rcvd": 4}`, "value_range"},
+		{`{"time": 1745836500, "rtt_ms": -1}`, "value_range"},
+		{`{"time": 1745836500, "rtt_ms": 1e999}`, "value_range"},
+		{`{"time": 1745836500, "bandwidth_mbps": -2}`, "value_range"},
+		{`{"time": 1745836500, "rtt_ms": "fast"}`, "field_type"},
+		{`{"time": 1745836500, "rtt_ms": 1, "src_asn": 1.5}`, "field_type"},
+		{`{"time": 1745836500, "rtt_ms": 1, "src_asn": 4294967296}`, "value_range"},
+		{`{"time": 1745836500, "rtt_ms": 1, "sent": -1, "rcvd": 0}`, "field_type"},
+		{`{"time": 1745836500000, "rtt_ms": 1}`, "time"},
+		{`{"time": -5, "rtt_ms": 1}`, "time"},
+		{`{"time": "2025-02-30T00:00:00Z", "rtt_ms": 1}`, "time"},
+		{`{"time": "2025-04-28 10:35:00", "rtt_ms": 1}`, "time"},
+		{`{"time": "2025-04-28T10:35:00", "rtt_ms": 1}`, "time"},
+		{`{"time": true, "rtt_ms": 1}`, "field_type"},
+		{`{"time": 1745836500, "rtt_ms": 1, "site": "lis>01"}`, "site"},
+		{`{"time": 1745836500, "rtt_ms": 1, "country": "PRT"}`, "country"},
+		{`{"time": 1745836500, "rtt_ms": 1, "dst": "198.51.100"}`, "address"},
+		{`{"time": 1745836500, "rtt_ms": 1, "probe": "` + "\xff" + `"}`, "utf8"},
+	}
+	d := NewDecoder(nil)
+	for _, c := range cases {
+		var out obs.Slice
+		err := d.Decode([]byte(c.in), &out)
+		var ie *ingest.Error
+		if !errors.As(err, &ie) || ie.Reason != c.reason {
+			t.Errorf("Decode(%.80s) = %v, want reason %q", c.in, err, c.reason)
+		}
+		if len(out) != 0 {
+			t.Errorf("Decode(%.80s) emitted %d observations with an error", c.in, len(out))
+		}
+	}
+}
+
+func deep(n int) string {
+	return string(bytes.Repeat([]byte("["), n)) + string(bytes.Repeat([]byte("]"), n))
+}
+
+// atlasMap attributes the probes of testdata/ping-results.jsonl. The
+// assignments are this test's own, chosen to group the probes by network;
+// they are not an authoritative registry.
+func atlasMap() *netmap.Map {
+	nm := netmap.New()
+	for p, asn := range map[string]uint32{
+		"80.56.0.0/13": 33915, "62.195.0.0/16": 33915, "188.192.0.0/13": 20825, "109.190.0.0/16": 16276,
+	} {
+		nm.Origins.Insert(netip.MustParsePrefix(p), asn)
+	}
+	nm.Countries[33915], nm.Countries[20825], nm.Countries[16276] = "NL", "DE", "FR"
+	return nm
+}
+
+func readLines(t testing.TB, path string) [][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lines [][]byte
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		lines = append(lines, bytes.Clone(sc.Bytes()))
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return lines
+}
+
+func TestAtlasRecordedResults(t *testing.T) {
+	lines := readLines(t, "testdata/ping-results.jsonl")
+	if len(lines) != 8 {
+		t.Fatalf("%d lines, want 8", len(lines))
+	}
+	d := NewAtlasDecoder(atlasMap())
+	var all obs.Slice
+	per := make([]obs.Slice, len(lines))
+	for i, l := range lines {
+		if err := d.Decode(l, &per[i]); err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		all = append(all, per[i]...)
+	}
+	// Line 1: three packets sent, two timeouts ({"x":"*"}), one answer.
+	t1 := int64(1378271710) * 1e9
+	want1 := obs.Slice{
+		{Time: t1, Signal: LatencyP50, Entity: "asn:33915", Value: 27.300999999999998},
+		{Time: t1, Signal: LatencyP95, Entity: "asn:33915", Value: 27.300999999999998},
+		{Time: t1, Signal: LatencyP50, Entity: "country:NL", Value: 27.300999999999998},
+		{Time: t1, Signal: LatencyP95, Entity: "country:NL", Value: 27.300999999999998},
+		{Time: t1, Signal: PacketLoss, Entity: "asn:33915", Value: 2.0 / 3, Hash: 3},
+		{Time: t1, Signal: PacketLoss, Entity: "country:NL", Value: 2.0 / 3, Hash: 3},
+	}
+	if !slices.Equal(per[0], want1) {
+		t.Errorf("line 1:\n got %v\nwant %v", per[0], want1)
+	}
+	// Line 7: one packet sent, none answered; the two RTTs are duplicate
+	// replies and must not count as latency.
+	t7 := int64(1394745831) * 1e9
+	want7 := obs.Slice{
+		{Time: t7, Signal: PacketLoss, Entity: "asn:33915", Value: 1, Hash: 1},
+		{Time: t7, Signal: PacketLoss, Entity: "country:NL", Value: 1, Hash: 1},
+	}
+	if !slices.Equal(per[6], want7) {
+		t.Errorf("line 7:\n got %v\nwant %v", per[6], want7)
+	}
+	// Per entity, the RTT samples in file order and the bucket results.
+	rtts := map[string][]float64{}
+	accs := map[[2]string]obs.Accumulator{}
+	for i := range all {
+		o := &all[i]
+		if o.Signal == LatencyP50 {
+			rtts[o.Entity] = append(rtts[o.Entity], o.Value)
+		}
+		k := [2]string{o.Signal.String(), o.Entity}
+		if accs[k] == nil {
+			accs[k] = o.Signal.Def().NewAccumulator()
+		}
+		accs[k].Add(o)
+	}
+	wantRTT := map[string][]float64{
+		"asn:33915": {27.300999999999998, 40.234000000000002, 34.747999999999998, 35.679000000000002,
+			36.741, 36.659999999999997, 36.423999999999999},
+		"asn:20825": {45.939, 48.927, 48.990000000000002, 63.213000000000001, 47.941000000000003,
+			60.268000000000001, 70.265, 54.584, 52.875},
+		"asn:16276": {27.768000000000001},
+	}
+	for e, w := range wantRTT {
+		if !slices.Equal(rtts[e], w) {
+			t.Errorf("%s RTTs %v, want %v", e, rtts[e], w)
+		}
+	}
+	if len(all) != 84 {
+		t.Errorf("%d observations, want 84 (17 RTTs × 2 entities × 2 signals + 8 results × 2 loss)", len(all))
+	}
+	result := func(sig, ent string) (float64, int64) { return accs[[2]string{sig, ent}].Result() }
+	for _, c := range []struct {
+		sig, ent string
+		v        float64
+		n        int64
+	}{
+		{"packet_loss", "asn:33915", 0.3, 10}, // lost 2+0+0+1 of 3+3+3+1
+		{"packet_loss", "country:NL", 0.3, 10},
+		{"packet_loss", "asn:20825", 0, 9},
+		{"packet_loss", "asn:16276", 0.5, 2}, // line 6: sent 2, rcvd 1
+		{"latency_p50", "asn:16276", 27.768000000000001, 1},
+		{"latency_p95", "country:FR", 27.768000000000001, 1},
+	} {
+		if v, n := result(c.sig, c.ent); v != c.v || n != c.n {
+			t.Errorf("%s %s = %v (n=%d), want %v (n=%d)", c.sig, c.ent, v, n, c.v, c.n)
+		}
+	}
+	// Seven NL samples: the exact median is 36.424; P² must land between
+	// its neighbours in rank.
+	if v, n := result("latency_p50", "country:NL"); n != 7 || v < 35.679 || v > 36.66 {
+		t.Errorf("NL median %v (n=%d), want within [35.679, 36.66] from 7 samples", v, n)
+	}
+	if s := d.Stats(); s != (Stats{Measurements: 8, Observations: 84}) {
+		t.Errorf("stats %+v", s)
+	}
+}
+
+func TestAtlasEdgeCases(t *testing.T) {
+	nm := atlasMap()
+	cases := []struct {
+		name, in string
+		want     obs.Slice
+		empty    bool
+	}{
+		{"no sent/rcvd: counted from result; src_addr when no from; boolean dup",
+			`{"type":"ping","af":4,"timestamp":1378271710,"src_addr":"80.56.1.1",
+			  "result":[{"x":"*"},{"rtt":10},{"rtt":11,"dup":true},{"error":"sendto failed"},{"rtt":12,"dup":0}]}`,
+			obs.Slice{
+				{Time: 1378271710e9, Signal: LatencyP50, Entity: "asn:33915", Value: 10},
+				{Time: 1378271710e9, Signal: LatencyP50, Entity: "asn:33915", Value: 12},
+				{Time: 1378271710e9, Signal: LatencyP95, Entity: "asn:33915", Value: 10},
+				{Time: 1378271710e9, Signal: LatencyP95, Entity: "asn:33915", Value: 12},
+				{Time: 1378271710e9, Signal: LatencyP50, Entity: "country:NL", Value: 10},
+				{Time: 1378271710e9, Signal: LatencyP50, Entity: "country:NL", Value: 12},
+				{Time: 1378271710e9, Signal: LatencyP95, Entity: "country:NL", Value: 10},
+				{Time: 1378271710e9, Signal: LatencyP95, Entity: "country:NL", Value: 12},
+				{Time: 1378271710e9, Signal: PacketLoss, Entity: "asn:33915", Value: 1.0 / 3, Hash: 3},
+				{Time: 1378271710e9, Signal: PacketLoss, Entity: "country:NL", Value: 1.0 / 3, Hash: 3},
+			}, false},
+		{"nothing sent", `{"type":"ping","timestamp":1378271710,"from":"80.56.1.1","sent":0,"rcvd":0,"result":[{"error":"dns resolution failed"}]}`,
+			nil, true},
+	}
+	for _, c := range cases {
+		d := NewAtlasDecoder(nm)
+		var out obs.Slice
+		if err := d.Decode([]byte(c.in), &out); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if !slices.Equal(out, c.want) {
+			t.Errorf("%s:\n got %v\nwant %v", c.name, out, c.want)
+		}
+		if (d.Stats().Empty == 1) != c.empty {
+			t.Errorf("%s: stats %+v", c.name, d.Stats())
+		}
+	}
+	errs := []struct{ in, reason string }{
+		{`{"type":"traceroute","timestamp":1378271710,"sent":1,"rcvd":1}`, "type"},
+		{`{"type":"ping","af":5,"timestamp":1378271710,"sent":1,"rcvd":1}`, "value_range"},
+		{`{"type":"ping","from":"80.56.1.1","sent":1,"rcvd":1}`, "missing_field"},
+		{`{"timestamp":1378271710,"sent":1}`, "missing_field"},
+		{`{"timestamp":1378271710,"sent":1,"rcvd":2}`, "value_range"},
+		{`{"timestamp":1378271710,"result":[{"rtt":-1}]}`, "value_range"},
+		{`{"timestamp":1378271710,"result":[{"rtt":"1"}]}`, "field_type"},
+		{`{"timestamp":1378271710,"result":["*"]}`, "field_type"},
+		{`{"timestamp":1378271710,"result":{"rtt":1}}`, "field_type"},
+		{`{"timestamp":1378271710,"result":[{"rtt":1}`, "json"},
+		{`{"timestamp":1378271710,"from":"not-an-ip","sent":1,"rcvd":1}`, "address"},
+	}
+	d := NewAtlasDecoder(nm)
+	for _, c := range errs {
+		var out obs.Slice
+		err := d.Decode([]byte(c.in), &out)
+		if ingest.Reason(err) != c.reason || len(out) != 0 {
+			t.Errorf("Decode(%.80s) = %v (%d obs), want reason %q", c.in, err, len(out), c.reason)
+		}
+	}
+}
+
+func TestAppendJSONRoundTrip(t *testing.T) {
+	ms := []Measurement{
+		{Time: sampleTime + 123456789, Probe: "lis01-p3 \"quoted\" \\ \x01 é", Site: "lis01",
+			Src: netip.MustParseAddr("203.0.113.9"), SrcASN: 3243, Country: "PT",
+			Dst: netip.MustParseAddr("2001:db8::7"), DstASN: 15169, TransitASN: 1299,
+			RTTms: []float64{21.9, 1e-7, 22.4, 123456.789}, Sent: 10, Rcvd: 9, BandwidthMbps: 83.2, HasBandwidth: true},
+		{Time: 1e9, RTTms: []float64{0}},
+		{Time: sampleTime, Sent: 5, Rcvd: 0},
+		{Time: sampleTime, BandwidthMbps: 0, HasBandwidth: true},
+	}
+	d := NewDecoder(nil)
+	for i := range ms {
+		b := AppendJSON(nil, &ms[i])
+		var back Measurement
+		if err := d.Parse(b, &back); err != nil {
+			t.Fatalf("%d: Parse(%s): %v", i, b, err)
+		}
+		if !equalMeasurement(&back, &ms[i]) {
+			t.Errorf("%d: %s\n got %+v\nwant %+v", i, b, back, ms[i])
+		}
+	}
+	if got := string(AppendJSON(nil, &ms[1])); got != `{"time":"1970-01-01T00:00:01Z","rtt_ms":0}` {
+		t.Errorf("AppendJSON = %s", got)
+	}
+	buf := make([]byte, 0, 1024)
+	if n := testing.AllocsPerRun(100, func() { buf = AppendJSON(buf[:0], &ms[0]) }); n != 0 {
+		t.Errorf("AppendJSON allocates %v times", n)
+	}
+}
+
+func TestPathEntity(t *testing.T) {
+	cases := []struct {
+		asn        uint32
+		site, dest string
+		want       string
+	}{
+		{1299, "lis01", "198.51.100.7", "path:1299@lis01>198.51.100.0/24"},
+		{1299, "lis01", "198.51.100.0/28", "path:1299@lis01>198.51.100.0/24"},
+		{1299, "lis01", "198.51.0.0/16", "path:1299@lis01>198.51.0.0/16"},
+		{1299, "lis01", "::ffff:198.51.100.7", "path:1299@lis01>198.51.100.0/24"},
+		{1299, "lis01", "2001:db8:7:1::9", "path:1299@lis01>2001:db8:7::/48"},
+		{1299, "lis01", "fe80::1%eth0", "path:1299@lis01>fe80::/48"},
+		{1299, "", "AS15169", "path:1299>as15169"},
+		{3356, "mad02", "dns.example", "path:3356@mad02>dns.example"},
+	}
+	for _, c := range cases {
+		got := PathEntity(c.asn, c.site, c.dest)
+		if got != c.want {
+			t.Errorf("PathEntity(%d, %q, %q) = %q, want %q", c.asn, c.site, c.dest, got, c.want)
+		}
+		tr, dest, ok := ParsePathEntity(got)
+		if !ok || tr != obs.Transit(c.asn, c.site) || "path:"+tr[len("transit:"):]+">"+dest != got {
+			t.Errorf("ParsePathEntity(%q) = %q %q %v", got, tr, dest, ok)
+		}
+		if k, _, err := obs.SplitEntity(got); err != nil || k != KindPath {
+			t.Errorf("SplitEntity(%q) kind %q, %v", got, k, err)
+		}
+	}
+	// The decoder's cached names are the same as PathEntity's.
+	var s site
+	s.name, s.paths = "lis01", map[pathKey]string{}
+	if got := s.pathEntity(1299, netip.MustParseAddr("198.51.100.7"), 0); got != PathEntity(1299, "lis01", "198.51.100.7") {
+		t.Errorf("cached path %q", got)
+	}
+	if got := s.pathEntity(1299, netip.Addr{}, 15169); got != PathEntity(1299, "lis01", "as15169") {
+		t.Errorf("cached path %q", got)
+	}
+	for _, bad := range []string{"transit:1299@lis01", "path:1299@lis01", "path:>x", "path:12x@a>b", "path:1299@lis01>", "path:1299@l:s>b"} {
+		if tr, dest, ok := ParsePathEntity(bad); ok {
+			t.Errorf("ParsePathEntity(%q) = %q %q, want not ok", bad, tr, dest)
+		}
+	}
+}
+
+func TestSignalsRegistered(t *testing.T) {
+	for name, want := range map[string]obs.Signal{
+		"latency_p50": LatencyP50, "latency_p95": LatencyP95, "bandwidth_p50": BandwidthP50, "packet_loss": PacketLoss,
+	} {
+		s, ok := obs.Lookup(name)
+		if !ok || s != want || s.Def().Feed != obs.FeedQuality || s.Def().Agg != obs.Custom {
+			t.Errorf("signal %s: %v %v %+v", name, s, ok, s.Def())
+		}
+	}
+	if q := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator).est.Q(); q != 0.95 {
+		t.Errorf("latency_p95 accumulator q = %v", q)
+	}
+}
+
+func TestAccumulators(t *testing.T) {
+	loss := PacketLoss.Def().NewAccumulator()
+	if v, n := loss.Result(); !math.IsNaN(v) || n != 0 {
+		t.Fatalf("empty loss = %v, %d", v, n)
+	}
+	// 1/49 × 49 is not 1 in floating point; whole packets must come back.
+	for _, m := range []struct{ lost, sent uint64 }{{1, 49}, {0, 10}, {3, 7}} {
+		loss.Add(&obs.Observation{Value: float64(m.lost) / float64(m.sent), Hash: m.sent})
+	}
+	loss.Add(&obs.Observation{Value: 0.5})        // a bare ratio counts as one packet
+	loss.Add(&obs.Observation{Value: math.NaN()}) // ignored
+	loss.Add(&obs.Observation{Value: 2, Hash: 3}) // ignored
+	if v, n := loss.Result(); v != 4.5/67 || n != 67 {
+		t.Fatalf("loss = %v (n=%d), want %v (n=67)", v, n, 4.5/67)
+	}
+	b, _ := loss.(*LossAccumulator).MarshalBinary()
+	var back LossAccumulator
+	if err := back.UnmarshalBinary(b); err != nil || back != *loss.(*LossAccumulator) {
+		t.Fatalf("loss round trip %+v %v", back, err)
+	}
+	b[9] = 0 // sent 67 → 0 with 4.5 lost
+	if err := back.UnmarshalBinary(b); err == nil {
+		t.Fatal("accepted more lost than sent")
+	}
+	loss.Reset()
+	if _, n := loss.Result(); n != 0 {
+		t.Fatal("Reset kept packets")
+	}
+
+	p95 := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator)
+	for i := range 100 {
+		p95.Add(&obs.Observation{Value: float64(i)})
+	}
+	b, _ = p95.MarshalBinary()
+	restored := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator)
+	if err := restored.UnmarshalBinary(b); err != nil || *restored != *p95 {
+		t.Fatalf("quantile round trip: %v", err)
+	}
+	if err := LatencyP50.Def().NewAccumulator().(*QuantileAccumulator).UnmarshalBinary(b); err == nil {
+		t.Fatal("p50 accumulator accepted a p95 state")
+	}
+	o := &obs.Observation{Value: 3}
+	if n := testing.AllocsPerRun(1000, func() { p95.Add(o); loss.Add(o) }); n != 0 {
+		t.Fatalf("accumulators allocate %v times per sample", n)
+	}
+}
+
+func TestDecodeDoesNotAllocateWhenWarm(t *testing.T) {
+	d := NewDecoder(nil)
+	in := []byte(sample)
+	var sink obs.SinkFunc = func(*obs.Observation) {}
+	if err := d.Decode(in, sink); err != nil {
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = d.Decode(in, sink) }); n != 0 {
+		t.Fatalf("warm Decode allocates %v times", n)
+	}
+	a := NewAtlasDecoder(atlasMap())
+	lines := readLines(t, "testdata/ping-results.jsonl")
+	for _, l := range lines {
+		_ = a.Decode(l, sink)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = a.Decode(lines[1], sink) }); n != 0 {
+		t.Fatalf("warm Atlas Decode allocates %v times", n)
+	}
+}

@@ -1,0 +1,526 @@
+package quality
+
+import (
+	"net/netip"
+	"strconv"
+	"time"
+	"unicode/utf16"
+	"unicode/utf8"
+
+	"github.com/outagewatch/outagewatch/ingest"
+)
+
+// scanner reads the flat JSON objects of the quality feed without
+// allocating: encoding/json spends more time and garbage on one measurement
+// than the rest of the pipeline does on its observations. It is strict
+// JSON (RFC 8259): anything it does not accept is a decode error, never a
+// guess.
+type scanner struct {
+	b   []byte
+	i   int
+	buf []byte // unescaped strings
+}
+
+// maxDepth bounds the nesting of skipped values, so hostile input cannot
+// exhaust the stack.
+const maxDepth = 32
+
+func (s *scanner) reset(b []byte) { s.b, s.i = b, 0 }
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) {
+		switch s.b[s.i] {
+		case ' ', '\t', '\n', '\r':
+			s.i++
+		default:
+			return
+		}
+	}
+}
+
+func (s *scanner) syntax(what string) error {
+	if s.i >= len(s.b) {
+		return ingest.Errorf("json", "unexpected end of input, want %s", what)
+	}
+	return ingest.Errorf("json", "offset %d: unexpected %q, want %s", s.i, s.b[s.i], what)
+}
+
+// peek returns the next non-space byte, or 0 at the end.
+func (s *scanner) peek() byte {
+	s.ws()
+	if s.i < len(s.b) {
+		return s.b[s.i]
+	}
+	return 0
+}
+
+func (s *scanner) consume(c byte) bool {
+	if s.peek() == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+// end checks that nothing but white space follows the value.
+func (s *scanner) end() error {
+	if s.ws(); s.i != len(s.b) {
+		return s.syntax("end of input")
+	}
+	return nil
+}
+
+// member reads the next key of an object and the colon after it; ok is
+// false after the closing brace. first says whether this is the first
+// member, where no comma precedes it.
+func (s *scanner) member(first bool) (key []byte, ok bool, err error) {
+	if s.consume('}') {
+		return nil, false, nil
+	}
+	if !first && !s.consume(',') {
+		return nil, false, s.syntax("',' or '}'")
+	}
+	if s.peek() != '"' {
+		return nil, false, s.syntax("object key")
+	}
+	if key, err = s.str(); err != nil {
+		return nil, false, err
+	}
+	if !s.consume(':') {
+		return nil, false, s.syntax("':'")
+	}
+	return key, true, nil
+}
+
+// elem advances to the next element of an array; ok is false after the
+// closing bracket.
+func (s *scanner) elem(first bool) (ok bool, err error) {
+	if s.consume(']') {
+		return false, nil
+	}
+	if !first && !s.consume(',') {
+		return false, s.syntax("',' or ']'")
+	}
+	return true, nil
+}
+
+// null consumes a null literal if one is next.
+func (s *scanner) null() (bool, error) {
+	if s.peek() != 'n' {
+		return false, nil
+	}
+	return true, s.literal("null")
+}
+
+func (s *scanner) literal(lit string) error {
+	if len(s.b)-s.i < len(lit) || string(s.b[s.i:s.i+len(lit)]) != lit {
+		return s.syntax(lit)
+	}
+	s.i += len(lit)
+	return nil
+}
+
+// str reads a string and returns its contents. The slice points into the
+// input, or into the scanner's buffer when the string has escapes; either
+// way it is valid only until the next call.
+func (s *scanner) str() ([]byte, error) {
+	if s.peek() != '"' {
+		return nil, s.notA("string")
+	}
+	s.i++
+	start := s.i
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			return s.b[start : s.i-1], nil
+		case c == '\\':
+			return s.unescape(start)
+		case c < 0x20:
+			return nil, s.syntax("string character")
+		}
+		s.i++
+	}
+	return nil, s.syntax("'\"'")
+}
+
+func (s *scanner) unescape(start int) ([]byte, error) {
+	out := append(s.buf[:0], s.b[start:s.i]...)
+	defer func() { s.buf = out[:0] }()
+	for s.i < len(s.b) {
+		c := s.b[s.i]
+		switch {
+		case c == '"':
+			s.i++
+			if !utf8.Valid(out) {
+				return nil, ingest.Errorf("json", "string is not UTF-8")
+			}
+			return out, nil
+		case c < 0x20:
+			return nil, s.syntax("string character")
+		case c != '\\':
+			out = append(out, c)
+			s.i++
+			continue
+		}
+		if s.i+1 >= len(s.b) {
+			return nil, s.syntax("escape")
+		}
+		e := s.b[s.i+1]
+		s.i += 2
+		switch e {
+		case '"', '\\', '/':
+			out = append(out, e)
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r, ok := s.hex4()
+			if !ok {
+				return nil, s.syntax("4 hex digits")
+			}
+			if utf16.IsSurrogate(r) {
+				r2 := rune(utf8.RuneError)
+				if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
+					s.i += 2
+					lo, ok := s.hex4()
+					if !ok {
+						return nil, s.syntax("4 hex digits")
+					}
+					r2 = lo
+				}
+				r = utf16.DecodeRune(r, r2)
+			}
+			out = utf8.AppendRune(out, r)
+		default:
+			s.i--
+			return nil, s.syntax("escape")
+		}
+	}
+	return nil, s.syntax("'\"'")
+}
+
+func (s *scanner) hex4() (rune, bool) {
+	if len(s.b)-s.i < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s.b[s.i : s.i+4] {
+		switch {
+		case '0' <= c && c <= '9':
+			r = r<<4 | rune(c-'0')
+		case 'a' <= c && c <= 'f':
+			r = r<<4 | rune(c-'a'+10)
+		case 'A' <= c && c <= 'F':
+			r = r<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	s.i += 4
+	return r, true
+}
+
+// number reads a JSON number and returns its text; frac says whether it
+// has a fraction or an exponent.
+func (s *scanner) number() (tok []byte, frac bool, err error) {
+	c := s.peek()
+	if c != '-' && (c < '0' || c > '9') {
+		return nil, false, s.notA("number")
+	}
+	b, start := s.b, s.i
+	i := s.i
+	if b[i] == '-' {
+		i++
+	}
+	digits := func() bool {
+		j := i
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case !digits():
+		s.i = i
+		return nil, false, s.syntax("digit")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		frac = true
+		if !digits() {
+			s.i = i
+			return nil, false, s.syntax("digit")
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		frac = true
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if !digits() {
+			s.i = i
+			return nil, false, s.syntax("digit")
+		}
+	}
+	s.i = i
+	return b[start:i], frac, nil
+}
+
+// float reads a finite number.
+func (s *scanner) float() (float64, error) {
+	tok, _, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	v, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil {
+		return 0, ingest.Errorf("value_range", "number %.40s out of range", tok)
+	}
+	return v, nil
+}
+
+// uint reads a non-negative integer no larger than max.
+func (s *scanner) uint(max uint64) (uint64, error) {
+	tok, frac, err := s.number()
+	if err != nil {
+		return 0, err
+	}
+	if frac || tok[0] == '-' {
+		return 0, fieldType("non-negative integer")
+	}
+	v, err := strconv.ParseUint(string(tok), 10, 64)
+	if err != nil || v > max {
+		return 0, ingest.Errorf("value_range", "integer %.40s out of range", tok)
+	}
+	return v, nil
+}
+
+// skip reads and discards any value.
+func (s *scanner) skip(depth int) error {
+	if depth > maxDepth {
+		return ingest.Errorf("json", "nesting deeper than %d", maxDepth)
+	}
+	switch c := s.peek(); {
+	case c == '"':
+		_, err := s.str()
+		return err
+	case c == '{':
+		s.i++
+		for first := true; ; first = false {
+			_, ok, err := s.member(first)
+			if err != nil || !ok {
+				return err
+			}
+			if err := s.skip(depth + 1); err != nil {
+				return err
+			}
+		}
+	case c == '[':
+		s.i++
+		for first := true; ; first = false {
+			ok, err := s.elem(first)
+			if err != nil || !ok {
+				return err
+			}
+			if err := s.skip(depth + 1); err != nil {
+				return err
+			}
+		}
+	case c == 't':
+		return s.literal("true")
+	case c == 'f':
+		return s.literal("false")
+	case c == 'n':
+		return s.literal("null")
+	case c == '-' || '0' <= c && c <= '9':
+		_, _, err := s.number()
+		return err
+	}
+	return s.syntax("value")
+}
+
+// addr reads a string holding an IP address. IPv4, the common case, is
+// parsed here without allocating.
+func (s *scanner) addr() (netip.Addr, error) {
+	b, err := s.str()
+	if err != nil {
+		return netip.Addr{}, err
+	}
+	if a, ok := parseIPv4(b); ok {
+		return a, nil
+	}
+	a, err := netip.ParseAddr(string(b))
+	if err != nil {
+		return netip.Addr{}, ingest.Errorf("address", "%.60q is not an IP address", b)
+	}
+	return a.WithZone(""), nil
+}
+
+func parseIPv4(b []byte) (netip.Addr, bool) {
+	var out [4]byte
+	k, n, digits := 0, 0, 0
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			if digits > 0 && n == 0 { // leading zero
+				return netip.Addr{}, false
+			}
+			n = n*10 + int(c-'0')
+			digits++
+			if n > 255 {
+				return netip.Addr{}, false
+			}
+		case c == '.' && digits > 0 && k < 3:
+			out[k] = byte(n)
+			k, n, digits = k+1, 0, 0
+		default:
+			return netip.Addr{}, false
+		}
+	}
+	if k != 3 || digits == 0 {
+		return netip.Addr{}, false
+	}
+	out[3] = byte(n)
+	return netip.AddrFrom4(out), true
+}
+
+// Event times are accepted between 1970 and 2255 (Unix seconds below 9e9,
+// which keeps Unix nanoseconds inside an int64): a larger number is almost
+// always milliseconds sent where seconds were meant, and is refused rather
+// than bucketed centuries away.
+const maxUnixSeconds = 9e9
+
+// timestamp reads an event time, RFC 3339 text or Unix seconds (fractions
+// allowed), as Unix nanoseconds.
+func (s *scanner) timestamp() (int64, error) {
+	if s.peek() == '"' {
+		b, err := s.str()
+		if err != nil {
+			return 0, err
+		}
+		return parseRFC3339(b)
+	}
+	tok, frac, err := s.number()
+	if err != nil {
+		return 0, ingest.Errorf("field_type", "time: want RFC 3339 string or Unix seconds")
+	}
+	if tok[0] == '-' {
+		return 0, ingest.Errorf("time", "time %s before 1970", tok)
+	}
+	if !frac {
+		sec, err := strconv.ParseUint(string(tok), 10, 64)
+		if err != nil || sec >= maxUnixSeconds {
+			return 0, ingest.Errorf("time", "time %.40s out of range (want Unix seconds)", tok)
+		}
+		return int64(sec) * 1e9, nil
+	}
+	f, err := strconv.ParseFloat(string(tok), 64)
+	if err != nil || f >= maxUnixSeconds {
+		return 0, ingest.Errorf("time", "time %.40s out of range (want Unix seconds)", tok)
+	}
+	return int64(f * 1e9), nil
+}
+
+// parseRFC3339 parses "2025-04-28T10:33:00Z" with optional fraction and
+// numeric offset, without allocating (time.Parse would need a string).
+func parseRFC3339(b []byte) (int64, error) {
+	bad := func() (int64, error) { return 0, ingest.Errorf("time", "%.60q is not an RFC 3339 time", b) }
+	num := func(i, n int) (int, bool) {
+		if i+n > len(b) {
+			return 0, false
+		}
+		v := 0
+		for _, c := range b[i : i+n] {
+			if c < '0' || c > '9' {
+				return 0, false
+			}
+			v = v*10 + int(c-'0')
+		}
+		return v, true
+	}
+	if len(b) < 20 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't') || b[13] != ':' || b[16] != ':' {
+		return bad()
+	}
+	year, ok1 := num(0, 4)
+	month, ok2 := num(5, 2)
+	day, ok3 := num(8, 2)
+	hour, ok4 := num(11, 2)
+	minute, ok5 := num(14, 2)
+	sec, ok6 := num(17, 2)
+	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
+		return bad()
+	}
+	i := 19
+	var nanos int
+	if b[i] == '.' {
+		i++
+		j := i
+		scale := int(1e9)
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			if scale > 1 {
+				scale /= 10
+				nanos += int(b[i]-'0') * scale
+			}
+			i++
+		}
+		if i == j {
+			return bad()
+		}
+	}
+	var offset int
+	switch {
+	case i < len(b) && (b[i] == 'Z' || b[i] == 'z'):
+		i++
+	case i < len(b) && (b[i] == '+' || b[i] == '-'):
+		oh, ok1 := num(i+1, 2)
+		om, ok2 := num(i+4, 2)
+		if !ok1 || !ok2 || b[i+3] != ':' || oh > 23 || om > 59 {
+			return bad()
+		}
+		offset = (oh*60 + om) * 60
+		if b[i] == '-' {
+			offset = -offset
+		}
+		i += 6
+	default:
+		return bad()
+	}
+	if i != len(b) {
+		return bad()
+	}
+	t := time.Date(year, time.Month(month), day, hour, minute, sec, nanos, time.UTC)
+	if t.Day() != day { // February 30th and the like
+		return bad()
+	}
+	unix := t.Unix() - int64(offset)
+	if unix < 0 || unix >= maxUnixSeconds {
+		return 0, ingest.Errorf("time", "%.60q out of range", b)
+	}
+	return unix*1e9 + int64(nanos), nil
+}
+
+// notA reports that the next value is not of the wanted type: a field_type
+// error when a value of another type follows, a syntax error otherwise.
+func (s *scanner) notA(want string) error {
+	switch s.peek() {
+	case '"', '{', '[', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return fieldType(want)
+	}
+	return s.syntax(want)
+}
+
+func fieldType(want string) error {
+	return ingest.Errorf("field_type", "want %s", want)
+}
