@@ -764,7 +764,8 @@ func (o *Outbox) Flush(ctx context.Context) error {
 
 // Close stops the delivery loop, interrupting an attempt in flight (which
 // stays queued), and closes the files. Pending events stay on disk for the
-// next OpenOutbox.
+// next OpenOutbox. A Drain running in another goroutine is not interrupted:
+// Close waits for its current attempt, so cancel Drain's context first.
 func (o *Outbox) Close() error {
 	o.mu.Lock()
 	if o.closed {
