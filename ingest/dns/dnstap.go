@@ -59,12 +59,12 @@ type dnstapMessage struct {
 }
 
 // parseDnstap reads the Dnstap envelope of a frame and the fields of its
-// Message. Like proto.Unmarshal, it takes the last value of a repeated
-// scalar field and skips fields it does not know, or whose wire type does
-// not match, as unknown fields.
+// Message with proto.Unmarshal's semantics for the fields it reads: the last
+// value of a repeated scalar wins, a repeated message field merges, and a
+// field it does not know, or whose wire type does not match, is skipped as
+// an unknown field.
 func parseDnstap(b []byte, m *dnstapMessage) error {
 	*m = dnstapMessage{}
-	var msg []byte
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -83,7 +83,10 @@ func parseDnstap(b []byte, m *dnstapMessage) error {
 			if n < 0 {
 				return ingest.Errorf("protobuf", "dnstap message: %v", protowire.ParseError(n))
 			}
-			msg, b, m.hasMessage = v, b[n:], true
+			b, m.hasMessage = b[n:], true
+			if err := m.parseMessage(v); err != nil {
+				return err
+			}
 		default:
 			n := protowire.ConsumeFieldValue(num, typ, b)
 			if n < 0 {
@@ -92,9 +95,10 @@ func parseDnstap(b []byte, m *dnstapMessage) error {
 			b = b[n:]
 		}
 	}
-	if !m.hasMessage {
-		return nil
-	}
+	return nil
+}
+
+func (m *dnstapMessage) parseMessage(msg []byte) error {
 	for len(msg) > 0 {
 		num, typ, n := protowire.ConsumeTag(msg)
 		if n < 0 {
