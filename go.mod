@@ -1,6 +1,16 @@
 module github.com/outagewatch/outagewatch
 
-go 1.26
+go 1.26.0
+
+require (
+	github.com/netsampler/goflow2/v2 v2.2.6
+	github.com/schollz/progressbar/v3 v3.19.1
+	github.com/slack-go/slack v0.36.0
+	github.com/spf13/cobra v1.10.2
+	go.yaml.in/yaml/v3 v3.0.6
+	golang.org/x/term v0.46.0
+	google.golang.org/protobuf v1.36.12
+)
 
 require (
 	github.com/axiomhq/hyperloglog v0.3.0 // indirect
@@ -15,22 +25,15 @@ require (
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/miekg/dns v1.1.73 // indirect
 	github.com/mitchellh/colorstring v0.0.0-20190213212951-d06e56a500db // indirect
-	github.com/netsampler/goflow2/v2 v2.2.6 // indirect
 	github.com/osrg/gobgp/v3 v3.37.0 // indirect
 	github.com/pierrec/lz4/v4 v4.1.33 // indirect
 	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/rivo/uniseg v0.4.7 // indirect
-	github.com/schollz/progressbar/v3 v3.19.1 // indirect
 	github.com/segmentio/kafka-go v0.4.51 // indirect
-	github.com/slack-go/slack v0.36.0 // indirect
-	github.com/spf13/cobra v1.10.2 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/twmb/franz-go v1.22.3 // indirect
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
-	go.yaml.in/yaml/v3 v3.0.6 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/term v0.46.0 // indirect
-	google.golang.org/protobuf v1.36.12 // indirect
 )
