@@ -13,6 +13,7 @@ import (
 	"math"
 	"net/netip"
 
+	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
 )
@@ -169,4 +170,19 @@ func nsFromUint(v uint64) (int64, bool) {
 		return 0, false
 	}
 	return int64(v), true
+}
+
+// Format names under which the decoders are registered for stream "flows".
+const (
+	FormatProto = "goflow2-pb"
+	FormatJSON  = "goflow2-json"
+)
+
+func init() {
+	ingest.RegisterFormat("flows", FormatProto, func(env *ingest.Env) (ingest.Decoder, error) {
+		return NewProtoDecoder(Config{Map: env.Map, LocalASNs: env.LocalASNs}), nil
+	})
+	ingest.RegisterFormat("flows", FormatJSON, func(env *ingest.Env) (ingest.Decoder, error) {
+		return NewJSONDecoder(Config{Map: env.Map, LocalASNs: env.LocalASNs}), nil
+	})
 }

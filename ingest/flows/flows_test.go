@@ -318,8 +318,9 @@ func TestProtoDelimitedStream(t *testing.T) {
 
 func TestShortBareMessageLooksDelimited(t *testing.T) {
 	// A bare message whose first byte (the tag of unknown field 2) equals
-	// its remaining length reads as delimited too; its delimited reading
-	// fails (field number 0), so the bare reading must be used.
+	// its remaining length reads as delimited too. Its delimited reading
+	// fails (field number 0) and it is rejected, not re-read as bare: a
+	// corrupt delimited record re-read as bare would make up traffic.
 	m := []byte{0x10, 0x00}
 	m = protowire.AppendVarint(protowire.AppendTag(m, fieldTimeReceivedNs, protowire.VarintType), 5)
 	m = protowire.AppendVarint(protowire.AppendTag(m, fieldDstAS, protowire.VarintType), asGB)
@@ -331,7 +332,12 @@ func TestShortBareMessageLooksDelimited(t *testing.T) {
 		t.Fatalf("test message % x is not ambiguous", m)
 	}
 	var got obs.Slice
-	if err := NewProtoDecoder(Config{}).Decode(m, &got); err != nil {
+	err := NewProtoDecoder(Config{}).Decode(m, &got)
+	if ingest.Reason(err) != "field_number" || len(got) != 0 {
+		t.Fatalf("got %v, %+v; want a field_number error", err, got)
+	}
+	// The same fields behind goflow2's length prefix decode.
+	if err := NewProtoDecoder(Config{}).Decode(protowire.AppendBytes(nil, m), &got); err != nil {
 		t.Fatal(err)
 	}
 	if want := traffic(5, "asn:5089", 200, 2); !reflect.DeepEqual([]obs.Observation(got), want) {
@@ -829,5 +835,25 @@ func TestZeroAllocs(t *testing.T) {
 	}
 	if n != 3*202*6 { // one warm-up call, then AllocsPerRun's own warm-up and 200 runs
 		t.Fatalf("sink saw %d observations", n)
+	}
+}
+
+func TestRegistered(t *testing.T) {
+	env := &ingest.Env{Map: testMap(), LocalASNs: []uint32{asLocal}}
+	for format, enc := range map[string]func(*flowpb.FlowMessage) []byte{
+		FormatProto: mustDelim,
+		FormatJSON:  func(m *flowpb.FlowMessage) []byte { return AppendJSON(nil, m) },
+	} {
+		dec, err := ingest.NewDecoder("flows", format, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got obs.Slice
+		if err := dec.Decode(enc(flowCases()[0].msg), &got); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual([]obs.Observation(got), flowCases()[0].want) {
+			t.Errorf("%s: got %+v", format, got)
+		}
 	}
 }

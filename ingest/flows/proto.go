@@ -31,8 +31,12 @@ const (
 // goflow2 writes each message with a varint length prefix (protodelim), one
 // message per Kafka record, and back to back in files. A value is taken as
 // delimited when its length prefixes cover it exactly, and as one bare
-// message otherwise; a value that reads both ways (only possible for very
-// short messages) is tried delimited first.
+// message otherwise. A bare message can read as delimited only when its
+// first tag byte happens to equal its remaining length, which no record
+// goflow2 writes does (they start with type, sampling_rate or a 2-byte tag
+// and carry addresses and times); such a value is read as delimited and, if
+// that fails, rejected rather than re-read: a corrupt delimited record read
+// as bare would yield made-up traffic.
 type ProtoDecoder struct {
 	attributor
 }
@@ -55,15 +59,7 @@ func (d *ProtoDecoder) Decode(value []byte, sink obs.Sink) error {
 	if isDelimited(value) {
 		n, l := protowire.ConsumeVarint(value)
 		if uint64(len(value)-l) == n {
-			err := parseFlowMessage(value[l:], &r)
-			if err != nil {
-				// A short bare message can look delimited; give it
-				// its other reading before reporting the first error.
-				var bare record
-				if parseFlowMessage(value, &bare) == nil {
-					d.emit(&bare, sink)
-					return nil
-				}
+			if err := parseFlowMessage(value[l:], &r); err != nil {
 				return err
 			}
 			d.emit(&r, sink)
@@ -120,10 +116,10 @@ func parseFlowMessage(b []byte, r *record) error {
 			tag = v
 			b = b[n:]
 		}
-		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
-		if num < protowire.MinValidNumber || num > protowire.MaxValidNumber {
-			return ingest.Errorf("field_number", "flow message: invalid field number %d", int64(tag>>3))
+		if tag>>3 < uint64(protowire.MinValidNumber) || tag>>3 > uint64(protowire.MaxValidNumber) {
+			return ingest.Errorf("field_number", "flow message: invalid field number %d", tag>>3)
 		}
+		num, typ := protowire.Number(tag>>3), protowire.Type(tag&7)
 		switch num {
 		case fieldSamplingRate, fieldBytes, fieldPackets, fieldSrcAS, fieldDstAS, fieldTimeReceivedNs, fieldTimeFlowEndNs:
 			if typ != protowire.VarintType {
