@@ -762,3 +762,11 @@ func (t *Table) Stats() Stats {
 	}
 	return s
 }
+
+// PeerKey returns the key of a peer handle.
+func (t *Table) PeerKey(id PeerID) PeerKey {
+	if p := t.peer(id); p != nil {
+		return p.key
+	}
+	return PeerKey{}
+}
