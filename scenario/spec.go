@@ -243,15 +243,23 @@ func (s *Spec) Factor(stream string, t time.Time, ents ...string) float64 {
 	return f
 }
 
+// matches reports whether any target matches the traffic's entities. A
+// target "asn:7018&region:US-TN" needs every part to match: one network's
+// traffic in one region.
 func (e *Event) matches(ents []string) bool {
-	for _, pat := range e.Targets {
-		for _, ent := range ents {
-			if ent == "" {
-				continue
+	for _, target := range e.Targets {
+		all := true
+		for _, pat := range strings.Split(target, "&") {
+			if !slices.ContainsFunc(ents, func(ent string) bool {
+				ok, _ := path.Match(pat, ent)
+				return ok && ent != ""
+			}) {
+				all = false
+				break
 			}
-			if ok, _ := path.Match(pat, ent); ok {
-				return true
-			}
+		}
+		if all {
+			return true
 		}
 	}
 	return false
