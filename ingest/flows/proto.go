@@ -180,7 +180,7 @@ func parseFlowMessage(b []byte, r *record) error {
 				r.dstAddr = a
 			}
 		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
+			n := skipField(num, typ, b)
 			if n < 0 {
 				return ingest.Errorf("truncated", "flow message: field %d: %v", num, protowire.ParseError(n))
 			}
@@ -201,4 +201,37 @@ func parseFlowMessage(b []byte, r *record) error {
 	r.timeNs = ns
 	r.bytes, r.packets, r.rate = float64(bytes), float64(packets), float64(rate)
 	return nil
+}
+
+// skipField returns the length of the value of a field nobody reads, or a
+// negative protowire error code. The common wire types are handled inline
+// (most of a record is fields that are skipped); groups go to protowire.
+func skipField(num protowire.Number, typ protowire.Type, b []byte) int {
+	switch typ {
+	case protowire.VarintType:
+		for i := 0; i < len(b) && i < 10; i++ {
+			if b[i] < 0x80 {
+				if i == 9 && b[i] > 1 {
+					break // overflows 64 bits
+				}
+				return i + 1
+			}
+		}
+	case protowire.BytesType:
+		if len(b) > 0 && b[0] < 0x80 {
+			if n := int(b[0]); n < len(b) {
+				return n + 1
+			}
+			break
+		}
+	case protowire.Fixed32Type:
+		if len(b) >= 4 {
+			return 4
+		}
+	case protowire.Fixed64Type:
+		if len(b) >= 8 {
+			return 8
+		}
+	}
+	return protowire.ConsumeFieldValue(num, typ, b)
 }
