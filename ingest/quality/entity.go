@@ -116,11 +116,13 @@ type entities struct {
 	countries map[string]string // code as received → "country:CC"
 	sites     map[string]*site  // site name → its transits and paths
 	strs      map[string]string // interned probe names
+	last      *site             // the site of the measurement being decoded
 }
 
 type site struct {
 	name    string
 	transit map[uint32]string
+	paths4  map[uint64]string // transit<<32 | IPv4 /24: the common case, hashed fast
 	paths   map[pathKey]string
 }
 
@@ -149,14 +151,36 @@ func (c *entities) intern(b []byte) string {
 
 // site returns the cache of a site name (already validated).
 func (c *entities) site(name []byte) *site {
-	if s, ok := c.sites[string(name)]; ok {
+	if s := c.last; s != nil && s.name == string(name) {
 		return s
 	}
+	s, ok := c.sites[string(name)]
+	if !ok {
+		s = c.newSite(string(name))
+	}
+	c.last = s
+	return s
+}
+
+// siteNamed is site for a name held as a string.
+func (c *entities) siteNamed(name string) *site {
+	if s := c.last; s != nil && s.name == name {
+		return s
+	}
+	s, ok := c.sites[name]
+	if !ok {
+		s = c.newSite(name)
+	}
+	c.last = s
+	return s
+}
+
+func (c *entities) newSite(name string) *site {
 	if len(c.sites) >= cacheLimit {
 		clear(c.sites)
 	}
-	s := &site{name: string(name), transit: map[uint32]string{}, paths: map[pathKey]string{}}
-	c.sites[s.name] = s
+	s := &site{name: name, transit: map[uint32]string{}, paths4: map[uint64]string{}, paths: map[pathKey]string{}}
+	c.sites[name] = s
 	return s
 }
 
@@ -187,6 +211,19 @@ func (s *site) transitEntity(asn uint32) string {
 // pathEntity names the destination dst (or, without an address, dstASN)
 // through transit at this site; "" when neither is known.
 func (s *site) pathEntity(transit uint32, dst netip.Addr, dstASN uint32) string {
+	if dst.Is4() || dst.Is4In6() {
+		a := dst.Unmap().As4()
+		k := uint64(transit)<<32 | uint64(a[0])<<24 | uint64(a[1])<<16 | uint64(a[2])<<8
+		if e, ok := s.paths4[k]; ok {
+			return e
+		}
+		if len(s.paths4) >= cacheLimit {
+			clear(s.paths4)
+		}
+		e := pathPrefix(transit, s.name) + destPrefix(dst, -1).String()
+		s.paths4[k] = e
+		return e
+	}
 	k := pathKey{transit: transit}
 	switch {
 	case dst.IsValid():

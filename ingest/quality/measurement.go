@@ -312,15 +312,7 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 	}
 	var path string
 	if m.TransitASN != 0 {
-		var st *site
-		if m.Site != "" {
-			st = e.ent.sites[m.Site]
-		}
-		if st == nil {
-			// Measurements built in code (not parsed) reach here with
-			// sites the cache has not seen.
-			st = e.ent.site([]byte(m.Site))
-		}
+		st := e.ent.siteNamed(m.Site)
 		ents[n] = st.transitEntity(m.TransitASN)
 		n++
 		if m.Sent > 0 {

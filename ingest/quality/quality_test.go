@@ -5,10 +5,13 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"math/rand/v2"
 	"net/netip"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -444,8 +447,8 @@ func TestPathEntity(t *testing.T) {
 		}
 	}
 	// The decoder's cached names are the same as PathEntity's.
-	var s site
-	s.name, s.paths = "lis01", map[pathKey]string{}
+	ents := newEntities()
+	s := ents.siteNamed("lis01")
 	if got := s.pathEntity(1299, netip.MustParseAddr("198.51.100.7"), 0); got != PathEntity(1299, "lis01", "198.51.100.7") {
 		t.Errorf("cached path %q", got)
 	}
@@ -537,5 +540,63 @@ func TestDecodeDoesNotAllocateWhenWarm(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = a.Decode(lines[1], sink) }); n != 0 {
 		t.Fatalf("warm Atlas Decode allocates %v times", n)
+	}
+}
+
+func TestRFC3339AgainstTime(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 5))
+	for range 20000 {
+		want := time.Unix(r.Int64N(9e9), r.Int64N(1e9)).UTC()
+		b := want.AppendFormat(nil, time.RFC3339Nano)
+		got, err := parseRFC3339(b)
+		if err != nil || got != want.UnixNano() {
+			t.Fatalf("parseRFC3339(%s) = %d, %v; want %d", b, got, err, want.UnixNano())
+		}
+		zoned := want.In(time.FixedZone("", -(r.IntN(24*60)-12*60)*60)).AppendFormat(nil, time.RFC3339Nano)
+		if got, err := parseRFC3339(zoned); err != nil || got != want.UnixNano() {
+			t.Fatalf("parseRFC3339(%s) = %d, %v; want %d", zoned, got, err, want.UnixNano())
+		}
+	}
+	for in, ok := range map[string]bool{
+		"2024-02-29T00:00:00Z": true, "2023-02-29T00:00:00Z": false, "2100-02-29T00:00:00Z": false,
+		"2000-02-29T00:00:00Z": true, "2025-04-31T00:00:00Z": false, "2025-12-31T23:59:59.999999999999Z": true,
+		"2025-04-28T24:00:00Z": false, "2025-04-28T10:35:00.Z": false, "2025-04-28T10:35:00+0200": false,
+		"1969-12-31T23:59:59Z": false, "2025-04-28t10:35:00z": true,
+	} {
+		if _, err := parseRFC3339([]byte(in)); (err == nil) != ok {
+			t.Errorf("parseRFC3339(%s): err %v, want ok=%v", in, err, ok)
+		}
+	}
+}
+
+func TestExactFloatMatchesStrconv(t *testing.T) {
+	r := rand.New(rand.NewPCG(6, 6))
+	check := func(tok string) {
+		t.Helper()
+		want, err := strconv.ParseFloat(tok, 64)
+		if err != nil {
+			t.Fatalf("%s: %v", tok, err)
+		}
+		if got, ok := exactFloat([]byte(tok)); ok && math.Float64bits(got) != math.Float64bits(want) {
+			t.Fatalf("exactFloat(%s) = %v, strconv says %v", tok, got, want)
+		}
+	}
+	for _, tok := range []string{"0", "-0", "0.1", "22.4", "27.300999999999998", "123456789012345", "0.000000000000000000001",
+		"1234567890123456", "1e5", "-0.0", "999999999999999.9"} {
+		check(tok)
+	}
+	for range 200_000 {
+		mant := r.Uint64N(1 << 50)
+		s := strconv.FormatUint(mant, 10)
+		if k := r.IntN(len(s) + 3); k > 0 {
+			for len(s) < k+1 {
+				s = "0" + s
+			}
+			s = s[:len(s)-k] + "." + s[len(s)-k:]
+		}
+		if r.IntN(2) == 0 {
+			s = "-" + s
+		}
+		check(s)
 	}
 }

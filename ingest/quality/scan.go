@@ -3,7 +3,6 @@ package quality
 import (
 	"net/netip"
 	"strconv"
-	"time"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -28,6 +27,9 @@ const maxDepth = 32
 func (s *scanner) reset(b []byte) { s.b, s.i = b, 0 }
 
 func (s *scanner) ws() {
+	if s.i < len(s.b) && s.b[s.i] > ' ' { // compact JSON: nearly always
+		return
+	}
 	for s.i < len(s.b) {
 		switch s.b[s.i] {
 		case ' ', '\t', '\n', '\r':
@@ -74,6 +76,21 @@ func (s *scanner) end() error {
 // false after the closing brace. first says whether this is the first
 // member, where no comma precedes it.
 func (s *scanner) member(first bool) (key []byte, ok bool, err error) {
+	// Compact JSON (`,"key":`) takes the short way.
+	if b, i := s.b, s.i; !first && i+1 < len(b) && b[i] == ',' && b[i+1] == '"' {
+		s.i++
+		if key, err = s.str(); err != nil {
+			return nil, false, err
+		}
+		if s.i < len(s.b) && s.b[s.i] == ':' {
+			s.i++
+			return key, true, nil
+		}
+		if !s.consume(':') {
+			return nil, false, s.syntax("':'")
+		}
+		return key, true, nil
+	}
 	if s.consume('}') {
 		return nil, false, nil
 	}
@@ -128,22 +145,32 @@ func (s *scanner) str() ([]byte, error) {
 		return nil, s.notA("string")
 	}
 	s.i++
-	start := s.i
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], nil
-		case c == '\\':
-			return s.unescape(start)
-		case c < 0x20:
-			return nil, s.syntax("string character")
-		}
-		s.i++
+	start, b := s.i, s.b
+	i := s.i
+	for i < len(b) && !strSpecial[b[i]] {
+		i++
 	}
-	return nil, s.syntax("'\"'")
+	s.i = i
+	switch {
+	case i == len(b):
+		return nil, s.syntax("'\"'")
+	case b[i] == '"':
+		s.i++
+		return b[start:i], nil
+	case b[i] == '\\':
+		return s.unescape(start)
+	}
+	return nil, s.syntax("string character")
 }
+
+// strSpecial marks the bytes that end the fast scan of a string.
+var strSpecial = func() (t [256]bool) {
+	for c := range 0x20 {
+		t[c] = true
+	}
+	t['"'], t['\\'] = true, true
+	return t
+}()
 
 func (s *scanner) unescape(start int) ([]byte, error) {
 	out := append(s.buf[:0], s.b[start:s.i]...)
@@ -284,6 +311,9 @@ func (s *scanner) float() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
+	if v, ok := exactFloat(tok); ok {
+		return v, nil
+	}
 	v, err := strconv.ParseFloat(string(tok), 64)
 	if err != nil {
 		return 0, ingest.Errorf("value_range", "number %.40s out of range", tok)
@@ -300,11 +330,68 @@ func (s *scanner) uint(max uint64) (uint64, error) {
 	if frac || tok[0] == '-' {
 		return 0, fieldType("non-negative integer")
 	}
-	v, err := strconv.ParseUint(string(tok), 10, 64)
-	if err != nil || v > max {
-		return 0, ingest.Errorf("value_range", "integer %.40s out of range", tok)
+	if v, ok := parseDigits(tok, max); ok {
+		return v, nil
 	}
-	return v, nil
+	return 0, ingest.Errorf("value_range", "integer %.40s out of range", tok)
+}
+
+// pow10 holds the powers of ten that float64 represents exactly.
+var pow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// exactFloat converts the common short decimals ("22.4", "-0.125") without
+// strconv: with at most 15 significant digits the mantissa and the power of
+// ten are both exact in a float64, so one correctly rounded division gives
+// the same result as strconv.ParseFloat (Clinger's fast path). ok is false
+// for anything else (exponents, long mantissas), which the caller hands to
+// strconv. tok has already passed number's grammar check.
+func exactFloat(tok []byte) (float64, bool) {
+	neg := tok[0] == '-'
+	if neg {
+		tok = tok[1:]
+	}
+	var mant uint64
+	digits, scale := 0, -1
+	for i, c := range tok {
+		switch {
+		case '0' <= c && c <= '9':
+			mant = mant*10 + uint64(c-'0')
+			if mant != 0 {
+				digits++
+			}
+		case c == '.':
+			scale = len(tok) - i - 1
+		default:
+			return 0, false // exponent
+		}
+	}
+	if digits > 15 || scale >= len(pow10) {
+		return 0, false
+	}
+	v := float64(mant)
+	if scale > 0 {
+		v /= pow10[scale]
+	}
+	if neg {
+		v = -v
+	}
+	return v, true
+}
+
+// parseDigits parses a string of decimal digits no larger than max.
+func parseDigits(b []byte, max uint64) (uint64, bool) {
+	if len(b) == 0 || len(b) > 19 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, v <= max
 }
 
 // skip reads and discards any value.
@@ -420,8 +507,8 @@ func (s *scanner) timestamp() (int64, error) {
 		return 0, ingest.Errorf("time", "time %s before 1970", tok)
 	}
 	if !frac {
-		sec, err := strconv.ParseUint(string(tok), 10, 64)
-		if err != nil || sec >= maxUnixSeconds {
+		sec, ok := parseDigits(tok, maxUnixSeconds-1)
+		if !ok {
 			return 0, ingest.Errorf("time", "time %.40s out of range (want Unix seconds)", tok)
 		}
 		return int64(sec) * 1e9, nil
@@ -500,11 +587,10 @@ func parseRFC3339(b []byte) (int64, error) {
 	if i != len(b) {
 		return bad()
 	}
-	t := time.Date(year, time.Month(month), day, hour, minute, sec, nanos, time.UTC)
-	if t.Day() != day { // February 30th and the like
+	if day > daysIn(year, month) {
 		return bad()
 	}
-	unix := t.Unix() - int64(offset)
+	unix := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec) - int64(offset)
 	if unix < 0 || unix >= maxUnixSeconds {
 		return 0, ingest.Errorf("time", "%.60q out of range", b)
 	}
@@ -519,6 +605,34 @@ func (s *scanner) notA(want string) error {
 		return fieldType(want)
 	}
 	return s.syntax(want)
+}
+
+func daysIn(year, month int) int {
+	switch month {
+	case 2:
+		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (H. Hinnant's algorithm): plain arithmetic, where time.Date would
+// normalise and look up the location.
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400 // y >= 0 here: four-digit years only
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
 }
 
 func fieldType(want string) error {
