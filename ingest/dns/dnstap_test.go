@@ -497,3 +497,105 @@ func FuzzReadFrameStream(f *testing.F) {
 		})
 	})
 }
+
+// envelope wraps message fields in a Dnstap MESSAGE envelope.
+func envelope(envType int, msg []byte) []byte {
+	var b []byte
+	if msg != nil {
+		b = protowire.AppendTag(b, fieldDnstapMessage, protowire.BytesType)
+		b = protowire.AppendBytes(b, msg)
+	}
+	if envType >= 0 {
+		b = protowire.AppendTag(b, fieldDnstapType, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(envType))
+	}
+	return b
+}
+
+func TestDnstapReasons(t *testing.T) {
+	query := []byte("\x00\x01\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x02pt\x00\x00\x01\x00\x01")
+	msg := func(typ int, addr []byte, sec uint64, nsec uint32, wire []byte) []byte {
+		var b []byte
+		b = protowire.AppendTag(b, fieldMsgType, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(typ))
+		if addr != nil {
+			b = protowire.AppendTag(b, fieldMsgQueryAddress, protowire.BytesType)
+			b = protowire.AppendBytes(b, addr)
+		}
+		if sec != 0 {
+			b = protowire.AppendTag(b, fieldMsgQueryTimeSec, protowire.VarintType)
+			b = protowire.AppendVarint(b, sec)
+			b = protowire.AppendTag(b, fieldMsgQueryTimeNsec, protowire.Fixed32Type)
+			b = protowire.AppendFixed32(b, nsec)
+		}
+		if wire != nil {
+			b = protowire.AppendTag(b, fieldMsgQueryMessage, protowire.BytesType)
+			b = protowire.AppendBytes(b, wire)
+		}
+		return b
+	}
+	v4 := []byte{10, 0, 0, 1}
+	for _, tc := range []struct {
+		name, reason string
+		frame        []byte
+	}{
+		{"valid", "", envelope(1, msg(5, v4, 1745836200, 5, query))},
+		{"envelope without type", "field_missing", envelope(-1, msg(5, v4, 1745836200, 5, query))},
+		{"other envelope type", "", envelope(2, nil)},
+		{"MESSAGE without message", "field_missing", envelope(1, nil)},
+		{"message without type", "field_missing", envelope(1, msg(5, v4, 1745836200, 5, query)[2:])},
+		{"no time", "time", envelope(1, msg(5, v4, 0, 0, query))},
+		{"nanoseconds out of range", "time", envelope(1, msg(5, v4, 1745836200, 1e9, query))},
+		{"address of 5 bytes", "address", envelope(1, msg(5, []byte{1, 2, 3, 4, 5}, 1745836200, 0, query))},
+		{"no address", "address", envelope(1, msg(5, nil, 1745836200, 0, query))},
+		{"short DNS header", "dns", envelope(1, msg(5, v4, 1745836200, 0, query[:11]))},
+		{"resolver query", "", envelope(1, msg(3, v4, 1745836200, 0, query))},
+		{"bad varint", "protobuf", []byte{0x78, 0xff}},
+	} {
+		d := NewDnstapDecoder(testMap(), Config{})
+		var got obs.Slice
+		err := d.Decode(tc.frame, &got)
+		if ingest.Reason(err) != tc.reason && !(err == nil && tc.reason == "") {
+			t.Errorf("%s: error %v, want reason %q", tc.name, err, tc.reason)
+		}
+		if tc.name == "valid" && (len(got) != 4 || got[0].Time != 1745836200e9+5) {
+			t.Errorf("valid frame gave %v", got)
+		}
+		if (tc.name == "other envelope type" || tc.name == "resolver query") && (len(got) != 0 || d.Stats().Ignored != 1) {
+			t.Errorf("%s: not ignored: %v %v", tc.name, got, d.Stats())
+		}
+	}
+}
+
+func TestReadFrameStreamEnds(t *testing.T) {
+	b, err := readTestFile("testdata/dnsdist.dnstap.fstrm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	count := func(data []byte) (int, error) {
+		n := 0
+		err := ReadFrameStream(bytes.NewReader(data), func(ingest.Record) error { n++; return nil })
+		return n, err
+	}
+	// Without its STOP frame (12 bytes): a capture cut between frames.
+	if n, err := count(b[:len(b)-12]); n != 2 || err != nil {
+		t.Errorf("cut before STOP: %d records, %v", n, err)
+	}
+	// Cut inside the second data frame.
+	if n, err := count(b[:len(b)-40]); n != 1 || err == nil || !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("cut inside a frame: %d records, %v", n, err)
+	}
+	// Another content type.
+	var buf bytes.Buffer
+	w, _ := framestream.NewWriter(&buf, &framestream.WriterOptions{ContentTypes: [][]byte{[]byte("protobuf:other")}})
+	w.WriteFrame([]byte("x"))
+	w.Close()
+	if _, err := count(buf.Bytes()); err == nil || !strings.Contains(err.Error(), "content type") {
+		t.Errorf("other content type: %v", err)
+	}
+	// An error from fn stops the reading.
+	stop := errors.New("stop")
+	if err := ReadFrameStream(bytes.NewReader(b), func(ingest.Record) error { return stop }); err != stop {
+		t.Errorf("fn error: %v", err)
+	}
+}
