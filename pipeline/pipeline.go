@@ -164,7 +164,7 @@ func (p *Pipeline) Process(rec *ingest.Record) error {
 	if err != nil {
 		k := rec.Stream + "/" + ingest.Reason(err)
 		if p.errs[k] == 0 {
-			p.log.Warn("record does not decode; counting and skipping this kind from now on",
+			p.log.Warn("record does not decode; skipped, and further errors of this kind are only counted",
 				"stream", rec.Stream, "format", rec.Format, "topic", rec.Topic, "offset", rec.Offset, "err", err)
 		}
 		p.errs[k]++
