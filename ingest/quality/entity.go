@@ -113,10 +113,10 @@ const cacheLimit = 1 << 16
 // only the first time a name is seen. One decoder owns one.
 type entities struct {
 	asn       obs.ASNCache
-	countries map[string]string // code as received → "country:CC"
-	sites     map[string]*site  // site name → its transits and paths
-	strs      map[string]string // interned probe names
-	last      *site             // the site of the measurement being decoded
+	countries map[string]country // code as received → its names
+	sites     map[string]*site   // site name → its transits and paths
+	strs      map[string]string  // interned probe names
+	last      *site              // the site of the measurement being decoded
 }
 
 type site struct {
@@ -133,7 +133,7 @@ type pathKey struct {
 }
 
 func newEntities() entities {
-	return entities{asn: obs.ASNCache{}, countries: map[string]string{}, sites: map[string]*site{}, strs: map[string]string{}}
+	return entities{asn: obs.ASNCache{}, countries: map[string]country{}, sites: map[string]*site{}, strs: map[string]string{}}
 }
 
 // intern returns b as a string, shared with earlier equal strings.
@@ -184,15 +184,19 @@ func (c *entities) newSite(name string) *site {
 	return s
 }
 
-func (c *entities) country(cc string) string {
-	if e, ok := c.countries[cc]; ok {
+// country is a country code as received and its entity name.
+type country struct{ code, entity string }
+
+// country returns the names of a country code (already validated).
+func (c *entities) country(cc []byte) country {
+	if e, ok := c.countries[string(cc)]; ok {
 		return e
 	}
 	if len(c.countries) >= cacheLimit {
 		clear(c.countries)
 	}
-	e := obs.Country(cc)
-	c.countries[cc] = e
+	e := country{string(cc), obs.Country(string(cc))}
+	c.countries[e.code] = e
 	return e
 }
 

@@ -131,7 +131,7 @@ var _ ingest.Decoder = (*Decoder)(nil)
 
 // Decode turns one measurement into observations.
 func (d *Decoder) Decode(value []byte, sink obs.Sink) error {
-	if err := d.Parse(value, &d.m); err != nil {
+	if err := d.parse(value, &d.m, false); err != nil {
 		return err
 	}
 	d.emit(&d.m, sink)
@@ -141,6 +141,12 @@ func (d *Decoder) Decode(value []byte, sink obs.Sink) error {
 // Parse decodes and validates one measurement into m, reusing m.RTTms.
 // Strings in m are interned by the decoder and stay valid.
 func (d *Decoder) Parse(value []byte, m *Measurement) error {
+	return d.parse(value, m, true)
+}
+
+// parse is Parse; Decode has no use for the probe name and skips interning
+// it (keepProbe false).
+func (d *Decoder) parse(value []byte, m *Measurement, keepProbe bool) error {
 	rtts := m.RTTms[:0]
 	*m = Measurement{RTTms: rtts}
 	var haveSent, haveRcvd bool
@@ -176,7 +182,9 @@ func (d *Decoder) Parse(value []byte, m *Measurement) error {
 				if !utf8.Valid(b) {
 					return ingest.Errorf("utf8", "probe is not UTF-8")
 				}
-				m.Probe = d.ent.intern(b)
+				if keepProbe {
+					m.Probe = d.ent.intern(b)
+				}
 			}
 		case "site":
 			var b []byte
@@ -196,7 +204,8 @@ func (d *Decoder) Parse(value []byte, m *Measurement) error {
 				if len(b) != 2 || !isLetter(b[0]) || !isLetter(b[1]) {
 					return ingest.Errorf("country", "country %.10q: want two letters", b)
 				}
-				m.Country = d.ent.intern(b)
+				c := d.ent.country(b)
+				m.Country, d.cc = c.code, c
 			}
 		case "dst":
 			m.Dst, err = s.addr()
@@ -282,6 +291,7 @@ type emitter struct {
 	ent   entities
 	stats Stats
 	obs   obs.Observation
+	cc    country // the last country looked up
 }
 
 func newEmitter(nm *netmap.Map) emitter {
@@ -307,7 +317,10 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 		cc = e.nm.Country(asn)
 	}
 	if cc != "" {
-		ents[n] = e.ent.country(cc)
+		if e.cc.code != cc { // not the country the parser just looked up
+			e.cc = e.ent.country([]byte(cc))
+		}
+		ents[n] = e.cc.entity
 		n++
 	}
 	var path string
@@ -324,15 +337,20 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 		e.stats.Unattributed++
 		return
 	}
+	// Fields are set one by one: assigning a whole Observation literal
+	// through the pointer copies it via a temporary, which showed in
+	// profiles at ten observations a measurement.
 	o := &e.obs
-	*o = obs.Observation{Time: m.Time}
+	o.Time, o.Hash = m.Time, 0
 	// Observations of one series are sent together, so that the
 	// aggregator's last-series shortcut finds them without a map lookup.
 	if len(m.RTTms) > 0 {
 		for _, ent := range ents[:n] {
+			o.Entity = ent
 			for _, sig := range [2]obs.Signal{LatencyP50, LatencyP95} {
+				o.Signal = sig
 				for _, r := range m.RTTms {
-					*o = obs.Observation{Time: m.Time, Signal: sig, Entity: ent, Value: r}
+					o.Value = r
 					sink.Observe(o)
 				}
 			}
@@ -340,21 +358,23 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 		e.stats.Observations += uint64(2 * n * len(m.RTTms))
 	}
 	if m.HasBandwidth {
+		o.Signal = BandwidthP50
 		for _, ent := range ents[:n] {
-			*o = obs.Observation{Time: m.Time, Signal: BandwidthP50, Entity: ent, Value: m.BandwidthMbps}
+			o.Entity, o.Value = ent, m.BandwidthMbps
 			sink.Observe(o)
 		}
 		e.stats.Observations += uint64(n)
 	}
 	if m.Sent > 0 {
 		loss := float64(m.Sent-m.Rcvd) / float64(m.Sent)
+		o.Signal = PacketLoss
 		for _, ent := range ents[:n] {
-			*o = obs.Observation{Time: m.Time, Signal: PacketLoss, Entity: ent, Value: loss, Hash: uint64(m.Sent)}
+			o.Entity, o.Value, o.Hash = ent, loss, uint64(m.Sent)
 			sink.Observe(o)
 		}
 		e.stats.Observations += uint64(n)
 		if path != "" {
-			*o = obs.Observation{Time: m.Time, Signal: PacketLoss, Entity: path, Value: loss, Hash: uint64(m.Sent)}
+			o.Entity, o.Value, o.Hash = path, loss, uint64(m.Sent)
 			sink.Observe(o)
 			e.stats.Observations++
 		}

@@ -323,6 +323,20 @@ func (s *scanner) float() (float64, error) {
 
 // uint reads a non-negative integer no larger than max.
 func (s *scanner) uint(max uint64) (uint64, error) {
+	// Fast path: plain digits followed by a delimiter, as writers of
+	// counts and AS numbers produce them.
+	if b, i := s.b, s.i; i < len(b) && '1' <= b[i] && b[i] <= '9' {
+		var v uint64
+		j := i
+		for j < len(b) && j-i < 19 && '0' <= b[j] && b[j] <= '9' {
+			v = v*10 + uint64(b[j]-'0')
+			j++
+		}
+		if j < len(b) && (b[j] == ',' || b[j] == '}' || b[j] == ']') && v <= max {
+			s.i = j
+			return v, nil
+		}
+	}
 	tok, frac, err := s.number()
 	if err != nil {
 		return 0, err
