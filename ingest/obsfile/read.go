@@ -1,0 +1,161 @@
+package obsfile
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/outagewatch/outagewatch/ingest"
+)
+
+// ReadStats counts the lines of one file by what became of them.
+type ReadStats struct {
+	// Lines is the number of lines read, blank ones included.
+	Lines int64
+	// Records is the number of lines handed on as records.
+	Records int64
+	// Blank and Header count lines skipped as empty or as the CSV header.
+	Blank, Header int64
+	// BadTime counts lines skipped because no event time could be read from
+	// them (which includes lines that are not JSON or CSV at all): without
+	// one a record cannot take its place in the replay's merge by time.
+	BadTime int64
+}
+
+// maxLine bounds one line; an observation line is some hundred bytes, so a
+// longer one means a file in the wrong format.
+const maxLine = 1 << 20
+
+// FormatOf returns the format of a file from its name: .jsonl, .ndjson or
+// .json for FormatJSON, .csv for FormatCSV, each optionally followed by .gz.
+func FormatOf(path string) (format string, gzipped bool, err error) {
+	name := strings.ToLower(filepath.Base(path))
+	if n, ok := strings.CutSuffix(name, ".gz"); ok {
+		name, gzipped = n, true
+	}
+	switch filepath.Ext(name) {
+	case ".jsonl", ".ndjson", ".json":
+		return FormatJSON, gzipped, nil
+	case ".csv":
+		return FormatCSV, gzipped, nil
+	}
+	return "", false, fmt.Errorf("obsfile: %s: want a .jsonl or .csv file (optionally .gz)", path)
+}
+
+// ReadFile reads a file of observations and calls fn with one record per
+// line, in file order. Lines whose time cannot be read are skipped; when
+// there are any, ReadFile logs one warning with their count (ReadFileStats
+// returns it instead). An error from fn stops the reading and is returned.
+func ReadFile(path string, fn func(ingest.Record) error) error {
+	st, err := ReadFileStats(path, fn)
+	if st.BadTime > 0 {
+		slog.Warn("observations file: skipped lines without a readable time",
+			"path", path, "skipped", st.BadTime, "lines", st.Lines)
+	}
+	return err
+}
+
+// ReadFileStats is ReadFile that returns its counts rather than logging.
+func ReadFileStats(path string, fn func(ingest.Record) error) (ReadStats, error) {
+	format, gz, err := FormatOf(path)
+	if err != nil {
+		return ReadStats{}, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ReadStats{}, fmt.Errorf("obsfile: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReaderSize(f, 64<<10)
+	if gz {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return ReadStats{}, fmt.Errorf("obsfile: %s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	st, err := Read(r, format, fn)
+	if err != nil {
+		return st, fmt.Errorf("obsfile: %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// Read is ReadFile over a reader of the given format. Each record carries a
+// copy of its line as Value and the line number (from 1) as Offset.
+func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, error) {
+	var st ReadStats
+	var timeOf func(line []byte) (int64, bool)
+	switch format {
+	case FormatJSON:
+		timeOf = jsonLineTime
+	case FormatCSV:
+		d := NewCSVDecoder()
+		timeOf = func(line []byte) (int64, bool) {
+			f, err := d.split(line)
+			if err != nil {
+				return 0, false
+			}
+			t, err := ParseTime(f[0])
+			return t, err == nil
+		}
+	default:
+		return st, fmt.Errorf("unknown observations format %q", format)
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	for sc.Scan() {
+		st.Lines++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			st.Blank++
+			continue
+		}
+		if format == FormatCSV && st.Records == 0 && st.BadTime == 0 && st.Header == 0 {
+			if f, err := (&CSVDecoder{}).split(line); err == nil && isHeader(f) {
+				st.Header++
+				continue
+			}
+		}
+		t, ok := timeOf(line)
+		if !ok {
+			st.BadTime++
+			continue
+		}
+		st.Records++
+		rec := ingest.Record{
+			Stream: Stream,
+			Format: format,
+			Offset: st.Lines,
+			Time:   t,
+			Value:  bytes.Clone(line),
+		}
+		if err := fn(rec); err != nil {
+			return st, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return st, fmt.Errorf("line %d: %w", st.Lines+1, err)
+	}
+	return st, nil
+}
+
+// jsonLineTime reads only the time member of a JSON line.
+func jsonLineTime(line []byte) (int64, bool) {
+	var l struct {
+		Time json.RawMessage `json:"time"`
+	}
+	if err := json.Unmarshal(line, &l); err != nil || l.Time == nil {
+		return 0, false
+	}
+	t, err := jsonTime(l.Time)
+	return t, err == nil
+}
