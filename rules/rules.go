@@ -6,11 +6,13 @@
 package rules
 
 import (
-	_ "embed"
+	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -21,11 +23,11 @@ import (
 	"github.com/outagewatch/outagewatch/obs"
 )
 
-//go:embed default.yaml
-var defaultRules []byte
-
-// DefaultName is the name under which the shipped rules are reported.
-const DefaultName = "rules/default.yaml"
+// The shipped rules: one file per input, loaded in name order, so each
+// input's rules sit next to each other and can be copied on their own.
+//
+//go:embed default/*.yaml
+var defaultFS embed.FS
 
 // Action modes.
 const (
@@ -83,7 +85,59 @@ type Set struct {
 }
 
 // Default returns the rules that ship with outagewatch.
-func Default() (*Set, error) { return Parse(DefaultName, defaultRules) }
+func Default() (*Set, error) {
+	files, err := fs.Glob(defaultFS, "default/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	out := &Set{File: "rules/default"}
+	names := map[string]string{}
+	for _, f := range files {
+		b, err := defaultFS.ReadFile(f)
+		if err != nil {
+			return nil, err
+		}
+		set, err := Parse("rules/"+f, b)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range set.Rules {
+			if prev, dup := names[r.Name]; dup {
+				return nil, &Error{r.File, r.Line, fmt.Sprintf("rule %q already defined in %s", r.Name, prev)}
+			}
+			names[r.Name] = r.File
+			out.Rules = append(out.Rules, r)
+		}
+	}
+	return out, nil
+}
+
+// LoadAll loads several rules files (or directories of *.yaml) as one set.
+func LoadAll(paths ...string) (*Set, error) {
+	out := &Set{}
+	names := map[string]string{}
+	for _, p := range paths {
+		files := []string{p}
+		if st, err := os.Stat(p); err == nil && st.IsDir() {
+			files, _ = filepath.Glob(filepath.Join(p, "*.yaml"))
+		}
+		for _, f := range files {
+			set, err := Load(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, r := range set.Rules {
+				if prev, dup := names[r.Name]; dup {
+					return nil, &Error{r.File, r.Line, fmt.Sprintf("rule %q already defined in %s", r.Name, prev)}
+				}
+				names[r.Name] = r.File
+				out.Rules = append(out.Rules, r)
+			}
+		}
+		out.File = strings.Join(paths, ",")
+	}
+	return out, nil
+}
 
 // Load reads and validates a rules file.
 func Load(file string) (*Set, error) {

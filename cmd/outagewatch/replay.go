@@ -64,7 +64,7 @@ stderr. With no argument it replays ` + defaultFixture + `.`,
 			return err
 		},
 	}
-	c.Flags().StringVar(&o.rules, "rules", "", "rules file (default: the fixture's, else the shipped rules)")
+	c.Flags().StringVar(&o.rules, "rules", "", "rules file or directory of them (default: the fixture's, else the shipped rules)")
 	c.Flags().StringVar(&o.mapFile, "map", "", "mapping file: AS → country and name, prefix → origin AS and region")
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
 	return c
@@ -83,7 +83,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 		}
 	}
 	if o.rules != "" {
-		if set, err = rules.Load(o.rules); err != nil {
+		if set, err = rules.LoadAll(o.rules); err != nil {
 			return pipeline.Stats{}, err
 		}
 	}
