@@ -1,0 +1,255 @@
+// Package service is the live outagewatch: it consumes the stream topics
+// from Kafka in one consumer group, runs them through the same pipeline as
+// replay, checkpoints its state to a local data directory before it commits
+// offsets, dead-letters records that do not decode, delivers alerts through
+// the persisted outbox, and serves /metrics, /healthz, /readyz and
+// /api/v1/alerts.
+package service
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/ingest"
+)
+
+// Config is the YAML configuration of `outagewatch run` (see
+// deploy/outagewatch.yaml for every key with its meaning).
+type Config struct {
+	Kafka KafkaConfig `yaml:"kafka"`
+	// DataDir holds the checkpoint and the alert outboxes.
+	DataDir string `yaml:"data_dir"`
+	// CheckpointInterval bounds how much input is re-read after a crash.
+	CheckpointInterval time.Duration `yaml:"checkpoint_interval"`
+	// BucketWidth, Lateness and History configure the event-time buckets;
+	// zero keeps the pipeline defaults, which replay uses too.
+	BucketWidth time.Duration `yaml:"bucket_width"`
+	Lateness    time.Duration `yaml:"lateness"`
+	History     int           `yaml:"history_buckets"`
+	// Rules and Map name the rules file (default: the shipped rules) and
+	// the AS/prefix mapping file.
+	Rules     string   `yaml:"rules"`
+	Map       string   `yaml:"map"`
+	LocalASNs []uint32 `yaml:"local_asns"`
+	Sinks     []Sink   `yaml:"sinks"`
+	HTTP      HTTP     `yaml:"http"`
+
+	// file is where the config was read from, for relative paths.
+	file string
+}
+
+// KafkaConfig says where the stream topics are and how they are consumed.
+type KafkaConfig struct {
+	Brokers  []string `yaml:"brokers"`
+	GroupID  string   `yaml:"group_id"`
+	ClientID string   `yaml:"client_id"`
+	Topics   []Topic  `yaml:"topics"`
+	// DeadLetterTopic receives records that do not decode; empty turns
+	// dead-lettering off (they are still counted and skipped).
+	DeadLetterTopic string `yaml:"dead_letter_topic"`
+	// IdleAfter is how long a partition that is caught up and silent keeps
+	// holding the watermark back. After that it stops counting, so that one
+	// quiet partition does not stall every bucket; a partition with a
+	// backlog never counts as idle.
+	IdleAfter time.Duration `yaml:"idle_partition_after"`
+	// SessionTimeout of the consumer group membership.
+	SessionTimeout time.Duration `yaml:"session_timeout"`
+	// PollInterval is how often high watermarks are read for lag and
+	// readiness.
+	PollInterval time.Duration `yaml:"poll_interval"`
+}
+
+// Topic binds a Kafka topic to a decoder.
+type Topic struct {
+	Name   string `yaml:"name"`
+	Stream string `yaml:"stream"`
+	Format string `yaml:"format"`
+}
+
+// Sink is one alert destination.
+type Sink struct {
+	Name string `yaml:"name"`
+	// Type is "jsonl", "webhook" or "slack".
+	Type string `yaml:"type"`
+	// Path of a jsonl sink; "-" is stdout.
+	Path string `yaml:"path"`
+	// URL and SecretEnv of a webhook sink: the secret is read from the
+	// environment so that it stays out of the config file.
+	URL       string `yaml:"url"`
+	SecretEnv string `yaml:"secret_env"`
+	// TokenEnv and Channel of a slack sink.
+	TokenEnv string `yaml:"token_env"`
+	Channel  string `yaml:"channel"`
+}
+
+// HTTP configures the operations endpoints.
+type HTTP struct {
+	// Listen defaults to 127.0.0.1:9310: nothing is exposed unless asked.
+	Listen string `yaml:"listen"`
+	// TokenEnv names the environment variable holding the bearer token that
+	// state-changing endpoints require; without it they are disabled.
+	TokenEnv string `yaml:"token_env"`
+}
+
+// Defaults.
+const (
+	DefaultListen             = "127.0.0.1:9310"
+	DefaultGroupID            = "outagewatch"
+	DefaultCheckpointInterval = 10 * time.Second
+	DefaultIdleAfter          = 30 * time.Second
+	DefaultPollInterval       = 2 * time.Second
+	DefaultSessionTimeout     = 10 * time.Second
+)
+
+// LoadConfig reads and validates a config file. Unknown keys are errors
+// that name the file and line.
+func LoadConfig(file string) (*Config, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(file, b)
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// ParseConfig parses config text; file names it in errors.
+func ParseConfig(file string, b []byte) (*Config, error) {
+	var c Config
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
+		if m := yamlLine.FindStringSubmatch(msg); m != nil {
+			msg = file + ":" + m[1] + ": " + strings.Replace(msg, m[0], "", 1)
+		} else {
+			msg = file + ": " + msg
+		}
+		return nil, errors.New(msg)
+	}
+	c.file = file
+	if err := c.validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &c, nil
+}
+
+func (c *Config) validate() error {
+	if len(c.Kafka.Brokers) == 0 {
+		return errors.New("kafka.brokers: at least one broker is needed")
+	}
+	if c.Kafka.GroupID == "" {
+		c.Kafka.GroupID = DefaultGroupID
+	}
+	if c.Kafka.ClientID == "" {
+		c.Kafka.ClientID = "outagewatch"
+	}
+	if len(c.Kafka.Topics) == 0 {
+		return errors.New("kafka.topics: no topic to consume")
+	}
+	known := map[string]bool{}
+	for _, f := range ingest.Formats() {
+		known[f] = true
+	}
+	seen := map[string]bool{}
+	for i, t := range c.Kafka.Topics {
+		if t.Name == "" || t.Stream == "" || t.Format == "" {
+			return fmt.Errorf("kafka.topics[%d]: name, stream and format are all required", i)
+		}
+		if seen[t.Name] {
+			return fmt.Errorf("kafka.topics[%d]: topic %q listed twice", i, t.Name)
+		}
+		seen[t.Name] = true
+		if !known[t.Stream+"/"+t.Format] {
+			return fmt.Errorf("kafka.topics[%d]: no decoder for stream %q format %q (known: %s)",
+				i, t.Stream, t.Format, strings.Join(ingest.Formats(), ", "))
+		}
+	}
+	if seen[c.Kafka.DeadLetterTopic] {
+		return fmt.Errorf("kafka.dead_letter_topic %q is also an input topic", c.Kafka.DeadLetterTopic)
+	}
+	if c.Kafka.IdleAfter <= 0 {
+		c.Kafka.IdleAfter = DefaultIdleAfter
+	}
+	if c.Kafka.PollInterval <= 0 {
+		c.Kafka.PollInterval = DefaultPollInterval
+	}
+	if c.Kafka.SessionTimeout <= 0 {
+		c.Kafka.SessionTimeout = DefaultSessionTimeout
+	}
+	if c.DataDir == "" {
+		return errors.New("data_dir: required (checkpoints and alert outboxes live there)")
+	}
+	if c.CheckpointInterval <= 0 {
+		c.CheckpointInterval = DefaultCheckpointInterval
+	}
+	if c.HTTP.Listen == "" {
+		c.HTTP.Listen = DefaultListen
+	}
+	names := map[string]bool{}
+	for i, s := range c.Sinks {
+		if s.Name == "" {
+			return fmt.Errorf("sinks[%d]: name required", i)
+		}
+		if names[s.Name] {
+			return fmt.Errorf("sinks[%d]: sink %q listed twice", i, s.Name)
+		}
+		names[s.Name] = true
+		switch s.Type {
+		case "jsonl":
+			if s.Path == "" {
+				return fmt.Errorf("sinks[%d] %s: jsonl needs path (\"-\" for stdout)", i, s.Name)
+			}
+		case "webhook":
+			if s.URL == "" {
+				return fmt.Errorf("sinks[%d] %s: webhook needs url", i, s.Name)
+			}
+		case "slack":
+			if s.TokenEnv == "" || s.Channel == "" {
+				return fmt.Errorf("sinks[%d] %s: slack needs token_env and channel", i, s.Name)
+			}
+		default:
+			return fmt.Errorf("sinks[%d] %s: unknown type %q (jsonl, webhook, slack)", i, s.Name, s.Type)
+		}
+	}
+	return nil
+}
+
+// topic returns the binding of a topic name.
+func (c *Config) topic(name string) (Topic, bool) {
+	for _, t := range c.Kafka.Topics {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Topic{}, false
+}
+
+func (c *Config) topicNames() []string {
+	out := make([]string, len(c.Kafka.Topics))
+	for i, t := range c.Kafka.Topics {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// resolve makes a config-relative path absolute-ish: relative paths are
+// taken from the config file's directory, as an operator reading it expects.
+func (c *Config) resolve(p string) string {
+	if p == "" || p == "-" || strings.HasPrefix(p, "/") || c.file == "" {
+		return p
+	}
+	dir := c.file[:strings.LastIndex(c.file, "/")+1]
+	return dir + p
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

@@ -1,0 +1,99 @@
+package service
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+func (s *Service) listen() error {
+	ln := s.opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.HTTP.Listen); err != nil {
+			return fmt.Errorf("http listen %s: %w", s.cfg.HTTP.Listen, err)
+		}
+	}
+	s.ln = ln
+	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := s.srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			s.log.Error("http server", "err", err)
+		}
+	}()
+	s.log.Info("operations endpoints", "addr", ln.Addr().String())
+	return nil
+}
+
+// Handler serves the operations endpoints:
+//
+//	GET  /metrics              Prometheus metrics
+//	GET  /healthz              200 while the main loop is alive
+//	GET  /readyz               200 when consuming, 503 with the reason otherwise
+//	GET  /api/v1/alerts        the alerts firing now, as JSON
+//	POST /api/v1/checkpoint    write a checkpoint now (bearer token required)
+func (s *Service) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.met.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		beat := s.loopBeat.Load()
+		if beat != 0 && time.Since(time.Unix(0, beat)) > time.Minute {
+			http.Error(w, "main loop stalled", http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, why := s.Ready()
+		if !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, why)
+	})
+	mux.HandleFunc("GET /api/v1/alerts", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetEscapeHTML(false)
+		_ = enc.Encode(struct {
+			Alerts    any       `json:"alerts"`
+			Watermark time.Time `json:"watermark"`
+		}{s.p.ActiveAlerts(), time.Unix(0, s.p.Stats().Watermark).UTC()})
+	})
+	mux.HandleFunc("POST /api/v1/checkpoint", s.authorized(func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Checkpoint(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "checkpoint written")
+	}))
+	return mux
+}
+
+// authorized guards state-changing endpoints with the bearer token named by
+// http.token_env; with no token configured they are refused outright.
+func (s *Service) authorized(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		want := ""
+		if s.cfg.HTTP.TokenEnv != "" {
+			want = os.Getenv(s.cfg.HTTP.TokenEnv)
+		}
+		if want == "" {
+			http.Error(w, "disabled: no API token configured (http.token_env)", http.StatusForbidden)
+			return
+		}
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		h(w, r)
+	}
+}

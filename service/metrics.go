@@ -1,0 +1,121 @@
+package service
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+)
+
+// metrics are registered on a registry of the service's own, so that two
+// services in one process (tests) do not collide.
+type metrics struct {
+	reg               *prometheus.Registry
+	records           *prometheus.CounterVec
+	decodeErrors      *prometheus.CounterVec
+	deadLetters       *prometheus.CounterVec
+	deadLetterErrors  prometheus.Counter
+	lag               *prometheus.GaugeVec
+	watermarkAge      prometheus.Gauge
+	checkpoints       prometheus.Counter
+	checkpointErrors  prometheus.Counter
+	checkpointSeconds prometheus.Histogram
+	commits           prometheus.Counter
+	commitErrors      prometheus.Counter
+	groupErrors       prometheus.Counter
+	dispatchErrors    prometheus.Counter
+}
+
+func newMetrics(s *Service) *metrics {
+	reg := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	m := &metrics{reg: reg,
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outagewatch_records_total",
+			Help: "Kafka records consumed, per topic."}, []string{"topic"}),
+		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outagewatch_decode_errors_total",
+			Help: "Records that did not decode, per topic and reason."}, []string{"topic", "reason"}),
+		deadLetters: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outagewatch_dead_letters_total",
+			Help: "Records written to the dead-letter topic, per source topic and reason."}, []string{"topic", "reason"}),
+		deadLetterErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_dead_letter_write_errors_total",
+			Help: "Failed attempts to write to the dead-letter topic (retried)."}),
+		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "outagewatch_consumer_lag",
+			Help: "Records between the high watermark and the next offset to process."}, []string{"topic", "partition"}),
+		watermarkAge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_watermark_age_seconds",
+			Help: "Wall time minus the event-time watermark: how far behind real time buckets close."}),
+		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_checkpoints_total",
+			Help: "Checkpoints written."}),
+		checkpointErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_checkpoint_errors_total",
+			Help: "Checkpoints that failed (offsets stay uncommitted)."}),
+		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outagewatch_checkpoint_seconds",
+			Help: "Time to write a checkpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_offset_commits_total",
+			Help: "Offset commits to the consumer group."}),
+		commitErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_offset_commit_errors_total",
+			Help: "Failed offset commits (the checkpoint still holds the offsets)."}),
+		groupErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_consumer_group_errors_total",
+			Help: "Consumer group join/sync errors (retried)."}),
+		dispatchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_alert_queue_errors_total",
+			Help: "Alert events that could not be queued to a sink's outbox."}),
+	}
+	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
+		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
+		m.groupErrors, m.dispatchErrors, &statsCollector{s},
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	return m
+}
+
+var (
+	descBuckets  = prometheus.NewDesc("outagewatch_buckets_closed_total", "Event-time buckets closed and judged.", nil, nil)
+	descFindings = prometheus.NewDesc("outagewatch_findings_total", "Detector findings.", nil, nil)
+	descEvents   = prometheus.NewDesc("outagewatch_alert_events_total", "Alert events (firing and resolved) raised.", nil, nil)
+	descActive   = prometheus.NewDesc("outagewatch_alerts_active", "Alerts firing now.", nil, nil)
+	descSeries   = prometheus.NewDesc("outagewatch_series", "Series tracked.", nil, nil)
+	descLate     = prometheus.NewDesc("outagewatch_late_observations_total", "Observations for buckets already closed (dropped).", nil, nil)
+	descWM       = prometheus.NewDesc("outagewatch_watermark_seconds", "Event-time watermark (Unix seconds).", nil, nil)
+	descSent     = prometheus.NewDesc("outagewatch_alerts_sent_total", "Alert notifications delivered, per sink.", []string{"sink"}, nil)
+	descFail     = prometheus.NewDesc("outagewatch_sink_failures_total", "Failed delivery attempts, per sink (retried).", []string{"sink"}, nil)
+	descDropped  = prometheus.NewDesc("outagewatch_sink_dropped_total", "Notifications given up on and parked in dead/, per sink.", []string{"sink"}, nil)
+	descDepth    = prometheus.NewDesc("outagewatch_sink_queue_depth", "Notifications waiting in a sink's outbox.", []string{"sink"}, nil)
+	descReady    = prometheus.NewDesc("outagewatch_ready", "1 when consuming (see /readyz).", nil, nil)
+	descLastCP   = prometheus.NewDesc("outagewatch_last_checkpoint_seconds", "Wall time of the last checkpoint (Unix seconds).", nil, nil)
+)
+
+// statsCollector reads the pipeline's and the dispatcher's own counters at
+// scrape time, so the hot path pays nothing for them.
+type statsCollector struct{ s *Service }
+
+func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate,
+		descWM, descSent, descFail, descDropped, descDepth, descReady, descLastCP} {
+		ch <- d
+	}
+}
+
+func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.s.p.Stats()
+	cm := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	gm := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	cm(descBuckets, float64(st.BucketsClosed))
+	cm(descFindings, float64(st.Findings))
+	cm(descEvents, float64(st.Events))
+	cm(descLate, float64(st.Late))
+	gm(descActive, float64(len(c.s.p.ActiveAlerts())))
+	gm(descSeries, float64(st.Series))
+	gm(descWM, float64(st.Watermark)/1e9)
+	for _, ss := range c.s.disp.Stats() {
+		cm(descSent, float64(ss.Sent), ss.Sink)
+		cm(descFail, float64(ss.Failures), ss.Sink)
+		cm(descDropped, float64(ss.Dropped), ss.Sink)
+		gm(descDepth, float64(ss.QueueDepth), ss.Sink)
+	}
+	ready := 0.0
+	if ok, _ := c.s.Ready(); ok {
+		ready = 1
+	}
+	gm(descReady, ready)
+	gm(descLastCP, float64(c.s.lastCPWall.Load())/1e9)
+}
