@@ -600,3 +600,18 @@ func TestExactFloatMatchesStrconv(t *testing.T) {
 		check(s)
 	}
 }
+
+func TestFractionalUnixSecondsAreExact(t *testing.T) {
+	d := NewDecoder(nil)
+	for in, want := range map[string]int64{
+		`{"time": 1745836500.123456789, "rtt_ms": 1}`:     sampleTime + 123456789,
+		`{"time": 1745836500.25, "rtt_ms": 1}`:            sampleTime + 250000000,
+		`{"time": 1745836500.1234567891234, "rtt_ms": 1}`: sampleTime + 123456789,
+		`{"time": 1.7458365e9, "rtt_ms": 1}`:              sampleTime,
+	} {
+		var m Measurement
+		if err := d.Parse([]byte(in), &m); err != nil || m.Time != want {
+			t.Errorf("%s: time %d, %v; want %d", in, m.Time, err, want)
+		}
+	}
+}

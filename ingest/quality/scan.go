@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"bytes"
 	"net/netip"
 	"strconv"
 	"unicode/utf16"
@@ -527,11 +528,47 @@ func (s *scanner) timestamp() (int64, error) {
 		}
 		return int64(sec) * 1e9, nil
 	}
-	f, err := strconv.ParseFloat(string(tok), 64)
-	if err != nil || f >= maxUnixSeconds {
+	if ns, ok := decimalSeconds(tok); ok {
+		return ns, nil
+	}
+	f, err := strconv.ParseFloat(string(tok), 64) // with an exponent
+	if err != nil || !(f >= 0 && f < maxUnixSeconds) {
 		return 0, ingest.Errorf("time", "time %.40s out of range (want Unix seconds)", tok)
 	}
 	return int64(f * 1e9), nil
+}
+
+// decimalSeconds converts Unix seconds written as a plain decimal
+// ("1745836500.25") to nanoseconds exactly; a float64 would round it to
+// 1745836500249999872. Digits beyond nanoseconds are dropped. ok is false
+// for anything but digits with an optional fraction.
+func decimalSeconds(tok []byte) (ns int64, ok bool) {
+	intPart, frac, _ := bytes.Cut(tok, []byte("."))
+	if len(intPart) == 0 || len(intPart) > 10 {
+		return 0, false
+	}
+	var sec int64
+	for _, c := range intPart {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		sec = sec*10 + int64(c-'0')
+	}
+	var nanos int64
+	scale := int64(1e9)
+	for _, c := range frac {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if scale > 1 {
+			scale /= 10
+			nanos += int64(c-'0') * scale
+		}
+	}
+	if sec >= maxUnixSeconds {
+		return 0, false
+	}
+	return sec*1e9 + nanos, true
 }
 
 // parseRFC3339 parses "2025-04-28T10:33:00Z" with optional fraction and
