@@ -91,7 +91,7 @@ func (d *RISLive) Decode(value []byte, sink obs.Sink) error {
 	if math.IsNaN(m.Timestamp) || m.Timestamp <= 0 || m.Timestamp > 1e11 {
 		return ingest.Errorf("timestamp", "RIS Live timestamp %v", m.Timestamp)
 	}
-	at := int64(math.Round(m.Timestamp * 1e6)) * 1e3
+	at := int64(math.Round(m.Timestamp*1e6)) * 1e3
 	peer := d.Table.Peer(rib.PeerKey{Collector: m.Host, Addr: addr.Unmap(), AS: asn})
 	switch m.Type {
 	case "UPDATE":
