@@ -67,6 +67,17 @@ type attributor struct {
 	regions   map[string]string
 	o         obs.Observation
 	stats     Stats
+	// recent remembers the entity names of recently seen eyeball ASes:
+	// one array probe instead of three map lookups on the hot path.
+	recent *[recentSize]asEntry
+}
+
+const recentSize = 512
+
+type asEntry struct {
+	asn           uint32
+	asnEnt        string
+	cc, countryEn string
 }
 
 func newAttributor(cfg Config) attributor {
@@ -76,6 +87,7 @@ func newAttributor(cfg Config) attributor {
 		asns:      make(obs.ASNCache),
 		countries: map[string]string{},
 		regions:   map[string]string{},
+		recent:    new([recentSize]asEntry),
 	}
 	// A linear scan beats a map for the handful of AS numbers an operator
 	// usually has; past that the map wins.
@@ -128,12 +140,21 @@ func (a *attributor) emit(r *record, sink obs.Sink) {
 	}
 	bytes, packets := r.bytes*rate, r.packets*rate
 
-	a.observe(sink, r.timeNs, a.asns.Entity(eyeAS), bytes, packets)
+	e := &a.recent[(eyeAS*2654435761)>>(32-9)]
+	if e.asnEnt == "" || e.asn != eyeAS {
+		*e = asEntry{asn: eyeAS, asnEnt: a.asns.Entity(eyeAS)}
+	}
+	a.observe(sink, r.timeNs, e.asnEnt, bytes, packets)
 	if a.m == nil {
 		return
 	}
+	// The country is looked up every time, so that a mapping that changes
+	// under a running decoder is followed; only its entity name is cached.
 	if cc := a.m.Country(eyeAS); cc != "" {
-		a.observe(sink, r.timeNs, cached(a.countries, cc, obs.Country), bytes, packets)
+		if cc != e.cc {
+			e.cc, e.countryEn = cc, cached(a.countries, cc, obs.Country)
+		}
+		a.observe(sink, r.timeNs, e.countryEn, bytes, packets)
 	}
 	if eyeAddr.IsValid() && a.m.Regions.Len() > 0 {
 		// Regions.Lookup rather than Map.Region: the latter upper-cases on
