@@ -337,7 +337,8 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 }
 
 // rankDays orders the past days 1..days by how closely the six hours before
-// t looked like the six hours before the same time on that day.
+// t looked like the six hours before the same time on that day: the mean
+// absolute difference of the logarithms, read off the ring's levels.
 func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
 	const window = 6 * 3600e9
 	n := int(window / w)
@@ -348,19 +349,18 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
 	}
 	var sc []scored
 	for k := 1; k <= days; k++ {
-		var sum float64
-		var cnt int
+		var sum, cnt int32
 		for j := 1; j <= n; j += stride {
-			a, aok := r.Get(t - int64(j)*w)
-			b, bok := r.Get(t - int64(k)*dayNs - int64(j)*w)
+			a, aok := r.Level(t - int64(j)*w)
+			b, bok := r.Level(t - int64(k)*dayNs - int64(j)*w)
 			if aok && bok {
-				sum += math.Abs(math.Log1p(a) - math.Log1p(b))
+				sum += max(a-b, b-a)
 				cnt++
 			}
 		}
 		dist := math.Inf(1)
 		if cnt > 0 {
-			dist = sum / float64(cnt)
+			dist = float64(sum) / float64(cnt)
 		}
 		sc = append(sc, scored{k, dist})
 	}

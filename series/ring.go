@@ -33,6 +33,16 @@ const (
 
 var logStep = math.Log(Step)
 
+// pow holds Step^k for every code, so decoding is a table look-up and a
+// multiplication rather than an exponential.
+var pow [256]float64
+
+func init() {
+	for k := range pow {
+		pow[k] = math.Pow(Step, float64(k))
+	}
+}
+
 // Ring is the history of one series: a fixed number of buckets ending at the
 // most recent closed bucket.
 type Ring struct {
@@ -46,6 +56,8 @@ type Ring struct {
 	// first is the start of the first bucket ever stored: how much history
 	// the series really has, as opposed to how much it can hold.
 	first int64
+	// scale is Step^base, the value of code codeMin.
+	scale float64
 }
 
 // New returns a ring holding n buckets of the given width.
@@ -134,6 +146,7 @@ func (r *Ring) encode(v float64) byte {
 	if !r.init {
 		r.base = int32(math.Round(e)) - (codeMax - codeMin - headroom)
 		r.init = true
+		r.scale = math.Pow(Step, float64(r.base))
 	}
 	c := math.Round(e) - float64(r.base) + codeMin
 	if c > codeMax {
@@ -149,6 +162,7 @@ func (r *Ring) encode(v float64) byte {
 // rebase moves the range up by d codes.
 func (r *Ring) rebase(d int32) {
 	r.base += d
+	r.scale = math.Pow(Step, float64(r.base))
 	for i, c := range r.codes {
 		if c < codeMin {
 			continue
@@ -168,7 +182,29 @@ func (r *Ring) decode(c byte) (float64, bool) {
 	case codeZero:
 		return 0, true
 	}
-	return math.Exp(float64(int32(c)-codeMin+r.base) * logStep), true
+	return r.scale * pow[c-codeMin], true
+}
+
+// Level returns the bucket at t on the ring's logarithmic scale: levels one
+// apart differ by a factor of Step, so the distance between two levels
+// measures a ratio without computing a logarithm. A zero sits ten levels
+// below the smallest value the ring can hold.
+func (r *Ring) Level(t int64) (int32, bool) {
+	if r.last == 0 || t > r.last {
+		return 0, false
+	}
+	back := (r.last - t) / r.step
+	if back >= int64(len(r.codes)) {
+		return 0, false
+	}
+	switch c := r.codes[r.index(int(back))]; c {
+	case codeMissing:
+		return 0, false
+	case codeZero:
+		return r.base - 10, true
+	default:
+		return int32(c) - codeMin + r.base, true
+	}
 }
 
 // MarshalBinary encodes the ring for checkpoints.
@@ -212,5 +248,6 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 	}
 	r.codes = append(r.codes[:0], b[1:]...)
 	r.step, r.last, r.head, r.base, r.first, r.init = vals[1], vals[2], int(vals[3]), int32(vals[4]), vals[5], b[0] == 1
+	r.scale = math.Pow(Step, float64(r.base))
 	return nil
 }

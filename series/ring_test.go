@@ -131,3 +131,19 @@ func BenchmarkRingPut(b *testing.B) {
 	}
 	b.ReportMetric(float64(r.Bytes()), "bytes/series")
 }
+
+func TestRingLevel(t *testing.T) {
+	r := New(10, min5)
+	r.Put(min5, 100)
+	r.Put(2*min5, 100*Step*Step*Step)
+	r.Put(3*min5, 0)
+	a, _ := r.Level(min5)
+	b, _ := r.Level(2 * min5)
+	z, _ := r.Level(3 * min5)
+	if b-a != 3 || z >= a-9 {
+		t.Fatalf("levels %d %d %d", a, b, z)
+	}
+	if _, ok := r.Level(4 * min5); ok {
+		t.Fatal("level of a bucket not stored")
+	}
+}

@@ -1,0 +1,108 @@
+package pipeline_test
+
+import (
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	flowpb "github.com/netsampler/goflow2/v2/pb"
+
+	"github.com/outagewatch/outagewatch/ingest"
+	_ "github.com/outagewatch/outagewatch/ingest/flows"
+	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/scenario"
+)
+
+// fixtureRecords renders the Uganda fixture's goflow2 records (protobuf or
+// JSON): 34 series over four weeks, as a collector would send them.
+func fixtureRecords(b *testing.B, format string) (*scenario.Spec, []*ingest.Record) {
+	b.Helper()
+	spec, err := scenario.Load("../fixtures/uganda-2021-01-13.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	spec.Flows.Format = format
+	srcs, err := replay.RenderSpec(spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var recs []*ingest.Record
+	for _, s := range srcs {
+		for {
+			r, _ := s.Next()
+			if r == nil {
+				break
+			}
+			if r.Stream == "flows" {
+				recs = append(recs, r)
+			}
+		}
+	}
+	return spec, recs
+}
+
+// benchPipeline pushes records through decode, aggregation, detection and
+// alerting, advancing the watermark as replay does.
+func benchPipeline(b *testing.B, format string) {
+	spec, recs := fixtureRecords(b, format)
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := 0
+	for n < b.N {
+		b.StopTimer()
+		p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs}, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		var lastAdv int64
+		for _, r := range recs {
+			if n == b.N {
+				break
+			}
+			if err := p.Process(r); err != nil {
+				b.Fatal(err)
+			}
+			if wm := r.Time - 60e9; wm-lastAdv >= 1e9 {
+				p.Advance(wm)
+				lastAdv = wm
+			}
+			n++
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+func BenchmarkPipelineGoflowProto(b *testing.B) { benchPipeline(b, "goflow2-pb") }
+func BenchmarkPipelineGoflowJSON(b *testing.B)  { benchPipeline(b, "goflow2-json") }
+
+// BenchmarkBareProtoUnmarshal is the yardstick: proto.Unmarshal of the same
+// records into goflow2's own type, doing nothing with them.
+func BenchmarkBareProtoUnmarshal(b *testing.B) {
+	_, recs := fixtureRecords(b, "goflow2-pb")
+	var m flowpb.FlowMessage
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		v := recs[i%len(recs)].Value
+		// goflow2's Kafka framing is a varint length prefix.
+		_, n := protowireLen(v)
+		m.Reset()
+		if err := proto.Unmarshal(v[n:], &m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
+}
+
+func protowireLen(b []byte) (uint64, int) {
+	var x uint64
+	for i, c := range b {
+		x |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			return x, i + 1
+		}
+	}
+	return 0, 0
+}
