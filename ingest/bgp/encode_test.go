@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/osrg/gobgp/v3/pkg/packet/bmp"
 	gobgp "github.com/osrg/gobgp/v3/pkg/packet/bgp"
+	"github.com/osrg/gobgp/v3/pkg/packet/bmp"
 
 	rib "github.com/outagewatch/outagewatch/bgp"
 	"github.com/outagewatch/outagewatch/ingest"

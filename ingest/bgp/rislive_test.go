@@ -85,13 +85,13 @@ func TestRISLiveVariants(t *testing.T) {
 		t.Fatalf("an unknown origin must not be counted: %+v", sink)
 	}
 	bad := map[string]string{
-		`{"type":"ris_message","data":{"timestamp":1,"peer":"x","peer_asn":"1","type":"UPDATE"}}`:                                                 "peer",
-		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"-1","type":"UPDATE"}}`:                                        "peer_asn",
-		`{"type":"ris_message","data":{"timestamp":0,"peer":"192.0.2.1","peer_asn":"1","type":"UPDATE"}}`:                                         "timestamp",
-		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"UPDATE","withdrawals":["300.0.0.0/8"]}}`:           "prefix",
-		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"UPDATE","path":["x"]}}`:                            "path",
-		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"RIS_PEER_STATE","state":"weird"}}`:                 "peer_state",
-		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"MYSTERY"}}`:                                        "unknown_type",
+		`{"type":"ris_message","data":{"timestamp":1,"peer":"x","peer_asn":"1","type":"UPDATE"}}`:                                       "peer",
+		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"-1","type":"UPDATE"}}`:                              "peer_asn",
+		`{"type":"ris_message","data":{"timestamp":0,"peer":"192.0.2.1","peer_asn":"1","type":"UPDATE"}}`:                               "timestamp",
+		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"UPDATE","withdrawals":["300.0.0.0/8"]}}`: "prefix",
+		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"UPDATE","path":["x"]}}`:                  "path",
+		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"RIS_PEER_STATE","state":"weird"}}`:       "peer_state",
+		`{"type":"ris_message","data":{"timestamp":1,"peer":"192.0.2.1","peer_asn":"1","type":"MYSTERY"}}`:                              "unknown_type",
 		`{"type":"ris_message"}`: "missing_field",
 		`[1,2]`:                  "json",
 	}
