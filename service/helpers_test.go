@@ -1,0 +1,309 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/ingest"
+	_ "github.com/outagewatch/outagewatch/ingest/flows"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/scenario"
+)
+
+const fixturePath = "../fixtures/uganda-2021-01-13.yaml"
+
+// fixture is the Uganda shutdown rendered once for every test: its records
+// with Kafka's millisecond timestamps (what a consumer sees), the mapping,
+// rules and local ASNs that `outagewatch replay` would use, and what replay
+// outputs for exactly these records.
+type fixture struct {
+	recs     []*ingest.Record
+	m        *netmap.Map
+	set      *rules.Set
+	local    []uint32
+	want     []string // alert JSON lines from replay
+	stats    pipeline.Stats
+	lastTime int64
+}
+
+var (
+	fixOnce sync.Once
+	fix     fixture
+	fixErr  error
+)
+
+func loadFixture(t testing.TB) *fixture {
+	t.Helper()
+	fixOnce.Do(func() { fixErr = buildFixture() })
+	if fixErr != nil {
+		t.Fatal(fixErr)
+	}
+	return &fix
+}
+
+func buildFixture() error {
+	spec, err := scenario.Load(fixturePath)
+	if err != nil {
+		return err
+	}
+	fix.m, fix.local = spec.Map(), spec.LocalASNs
+	if spec.Rules != "" {
+		if fix.set, err = rules.Load(filepath.Join(filepath.Dir(fixturePath), spec.Rules)); err != nil {
+			return err
+		}
+	}
+	srcs, err := replay.RenderSpec(spec)
+	if err != nil {
+		return err
+	}
+	mg, err := replay.NewMerge(srcs...)
+	if err != nil {
+		return err
+	}
+	for {
+		r, err := mg.Next()
+		if err != nil {
+			return err
+		}
+		if r == nil {
+			break
+		}
+		r.Time = r.Time / 1e6 * 1e6 // Kafka timestamps are milliseconds
+		fix.recs = append(fix.recs, r)
+		fix.lastTime = max(fix.lastTime, r.Time)
+	}
+	// Replay of the very records the tests produce.
+	var out bytes.Buffer
+	sink := alerting.NewJSONL("replay", &out)
+	p, err := pipeline.New(pipeline.Config{Rules: fix.set, Map: fix.m, LocalASNs: fix.local, Logger: quietLog()},
+		func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) })
+	if err != nil {
+		return err
+	}
+	recs := make([]*ingest.Record, len(fix.recs))
+	for i, r := range fix.recs {
+		c := *r
+		recs[i] = &c
+	}
+	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("fixture", recs)}, nil); err != nil {
+		return err
+	}
+	fix.want = lines(out.String())
+	fix.stats = p.Stats()
+	return nil
+}
+
+func lines(s string) []string {
+	var out []string
+	for l := range strings.SplitSeq(s, "\n") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func quietLog() *slog.Logger {
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+const testPartitions = 3
+
+// startBroker starts an in-process Kafka (kfake speaks the real wire
+// protocol) on port (0 for any), persisting to dir when dir is not empty.
+func startBroker(t testing.TB, port int, dir string, topics ...string) *kfake.Cluster {
+	t.Helper()
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.Ports(port), kfake.AllowAutoTopicCreation(),
+		kfake.DefaultNumPartitions(1), kfake.GroupMinSessionTimeout(100 * time.Millisecond)}
+	if len(topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(testPartitions, topics...))
+	}
+	if dir != "" {
+		opts = append(opts, kfake.DataDir(dir))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// produce writes records to topic, spreading them over the partitions in
+// turn, so every partition is in event-time order like a real producer's.
+func produce(t testing.TB, addr, topic string, recs []*ingest.Record) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(0), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(1<<16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var mu sync.Mutex
+	var firstErr error
+	for i, r := range recs {
+		kr := &kgo.Record{Topic: topic, Partition: int32(i % testPartitions), Key: r.Key, Value: r.Value,
+			Timestamp: time.Unix(0, r.Time)}
+		cl.Produce(context.Background(), kr, func(_ *kgo.Record, err error) {
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+		})
+	}
+	if err := cl.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+}
+
+// testConfig is a service config for the flows topic on addr.
+func testConfig(addr, dataDir string) *Config {
+	return &Config{
+		Kafka: KafkaConfig{Brokers: []string{addr}, GroupID: "outagewatch-test",
+			Topics:    []Topic{{Name: "flows", Stream: "flows", Format: "goflow2-pb"}},
+			IdleAfter: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond, SessionTimeout: time.Second},
+		DataDir: dataDir, CheckpointInterval: 500 * time.Millisecond,
+		Sinks:   []Sink{{Name: "alerts", Type: "jsonl", Path: filepath.Join(dataDir, "alerts.jsonl")}},
+		HTTP:    HTTP{Listen: "127.0.0.1:0"},
+	}
+}
+
+func mustValidate(t testing.TB, c *Config) *Config {
+	t.Helper()
+	if err := c.validate(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+type running struct {
+	svc  *Service
+	stop context.CancelFunc
+	done chan error
+}
+
+func startService(t testing.TB, cfg *Config, f *fixture) *running {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := New(cfg, Options{Rules: f.set, Map: f.m, Logger: quietLog(), Listener: ln,
+		Outbox: alerting.OutboxConfig{InitialBackoff: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{svc: svc, stop: cancel, done: make(chan error, 1)}
+	go func() { r.done <- svc.Run(ctx) }()
+	return r
+}
+
+func (r *running) shutdown(t testing.TB) {
+	t.Helper()
+	r.stop()
+	select {
+	case err := <-r.done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("service did not stop")
+	}
+}
+
+func (r *running) kill(t testing.TB) {
+	t.Helper()
+	r.svc.Kill()
+	select {
+	case <-r.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("service did not stop")
+	}
+	r.stop()
+}
+
+func totalRecords(st pipeline.Stats) int64 {
+	var n int64
+	for _, v := range st.Records {
+		n += v
+	}
+	return n
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// waitDone waits until the service has consumed every record and closed
+// every bucket that replay closes.
+func waitDone(t testing.TB, r *running, f *fixture) {
+	t.Helper()
+	waitFor(t, "all records and the final watermark", 60*time.Second, func() bool {
+		st := r.svc.Pipeline().Stats()
+		return totalRecords(st) >= int64(len(f.recs)) && st.Watermark >= f.stats.Watermark
+	})
+}
+
+func readLines(t testing.TB, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	return lines(string(b))
+}
+
+func assertSameAlerts(t *testing.T, got, want []string) {
+	t.Helper()
+	seen := map[string]int{}
+	for _, l := range got {
+		seen[l]++
+		if seen[l] > 1 {
+			t.Errorf("duplicate alert: %s", l)
+		}
+	}
+	g, w := slices.Clone(got), slices.Clone(want)
+	slices.Sort(g)
+	slices.Sort(w)
+	if !slices.Equal(g, w) {
+		t.Errorf("alerts differ from replay: got %d, want %d", len(got), len(want))
+		for _, l := range w {
+			if !slices.Contains(g, l) {
+				t.Errorf("missing: %s", l)
+			}
+		}
+		for _, l := range g {
+			if !slices.Contains(w, l) {
+				t.Errorf("extra: %s", l)
+			}
+		}
+	}
+}
