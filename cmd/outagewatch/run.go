@@ -1,0 +1,42 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outagewatch/outagewatch/service"
+)
+
+func init() { extraCommands = append(extraCommands, runCmd) }
+
+func runCmd() *cobra.Command {
+	var cfgFile string
+	c := &cobra.Command{
+		Use:   "run --config F",
+		Short: "Run the live service: consume the stream topics from Kafka, alert to the configured sinks",
+		Long: `run consumes the configured topics in one Kafka consumer group, runs them
+through the same pipeline as replay, checkpoints its state to data_dir before
+committing offsets, and serves /metrics, /healthz, /readyz and /api/v1/alerts
+(127.0.0.1:9310 unless http.listen says otherwise). SIGTERM or SIGINT writes
+a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := service.LoadConfig(cfgFile)
+			if err != nil {
+				return err
+			}
+			svc, err := service.New(cfg, service.Options{})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return svc.Run(ctx)
+		},
+	}
+	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml", "configuration file")
+	return c
+}
