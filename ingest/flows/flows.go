@@ -113,23 +113,40 @@ func (a *attributor) isLocal(asn uint32) bool {
 	return false
 }
 
+// eyeball returns the AS number and address of the side of r that is not
+// ours: the destination of traffic from a local AS, the source of traffic to
+// one. When neither AS number is local, the missing destination AS is looked
+// up first, because routers report AS 0 for the prefixes they originate
+// themselves: a destination that turns out to be ours makes the source the
+// eyeball. Otherwise the destination is the eyeball, as a content network
+// mostly sees its own egress and that is the direction users notice.
+func (a *attributor) eyeball(r *record) (uint32, netip.Addr) {
+	switch {
+	case a.isLocal(r.srcAS):
+		return a.resolve(r.dstAS, r.dstAddr), r.dstAddr
+	case a.isLocal(r.dstAS):
+		return a.resolve(r.srcAS, r.srcAddr), r.srcAddr
+	}
+	dst := a.resolve(r.dstAS, r.dstAddr)
+	if r.dstAS == 0 && dst != 0 && a.isLocal(dst) {
+		return a.resolve(r.srcAS, r.srcAddr), r.srcAddr
+	}
+	return dst, r.dstAddr
+}
+
+// resolve returns asn, or when it is 0 the origin AS of addr, or 0.
+func (a *attributor) resolve(asn uint32, addr netip.Addr) uint32 {
+	if asn != 0 || !addr.IsValid() {
+		return asn
+	}
+	asn, _ = a.m.OriginAS(addr)
+	return asn
+}
+
 // emit attributes r to its eyeball side and hands the observations to sink.
 func (a *attributor) emit(r *record, sink obs.Sink) {
 	a.stats.Records++
-	eyeAS, eyeAddr := r.dstAS, r.dstAddr
-	switch {
-	case a.isLocal(r.srcAS):
-		// Egress from our network: the destination is the eyeball.
-	case a.isLocal(r.dstAS):
-		eyeAS, eyeAddr = r.srcAS, r.srcAddr
-	}
-	// Otherwise the destination is the eyeball: a content network mostly
-	// sees its own egress, and that is the direction users notice.
-	if eyeAS == 0 && eyeAddr.IsValid() {
-		if asn, ok := a.m.OriginAS(eyeAddr); ok {
-			eyeAS = asn
-		}
-	}
+	eyeAS, eyeAddr := a.eyeball(r)
 	if eyeAS == 0 {
 		a.stats.Unattributed++
 		return

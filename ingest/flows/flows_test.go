@@ -64,6 +64,7 @@ func testMap() *netmap.Map {
 	m.Origins.Insert(netip.MustParsePrefix("81.84.0.0/14"), asPT)
 	m.Origins.Insert(netip.MustParsePrefix("2001:db8::/32"), asGB)
 	m.Regions.Insert(netip.MustParsePrefix("81.84.0.0/16"), "pt-11")
+	m.Origins.Insert(netip.MustParsePrefix("198.51.100.0/24"), asLocal)
 	return m
 }
 
@@ -134,6 +135,12 @@ func flowCases() []flowCase {
 				SrcAs: asLocal, DstAddr: netip.MustParseAddr("::ffff:81.84.0.9").AsSlice()},
 			want: cat(traffic(tReceive, "asn:3243", 1, 1), traffic(tReceive, "country:PT", 1, 1),
 				traffic(tReceive, "region:PT-11", 1, 1)),
+		},
+		{
+			name: "router reports AS 0 for our own prefix: the source is the eyeball",
+			msg: &flowpb.FlowMessage{TimeReceivedNs: uint64(tReceive), SamplingRate: 8, Bytes: 40, Packets: 1,
+				SrcAs: asGB, SrcAddr: ip("2001:db8::9"), DstAddr: ip("198.51.100.80")},
+			want: cat(traffic(tReceive, "asn:5089", 320, 8), traffic(tReceive, "country:GB", 320, 8)),
 		},
 		{
 			name: "unknown eyeball address",
@@ -239,7 +246,7 @@ func TestDecodeAttribution(t *testing.T) {
 			if got := stats(); got != want {
 				t.Errorf("stats %+v, want %+v", got, want)
 			}
-			if wantUnattributed != 2 || wantRecords != 8 {
+			if wantUnattributed != 2 || wantRecords != 9 {
 				t.Fatalf("case table changed: %d records, %d unattributed", wantRecords, wantUnattributed)
 			}
 		})
@@ -607,13 +614,20 @@ func reference(cfg Config, m *flowpb.FlowMessage) (obsv []obs.Observation, unatt
 	for _, a := range cfg.LocalASNs {
 		local[a] = true
 	}
-	as, addrB := m.DstAs, m.DstAddr
-	if !local[m.SrcAs] && local[m.DstAs] {
-		as, addrB = m.SrcAs, m.SrcAddr
+	resolve := func(as uint32, b []byte) (uint32, netip.Addr) {
+		a, _ := netip.AddrFromSlice(b)
+		if as == 0 {
+			as, _ = cfg.Map.OriginAS(a)
+		}
+		return as, a
 	}
-	addr, _ := netip.AddrFromSlice(addrB)
-	if as == 0 {
-		as, _ = cfg.Map.OriginAS(addr)
+	srcAS, srcAddr := resolve(m.SrcAs, m.SrcAddr)
+	dstAS, dstAddr := resolve(m.DstAs, m.DstAddr)
+	as, addr := dstAS, dstAddr
+	switch {
+	case local[m.SrcAs]:
+	case local[m.DstAs], local[dstAS] && dstAS != 0:
+		as, addr = srcAS, srcAddr
 	}
 	if as == 0 {
 		return nil, true
@@ -633,23 +647,27 @@ func reference(cfg Config, m *flowpb.FlowMessage) (obsv []obs.Observation, unatt
 	return out, false
 }
 
-// TestGoflow2Output feeds what goflow2 itself produces from a NetFlow v5
-// export packet (decoded by goflow2's own decoder) through both decoders.
-func TestGoflow2Output(t *testing.T) {
-	// A NetFlow v5 packet: 24-byte header, then 48-byte records.
-	const unixSecs, unixNsecs, uptime = 1745841600, 500, 3_600_000
-	type rec struct {
-		src, dst         string
-		pkts, octets     uint32
-		srcAS, dstAS     uint16
-		srcMask, dstMask uint8
-	}
-	recs := []rec{
-		{"198.51.100.7", "81.84.1.2", 10, 14000, asLocal, asPT, 24, 16},
-		{"81.84.200.9", "198.51.100.7", 3, 180, asPT, asLocal, 16, 24},
-		{"198.51.100.7", "81.86.0.1", 1, 60, asLocal, 0, 24, 0},
-		{"198.51.100.7", "192.0.2.55", 1, 60, asLocal, 0, 24, 0},
-	}
+const unixSecs, unixNsecs, uptime = 1745841600, 500, 3_600_000
+
+type nfRecord struct {
+	src, dst         string
+	pkts, octets     uint32
+	srcAS, dstAS     uint16
+	srcMask, dstMask uint8
+}
+
+var testNetFlowRecords = []nfRecord{
+	{"198.51.100.7", "81.84.1.2", 10, 14000, asLocal, asPT, 24, 16},
+	{"81.84.200.9", "198.51.100.7", 3, 180, asPT, asLocal, 16, 24},
+	{"198.51.100.7", "81.86.0.1", 1, 60, asLocal, 0, 24, 0},
+	{"198.51.100.7", "192.0.2.55", 1, 60, asLocal, 0, 24, 0},
+}
+
+// produceNetFlowV5 builds a NetFlow v5 export packet (24-byte header, then
+// 48-byte records, sampled 1:64), decodes it with goflow2's decoder and
+// turns it into flow messages with goflow2's producer and the given config.
+func produceNetFlowV5(t *testing.T, pcfg *protoproducer.ProducerConfig, received time.Time, recs []nfRecord) []producer.ProducerMessage {
+	t.Helper()
 	pkt := binary.BigEndian.AppendUint16(nil, 5)
 	pkt = binary.BigEndian.AppendUint16(pkt, uint16(len(recs)))
 	pkt = binary.BigEndian.AppendUint32(pkt, uptime)
@@ -679,13 +697,71 @@ func TestGoflow2Output(t *testing.T) {
 	if err := netflowlegacy.DecodeMessageVersion(bytes.NewBuffer(pkt), &packet); err != nil {
 		t.Fatal(err)
 	}
-	cfg, _ := (&protoproducer.ProducerConfig{}).Compile()
+	cfg, err := pcfg.Compile()
+	if err != nil {
+		t.Fatal(err)
+	}
 	p, _ := protoproducer.CreateProtoProducer(cfg, protoproducer.CreateSamplingSystem)
-	received := time.Unix(unixSecs+1, 250)
 	msgs, err := p.Produce(&packet, &producer.ProduceArgs{TimeReceived: received, SamplerAddress: netip.MustParseAddr("192.0.2.1")})
 	if err != nil || len(msgs) != len(recs) {
 		t.Fatalf("goflow2 producer: %v, %d messages", err, len(msgs))
 	}
+	return msgs
+}
+
+// TestGoflow2MappingJSON reads what goflow2 writes with the formatter
+// section of the mapping.yaml it ships: a chosen field list without src_as
+// and dst_as, extra protobuf fields, a virtual icmp_name field, and
+// time_received_ns rendered as RFC 3339 text. The eyeball AS then comes from
+// the origin table.
+func TestGoflow2MappingJSON(t *testing.T) {
+	pcfg := &protoproducer.ProducerConfig{Formatter: protoproducer.FormatterConfig{
+		Fields: []string{"type", "time_received_ns", "sequence_num", "sampling_rate", "flow_direction", "sampler_address",
+			"time_flow_start_ns", "time_flow_end_ns", "bytes", "packets", "src_addr", "src_net", "dst_addr", "dst_net",
+			"etype", "proto", "src_port", "dst_port", "in_if", "out_if", "src_mac", "dst_mac", "icmp_name", "csum"},
+		Key: []string{"sampler_address"},
+		Protobuf: []protoproducer.ProtobufFormatterConfig{
+			{Name: "flow_direction", Index: 42, Type: "varint"},
+			{Name: "bi_flow_direction", Index: 41, Type: "varint"},
+			{Name: "csum", Index: 999, Type: "varint"},
+		},
+		Render: map[string]protoproducer.RendererID{"time_received_ns": protoproducer.RendererDateTimeNano},
+	}}
+	received := time.Unix(unixSecs+1, 157626000)
+	msgs := produceNetFlowV5(t, pcfg, received, testNetFlowRecords)
+	tr := received.UnixNano()
+	want := [][]obs.Observation{
+		cat(traffic(tr, "asn:3243", 14000*64, 10*64), traffic(tr, "country:PT", 14000*64, 10*64), traffic(tr, "region:PT-11", 14000*64, 10*64)),
+		// No AS numbers: the destination's origin is ours, so the source
+		// is the eyeball.
+		cat(traffic(tr, "asn:3243", 180*64, 3*64), traffic(tr, "country:PT", 180*64, 3*64), traffic(tr, "region:PT-11", 180*64, 3*64)),
+		cat(traffic(tr, "asn:3243", 60*64, 64), traffic(tr, "country:PT", 60*64, 64)),
+		nil,
+	}
+	d := NewJSONDecoder(testConfig())
+	for i, msg := range msgs {
+		js, err := msg.(interface{ MarshalJSON() ([]byte, error) }).MarshalJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(js, []byte(`"time_received_ns":"2025-04-28T12:00:01.157626Z"`)) {
+			t.Fatalf("goflow2 wrote %s", js)
+		}
+		var got obs.Slice
+		if err := d.Decode(js, &got); err != nil {
+			t.Fatalf("record %d: %v\n%s", i, err, js)
+		}
+		if !reflect.DeepEqual([]obs.Observation(got), want[i]) {
+			t.Errorf("record %d:\n got %+v\nwant %+v\n%s", i, got, want[i], js)
+		}
+	}
+}
+
+// TestGoflow2Output feeds what goflow2 itself produces from a NetFlow v5
+// export packet (decoded by goflow2's own decoder) through both decoders.
+func TestGoflow2Output(t *testing.T) {
+	received := time.Unix(unixSecs+1, 250)
+	msgs := produceNetFlowV5(t, &protoproducer.ProducerConfig{}, received, testNetFlowRecords)
 	tr := received.UnixNano()
 	want := [][]obs.Observation{
 		cat(traffic(tr, "asn:3243", 14000*64, 10*64), traffic(tr, "country:PT", 14000*64, 10*64), traffic(tr, "region:PT-11", 14000*64, 10*64)),
