@@ -18,6 +18,8 @@ const checkpointMagic = "OWRIB\x01"
 
 // MarshalBinary encodes the table's state.
 func (t *Table) MarshalBinary() ([]byte, error) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	b := []byte(checkpointMagic)
 	b = binary.AppendUvarint(b, uint64(len(t.paths)))
 	for i := range t.paths {
@@ -326,7 +328,9 @@ func (t *Table) UnmarshalBinary(data []byte) error {
 			n.recompute(uint32(pid))
 		}
 	}
-	*t = *n
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tableState = n.tableState
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 	"math"
 	"net/netip"
 	"slices"
+	"sync"
 
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
@@ -173,9 +174,16 @@ type space struct {
 	emitted4, emitted6 bool   // last emitted value was non-zero
 }
 
-// Table is the routing table. It is not safe for concurrent use: the
-// pipeline applies records and emits from one goroutine.
+// Table is the routing table. It is safe for concurrent use: decoders of
+// other streams resolve origins (OriginAS) while the BGP decoders apply
+// updates, so reads share a lock that updates take exclusively.
 type Table struct {
+	mu sync.RWMutex
+	tableState
+}
+
+// tableState is everything a checkpoint restores, apart from the lock.
+type tableState struct {
 	cfg Config
 
 	peers   []*peer
@@ -211,7 +219,7 @@ func New(cfg Config) *Table {
 	if cfg.FullFeedShare <= 0 {
 		cfg.FullFeedShare = 0.5
 	}
-	return &Table{
+	return &Table{tableState: tableState{
 		cfg:       cfg,
 		peerIDs:   map[PeerKey]PeerID{},
 		pfxIDs:    map[pfxKey]uint32{},
@@ -221,11 +229,13 @@ func New(cfg Config) *Table {
 		countries: map[string]*space{},
 		asn:       obs.ASNCache{},
 		country:   map[string]string{},
-	}
+	}}
 }
 
 // Peer returns the handle of a peer, adding it (down, no routes) if new.
 func (t *Table) Peer(k PeerKey) PeerID {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if id, ok := t.peerIDs[k]; ok {
 		return id
 	}
@@ -244,6 +254,12 @@ func (t *Table) peer(id PeerID) *peer {
 
 // Touch records that a message (a keepalive, say) came from the peer.
 func (t *Table) Touch(id PeerID, at int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.touch(id, at)
+}
+
+func (t *Table) touch(id PeerID, at int64) {
 	if p := t.peer(id); p != nil && at > p.last {
 		p.last = at
 	}
@@ -251,11 +267,13 @@ func (t *Table) Touch(id PeerID, at int64) {
 
 // PeerUp marks the session established.
 func (t *Table) PeerUp(id PeerID, at int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	p := t.peer(id)
 	if p == nil {
 		return
 	}
-	t.Touch(id, at)
+	t.touch(id, at)
 	p.up = true
 }
 
@@ -263,11 +281,13 @@ func (t *Table) PeerUp(id PeerID, at int64) {
 // it had. The routes vanish without counting as withdrawals: a collector
 // session reset says nothing about the origins.
 func (t *Table) PeerDown(id PeerID, at int64) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	p := t.peer(id)
 	if p == nil {
 		return 0
 	}
-	t.Touch(id, at)
+	t.touch(id, at)
 	if p.up {
 		p.resets++
 	}
@@ -515,6 +535,8 @@ func (t *Table) setVisible(pid uint32, c *originCount, v bool) {
 // Apply applies one update and emits bgp_withdrawals and bgp_announcements
 // for the origins concerned.
 func (t *Table) Apply(u *Update, sink obs.Sink) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	p := t.peer(u.Peer)
 	if p == nil {
 		return
@@ -589,6 +611,12 @@ func (t *Table) countryEntity(cc string) string {
 // Full-feed status is only re-evaluated here, once a bucket, so that a peer
 // hovering at the threshold cannot make every update walk its table.
 func (t *Table) Refresh() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refresh()
+}
+
+func (t *Table) refresh() {
 	largest := 0
 	for _, p := range t.peers {
 		if p.up && len(p.routes) > largest {
@@ -631,10 +659,13 @@ func (t *Table) Refresh() {
 // EmitSpace emits, for event time at, the announced IPv4 and IPv6 space of
 // every origin AS and country with visible space, and a zero once for those
 // that lost it all. With no full-feed peer up nothing is emitted: the feed
-// is down, which is not the same as every origin withdrawing. The cost is
+// is down, which is not the same as every origin withdrawing. The sink is
+// called with the table locked: it must not call back into the table. The cost is
 // one pass over the origins, not over the routes.
 func (t *Table) EmitSpace(at int64, sink obs.Sink) {
-	t.Refresh()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.refresh()
 	if t.nFull == 0 {
 		return
 	}
@@ -698,13 +729,23 @@ func (t *Table) emitSpace(at int64, entity string, s *space, sink obs.Sink) {
 }
 
 // OriginAS returns the origin AS of the longest visible prefix containing a.
-func (t *Table) OriginAS(a netip.Addr) (uint32, bool) { return t.visible.Lookup(a) }
+func (t *Table) OriginAS(a netip.Addr) (uint32, bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.visible.Lookup(a)
+}
 
 // Visible returns the number of prefixes visible for some origin.
-func (t *Table) Visible() int { return t.visible.Len() }
+func (t *Table) Visible() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.visible.Len()
+}
 
 // Route returns the AS path and origin a peer has for exactly prefix p.
 func (t *Table) Route(id PeerID, pfx netip.Prefix) (path []uint32, origin uint32, ok bool) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	p := t.peer(id)
 	if p == nil || !pfx.IsValid() {
 		return nil, 0, false
@@ -731,6 +772,8 @@ func (t *Table) Route(id PeerID, pfx netip.Prefix) (path []uint32, origin uint32
 // IPv4 in /24s, IPv6 in
 // /48s, as of the last refresh or update.
 func (t *Table) Space(asn uint32) (v4, v6 float64) {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if s := t.origins[asn]; s != nil {
 		return float64(s.v4) / 256, float64(s.v6) / 65536
 	}
@@ -739,6 +782,8 @@ func (t *Table) Space(asn uint32) (v4, v6 float64) {
 
 // Health describes every peer, sorted by collector, address and AS.
 func (t *Table) Health() []PeerHealth {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	out := make([]PeerHealth, 0, len(t.peers))
 	for _, p := range t.peers {
 		out = append(out, PeerHealth{Peer: p.key, Up: p.up, LastMessage: p.last, Prefixes: len(p.routes), FullFeed: p.full, Resets: p.resets})
@@ -756,6 +801,8 @@ type Stats struct {
 
 // Stats returns the table's sizes.
 func (t *Table) Stats() Stats {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	s := Stats{Peers: len(t.peers), Prefixes: len(t.pfxIDs), Paths: len(t.pathIDs), Visible: t.visible.Len()}
 	for _, p := range t.peers {
 		s.Routes += len(p.routes)
@@ -765,6 +812,8 @@ func (t *Table) Stats() Stats {
 
 // PeerKey returns the key of a peer handle.
 func (t *Table) PeerKey(id PeerID) PeerKey {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
 	if p := t.peer(id); p != nil {
 		return p.key
 	}
