@@ -118,7 +118,13 @@ type Aggregator struct {
 	// last speeds up the common case of consecutive observations of one
 	// series.
 	last *Series
+	// slab is where new series take their history storage from: one
+	// allocation for many rings, so no ring is rounded up to a size class.
+	slab []byte
 }
+
+// slabSeries is how many series' history one slab allocation holds.
+const slabSeries = 64
 
 // New returns an aggregator.
 func New(cfg Config) *Aggregator {
@@ -201,7 +207,12 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 
 func (a *Aggregator) newSeries(k Key) *Series {
 	s := &Series{Key: k}
-	s.Hist = *series.New(a.cfg.History, a.cfg.Width)
+	need := series.StorageBytes(a.cfg.History)
+	if len(a.slab) < need {
+		a.slab = make([]byte, need*slabSeries)
+	}
+	s.Hist.Init(a.slab[:need:need], a.cfg.History, a.cfg.Width)
+	a.slab = a.slab[need:]
 	a.series[k] = s
 	a.sorted = append(a.sorted, s)
 	a.dirty = true

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"math"
+	"runtime"
 	"testing"
 
 	"github.com/outagewatch/outagewatch/obs"
@@ -177,4 +178,31 @@ func BenchmarkObserve(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "obs/s")
+}
+
+// BenchmarkSeriesMemory reports the heap held per tracked series once every
+// series has two weeks of 5-minute history: the ring, the series record,
+// its map entry and its entity name.
+func BenchmarkSeriesMemory(b *testing.B) {
+	const n = 5000
+	for i := 0; i < b.N; i++ {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		a := New(Config{})
+		o := obs.Observation{Signal: obs.TrafficBytes}
+		for bucket := int64(0); bucket < DefaultHistory; bucket++ {
+			for s := 0; s < n; s++ {
+				o.Time = t0 + bucket*min5
+				o.Entity = obs.ASN(uint32(s + 1))
+				o.Value = float64(1000 + s)
+				a.Observe(&o)
+			}
+			a.Advance(t0+(bucket+1)*min5, nil)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/n, "bytes/series")
+		runtime.KeepAlive(a)
+	}
 }

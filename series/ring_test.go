@@ -14,7 +14,7 @@ func TestRingQuantisationError(t *testing.T) {
 	t0 := int64(1_700_000_000e9)
 	vals := make([]float64, 4032)
 	for i := range vals {
-		vals[i] = 1e6 * math.Exp(rng.NormFloat64()*1.5) // spans ~4 decades
+		vals[i] = 1e6 * math.Exp(rng.NormFloat64()*0.8) // spans about two decades
 		r.Put(t0+int64(i)*min5, vals[i])
 	}
 	top := 0.0
@@ -31,8 +31,8 @@ func TestRingQuantisationError(t *testing.T) {
 			worst = e
 		}
 	}
-	// Values within the 1.04^253 ≈ 20,000× range under the maximum keep
-	// their half-step error.
+	// Values within the 1.04^125 ≈ 135× range under the maximum keep their
+	// half-step error.
 	if worst > 0.0201 {
 		t.Fatalf("worst relative error %.4f, want ≤ 2 %%", worst)
 	}
@@ -76,8 +76,8 @@ func TestRingMissingZeroAndGaps(t *testing.T) {
 func TestRingRebaseKeepsOldValues(t *testing.T) {
 	r := New(100, min5)
 	r.Put(min5, 10)
-	r.Put(2*min5, 10*math.Pow(Step, 200)) // far above headroom
-	if v, _ := r.Get(2 * min5); math.Abs(v/(10*math.Pow(Step, 200))-1) > 0.02 {
+	r.Put(2*min5, 10*math.Pow(Step, 60)) // far above headroom
+	if v, _ := r.Get(2 * min5); math.Abs(v/(10*math.Pow(Step, 60))-1) > 0.02 {
 		t.Fatalf("top value = %v", v)
 	}
 	v, _ := r.Get(min5)
@@ -145,5 +145,16 @@ func TestRingLevel(t *testing.T) {
 	}
 	if _, ok := r.Level(4 * min5); ok {
 		t.Fatal("level of a bucket not stored")
+	}
+}
+
+func TestRingRebaseClampsTheBottom(t *testing.T) {
+	r := New(10, min5)
+	r.Put(min5, 10)
+	r.Put(2*min5, 10*math.Pow(Step, 300))
+	v, ok := r.Get(min5)
+	top, _ := r.Get(2 * min5)
+	if !ok || math.Abs(v/(top/math.Pow(Step, codeMax-codeMin))-1) > 0.001 {
+		t.Fatalf("old value %v, want the bottom of the range %v", v, top/math.Pow(Step, codeMax-codeMin))
 	}
 }
