@@ -1,0 +1,299 @@
+package detectors
+
+import (
+	"bytes"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// DNSFailureName is the name rules use for the DNS failure detector.
+const DNSFailureName = "dns_failure"
+
+func init() { Register(DNSFailureName, func() Params { return DefaultDNSFailure() }) }
+
+// DNSFailure configures the DNS failure detector: the share of responses
+// that failed (SERVFAIL, REFUSED, timeouts) for a zone or a client network
+// jumps above what that zone or network normally sees.
+//
+// Each series is judged against its own recent past, because "normal" varies
+// a lot: a zone with a broken DNSSEC chain or a network full of probing
+// clients may fail a few percent all day, and neither is news. The baseline
+// is the median ratio of the buckets held in the last BaselineWindow,
+// leaving out the buckets that were anomalous (or judged while firing), so
+// an episode never raises the bar for the next one. While an alert fires
+// the baseline it fired against is kept, so recovery is judged against the
+// same yardstick.
+//
+// A bucket is judged only when it holds at least MinQueries responses: three
+// failures out of five queries at 4 a.m. are not an outage. Such buckets,
+// and buckets without data, neither extend nor break a run.
+type DNSFailure struct {
+	// Floor is the smallest failure ratio that can fire (0.2 = 20 % of
+	// responses failed), whatever the baseline.
+	Floor float64 `yaml:"floor"`
+	// Multiple and Delta say how far above its baseline the ratio must be:
+	// at least baseline × Multiple and at least baseline + Delta.
+	Multiple float64 `yaml:"multiple"`
+	Delta    float64 `yaml:"delta"`
+	// For is how long the ratio must stay high before the alert fires.
+	For Duration `yaml:"for"`
+	// MinQueries is the fewest responses in a bucket worth judging.
+	MinQueries int64 `yaml:"min_queries"`
+	// A bucket counts as recovered below max(ResolveBelow, baseline ×
+	// ResolveMultiple); ResolveFor is how long recovery must last. Both
+	// sit under the firing thresholds, so a ratio hovering at the edge
+	// does not flap.
+	ResolveBelow    float64  `yaml:"resolve_below"`
+	ResolveMultiple float64  `yaml:"resolve_multiple"`
+	ResolveFor      Duration `yaml:"resolve_for"`
+	// BaselineWindow is how far back the baseline looks, and MinHistory
+	// how much usable history it needs before the detector judges at all.
+	BaselineWindow Duration `yaml:"baseline_window"`
+	MinHistory     Duration `yaml:"min_history"`
+}
+
+// DefaultDNSFailure returns the defaults that ship.
+func DefaultDNSFailure() *DNSFailure {
+	return &DNSFailure{
+		Floor: 0.2, Multiple: 3, Delta: 0.1, For: Duration(10 * 60e9), MinQueries: 20,
+		ResolveBelow: 0.1, ResolveMultiple: 1.5, ResolveFor: Duration(15 * 60e9),
+		BaselineWindow: Duration(24 * 3600e9), MinHistory: Duration(3600e9),
+	}
+}
+
+// Validate checks the settings.
+func (p *DNSFailure) Validate() error {
+	switch {
+	case p.Floor <= 0 || p.Floor > 1:
+		return errors.New("floor: must be a ratio in (0, 1] (0.2 = 20 % of responses failed)")
+	case p.Multiple < 1:
+		return errors.New("multiple: must be at least 1 (1 disables the relative test)")
+	case p.Delta < 0 || p.Delta >= 1:
+		return errors.New("delta: must be a ratio in [0, 1)")
+	case p.For < 0:
+		return errors.New("for: must not be negative")
+	case p.MinQueries < 1:
+		return errors.New("min_queries: must be at least 1")
+	case p.ResolveBelow < 0 || p.ResolveBelow >= p.Floor:
+		return errors.New("resolve_below: must be at least 0 and below floor")
+	case p.ResolveMultiple < 1 || p.ResolveMultiple > p.Multiple:
+		return errors.New("resolve_multiple: must be between 1 and multiple")
+	case p.ResolveFor < 0:
+		return errors.New("resolve_for: must not be negative")
+	case p.MinHistory <= 0:
+		return errors.New("min_history: must be positive")
+	case p.BaselineWindow < p.MinHistory:
+		return errors.New("baseline_window: must be at least min_history")
+	}
+	return nil
+}
+
+// Build returns the detector.
+func (p *DNSFailure) Build(rule string) Detector {
+	return &dnsFailure{p: *p, rule: rule, states: map[string]*failState{}}
+}
+
+type dnsFailure struct {
+	p       DNSFailure
+	rule    string
+	states  map[string]*failState // by signal{entity}
+	scratch []float64
+}
+
+// failState is one series' state; exported fields are checkpointed.
+type failState struct {
+	Run, Recovered int
+	RunStart       int64
+	Firing         bool
+	FireStart      int64
+	// FireBase is the baseline the alert fired against; Peak the highest
+	// ratio seen while firing.
+	FireBase, Peak float64
+	// Base caches the baseline, recomputed hourly (BaseAt).
+	Base   float64
+	BaseOK bool
+	BaseAt int64
+	// Excluded lists, ascending, the starts of buckets within the baseline
+	// window that the baseline must not use.
+	Excluded []int64
+	Recent   []Evidence
+}
+
+func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
+	w := c.End - c.Start
+	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
+	for _, pt := range pts {
+		key := pt.Series.Key.String()
+		st := d.states[key]
+		if st == nil {
+			st = &failState{}
+			d.states[key] = st
+		}
+		st.prune(c.Start - int64(d.p.BaselineWindow))
+		if pt.Missing || pt.Count < d.p.MinQueries {
+			// Too little to judge: hold the state. A firing alert's
+			// buckets stay out of the baseline all the same.
+			v := pt.Value
+			if pt.Missing {
+				v = math.NaN()
+			}
+			st.remember(Evidence{Time: c.Start, Value: v, Baseline: st.Base})
+			if st.Firing {
+				st.exclude(c.Start)
+			}
+			continue
+		}
+		base, ok := st.FireBase, true
+		if !st.Firing {
+			base, ok = d.baseline(st, &pt.Series.Hist, c.Start, w)
+		}
+		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		if !ok {
+			continue
+		}
+		v := pt.Value
+		anomalous := v >= d.threshold(base)
+		if anomalous || st.Firing {
+			st.exclude(c.Start)
+		}
+		if anomalous {
+			if st.Run == 0 {
+				st.RunStart = c.Start
+			}
+			st.Run++
+			st.Recovered = 0
+			if st.Firing {
+				st.Peak = max(st.Peak, v)
+			} else if st.Run >= forN {
+				st.Firing, st.FireStart, st.FireBase, st.Peak = true, st.RunStart, base, v
+				emit(d.finding(Firing, c, pt, st, base))
+			}
+			continue
+		}
+		st.Run = 0
+		if !st.Firing {
+			continue
+		}
+		st.Peak = max(st.Peak, v)
+		if v < max(d.p.ResolveBelow, base*d.p.ResolveMultiple) {
+			st.Recovered++
+		} else {
+			st.Recovered = 0
+		}
+		if st.Recovered >= resolveN {
+			f := d.finding(Resolved, c, pt, st, base)
+			f.End = c.Start - int64(resolveN-1)*w
+			emit(f)
+			st.Firing, st.Recovered, st.FireBase, st.Peak = false, 0, 0, 0
+			st.BaseOK = false // the episode's buckets are excluded: recompute now
+		}
+	}
+}
+
+// threshold is the ratio at or above which a bucket is anomalous.
+func (d *dnsFailure) threshold(base float64) float64 {
+	return max(d.p.Floor, base*d.p.Multiple, base+d.p.Delta)
+}
+
+// baseline returns the median ratio of the usable buckets in the window
+// before t, recomputed at most hourly.
+func (d *dnsFailure) baseline(st *failState, r *series.Ring, t, w int64) (float64, bool) {
+	if st.BaseOK && t-st.BaseAt < 3600e9 && t >= st.BaseAt {
+		return st.Base, true
+	}
+	vs := d.scratch[:0]
+	from := t - int64(d.p.BaselineWindow)
+	ex := st.Excluded
+	for x := max(from, r.Oldest()); x < t; x += w {
+		for len(ex) > 0 && ex[0] < x {
+			ex = ex[1:]
+		}
+		if len(ex) > 0 && ex[0] == x {
+			continue
+		}
+		if v, ok := r.Get(x); ok {
+			vs = append(vs, v)
+		}
+	}
+	d.scratch = vs
+	if int64(len(vs))*w < int64(d.p.MinHistory) {
+		st.BaseOK = false
+		return 0, false
+	}
+	st.Base, st.BaseOK, st.BaseAt = median(vs), true, t
+	return st.Base, true
+}
+
+func (st *failState) exclude(t int64) {
+	if n := len(st.Excluded); n == 0 || st.Excluded[n-1] < t {
+		st.Excluded = append(st.Excluded, t)
+	}
+}
+
+// prune drops exclusions older than the baseline window.
+func (st *failState) prune(from int64) {
+	i := 0
+	for i < len(st.Excluded) && st.Excluded[i] < from {
+		i++
+	}
+	if i > 0 {
+		st.Excluded = append(st.Excluded[:0], st.Excluded[i:]...)
+	}
+}
+
+func (st *failState) remember(e Evidence) {
+	const keep = 12
+	if len(st.Recent) == keep {
+		copy(st.Recent, st.Recent[1:])
+		st.Recent = st.Recent[:keep-1]
+	}
+	st.Recent = append(st.Recent, e)
+}
+
+func (d *dnsFailure) finding(status string, c *aggregate.Closed, pt aggregate.Point, st *failState, base float64) Finding {
+	v := pt.Value
+	f := Finding{Status: status, Detector: DNSFailureName, Signal: pt.Series.Signal.String(), Entity: pt.Series.Entity,
+		Start: st.FireStart, At: c.End, Observed: round(v, 4), Baseline: round(base, 4),
+		BaselineMethod: "median_recent", ChangePct: changePct(v, base),
+		Evidence: slices.Clone(st.Recent),
+		Details: map[string]any{
+			"responses":          pt.Count,
+			"failures":           int64(math.Round(v * float64(pt.Count))),
+			"increase_points":    round((v-base)*100, 1) + 0, // never -0
+			"threshold":          round(d.threshold(base), 4),
+			"min_queries":        d.p.MinQueries,
+			"peak_failure_ratio": round(st.Peak, 4),
+		}}
+	if status == Firing {
+		f.Summary = fmt.Sprintf("DNS failures for %s: %.1f%% of %d responses failed, against %.1f%% normally",
+			f.Entity, v*100, pt.Count, base*100)
+	} else {
+		f.Summary = fmt.Sprintf("DNS failures for %s back to %.1f%% of %d responses (peak %.1f%%, normally %.1f%%)",
+			f.Entity, v*100, pt.Count, st.Peak*100, base*100)
+	}
+	return f
+}
+
+func (d *dnsFailure) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(d.states)
+	return b.Bytes(), err
+}
+
+func (d *dnsFailure) UnmarshalBinary(b []byte) error {
+	var states map[string]*failState
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&states); err != nil {
+		return fmt.Errorf("dns_failure %s: restore: %w", d.rule, err)
+	}
+	if states == nil {
+		states = map[string]*failState{}
+	}
+	d.states = states
+	return nil
+}
