@@ -1,0 +1,97 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func run(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	var c = replayCmd()
+	switch args[0] {
+	case "score":
+		c = scoreCmd()
+	case "rules":
+		c = rulesCmd()
+	}
+	c.SetArgs(args[1:])
+	c.SetOut(&out)
+	c.SetErr(&errOut)
+	err := c.Execute()
+	return out.String(), errOut.String(), err
+}
+
+// A series exported from elsewhere replays and alerts like any input.
+func TestReplayObservationExport(t *testing.T) {
+	dir := t.TempDir()
+	var b strings.Builder
+	b.WriteString("time,entity,signal,value\n")
+	t0 := time.Date(2024, 6, 3, 0, 0, 0, 0, time.UTC)
+	onset := t0.Add(15 * 24 * time.Hour).Add(9 * time.Hour)
+	for ts := t0; ts.Before(onset.Add(2 * time.Hour)); ts = ts.Add(5 * time.Minute) {
+		v := 1e9 * (1.2 + float64(ts.Hour()%12)/10)
+		if !ts.Before(onset) {
+			v *= 0.1
+		}
+		fmt.Fprintf(&b, "%d,country:XX,traffic_bytes,%.0f\n", ts.Unix(), v)
+	}
+	f := filepath.Join(dir, "export.csv")
+	if err := os.WriteFile(f, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err := run(t, "replay", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 1 {
+		t.Fatalf("want one alert, got %q", out)
+	}
+	var ev struct {
+		Status, Entity string
+		Start, At      time.Time
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &ev); err != nil {
+		t.Fatal(err)
+	}
+	if ev.Status != "firing" || ev.Entity != "country:XX" || !ev.Start.Equal(onset) || !ev.At.Equal(onset.Add(5*time.Minute)) {
+		t.Fatalf("alert %+v, onset %s", ev, onset)
+	}
+}
+
+func TestRulesCheck(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(bad, []byte("rules:\n  - name: x\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params: {threshold: 2}\n"), 0o644)
+	_, stderr, err := run(t, "rules", "check", bad)
+	if err == nil || !strings.Contains(stderr, bad+":6: rule \"x\": params.threshold: must be a fraction") {
+		t.Fatalf("err %v stderr %q", err, stderr)
+	}
+	good, _ := filepath.Glob("../../rules/default/*.yaml")
+	out, _, err := run(t, append([]string{"rules", "check"}, good...)...)
+	if err != nil || strings.Count(out, "OK") != len(good) {
+		t.Fatalf("default rules: %v %q", err, out)
+	}
+}
+
+func TestScoreFailsOnAMiss(t *testing.T) {
+	spec, err := os.ReadFile("../../fixtures/uganda-2021-01-13.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Claim an outage that the data does not have.
+	doc := strings.Replace(string(spec), "expect:\n", "expect:\n  - {detector: traffic_drop, entity: \"country:KE\", onset: 2021-01-13T17:00:00Z, within: 15m}\n", 1)
+	f := filepath.Join(t.TempDir(), "wrong.yaml")
+	os.WriteFile(f, []byte(doc), 0o644)
+	out, _, err := run(t, "score", f)
+	if err == nil || exitCode(err) != 2 || !strings.Contains(out, "MISSED    traffic_drop   country:KE") {
+		t.Fatalf("err %v out %q", err, out)
+	}
+}
