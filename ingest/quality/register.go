@@ -1,0 +1,136 @@
+package quality
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/netmap"
+)
+
+// Stream is the ingest.Record stream kind of quality measurements.
+const Stream = "quality"
+
+func init() {
+	ingest.RegisterFormat(Stream, FormatJSON, func(env *ingest.Env) (ingest.Decoder, error) {
+		return NewDecoder(envMap(env)), nil
+	})
+	ingest.RegisterFormat(Stream, FormatAtlas, func(env *ingest.Env) (ingest.Decoder, error) {
+		return NewAtlasDecoder(envMap(env)), nil
+	})
+}
+
+// envMap returns the pipeline's attribution data, or nil: measurements that
+// name their network and country need none.
+func envMap(env *ingest.Env) *netmap.Map {
+	if env == nil {
+		return nil
+	}
+	return env.Map
+}
+
+// ReadStats counts the lines of one file by what became of them.
+type ReadStats struct {
+	Lines   int64 // read, blank ones included
+	Records int64 // handed on
+	Blank   int64
+	// NoTime counts lines skipped because they did not parse before any line
+	// had: without a time they cannot take a place in the replay's merge.
+	NoTime int64
+	// Malformed counts lines that did not parse but were handed on anyway,
+	// at the time of the line before, so that the pipeline counts them as
+	// decode errors with their reason, as it would live.
+	Malformed int64
+}
+
+// maxLine bounds one line; a measurement is a few hundred bytes and an
+// Atlas result a few kilobytes, so a longer line is a file in the wrong
+// format.
+const maxLine = 1 << 20
+
+// ReadFile reads a file of measurements, one JSON object a line, in format
+// FormatJSON or FormatAtlas, optionally gzipped (name ending in ".gz"), and
+// calls fn with one record per line in file order. The event time of each
+// record is the measurement's own time, read by the decoder's parser. An
+// error from fn stops the reading and is returned.
+func ReadFile(path, format string, fn func(ingest.Record) error) (ReadStats, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return ReadStats{}, fmt.Errorf("quality: %w", err)
+	}
+	defer f.Close()
+	var r io.Reader = bufio.NewReaderSize(f, 64<<10)
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(r)
+		if err != nil {
+			return ReadStats{}, fmt.Errorf("quality: %s: %w", path, err)
+		}
+		defer zr.Close()
+		r = zr
+	}
+	st, err := Read(r, format, fn)
+	if err != nil {
+		return st, fmt.Errorf("quality: %s: %w", path, err)
+	}
+	return st, nil
+}
+
+// Read is ReadFile over a reader. Each record carries a copy of its line as
+// Value and the line number (from 1) as Offset.
+func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, error) {
+	var st ReadStats
+	var timeOf func(line []byte) (int64, bool)
+	var m Measurement
+	switch format {
+	case FormatJSON:
+		d := NewDecoder(nil)
+		timeOf = func(line []byte) (int64, bool) {
+			err := d.parse(line, &m, false)
+			return m.Time, err == nil
+		}
+	case FormatAtlas:
+		d := NewAtlasDecoder(nil)
+		timeOf = func(line []byte) (int64, bool) {
+			_, err := d.Parse(line, &m)
+			return m.Time, err == nil
+		}
+	default:
+		return st, fmt.Errorf("unknown quality format %q (want %s or %s)", format, FormatJSON, FormatAtlas)
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var last int64
+	for sc.Scan() {
+		st.Lines++
+		line := bytes.TrimSpace(sc.Bytes())
+		if len(line) == 0 {
+			st.Blank++
+			continue
+		}
+		t, ok := timeOf(line)
+		switch {
+		case ok:
+			last = t
+		case last == 0:
+			st.NoTime++
+			continue
+		default:
+			st.Malformed++
+			t = last
+		}
+		st.Records++
+		rec := ingest.Record{Stream: Stream, Format: format, Offset: st.Lines, Time: t, Value: bytes.Clone(line)}
+		if err := fn(rec); err != nil {
+			return st, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return st, fmt.Errorf("line %d: %w", st.Lines+1, err)
+	}
+	return st, nil
+}
