@@ -26,6 +26,13 @@ import (
 
 func TestFieldNumbers(t *testing.T) {
 	fields := (&flowpb.FlowMessage{}).ProtoReflect().Descriptor().Fields()
+	for i := range fields.Len() {
+		fd := fields.Get(i)
+		packed := fd.IsList() && (fd.Kind() == protoreflect.Uint32Kind || fd.Kind() == protoreflect.EnumKind)
+		if packed != isPackedVarint(fd.Number()) {
+			t.Errorf("%s (%d): repeated integer %v, isPackedVarint says %v", fd.Name(), fd.Number(), packed, !packed)
+		}
+	}
 	for name, want := range map[string]protowire.Number{
 		"sampling_rate":    fieldSamplingRate,
 		"src_addr":         fieldSrcAddr,
@@ -369,6 +376,7 @@ func TestMalformed(t *testing.T) {
 		{"address as varint", "field_type", protowire.AppendVarint(protowire.AppendTag(nil, fieldDstAddr, protowire.VarintType), 1)},
 		{"address of 5 bytes", "addr", protowire.AppendBytes(protowire.AppendTag(nil, fieldDstAddr, protowire.BytesType), []byte{1, 2, 3, 4, 5})},
 		{"unknown field truncated", "truncated", protowire.AppendTag(nil, 50, protowire.Fixed64Type)},
+		{"broken packed as_path", "truncated", protowire.AppendBytes(protowire.AppendTag(nil, 102, protowire.BytesType), []byte{0x05, 0x80})},
 		{"end group", "truncated", protowire.AppendTag(nil, 50, protowire.EndGroupType)},
 		{"delimited stream with bad second message", "truncated", append(append([]byte{}, good...), 0x02, 0xff, 0xff)},
 	}

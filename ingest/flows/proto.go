@@ -26,6 +26,18 @@ const (
 	fieldTimeFlowEndNs  protowire.Number = 112
 )
 
+// isPackedVarint reports whether num is one of FlowMessage's repeated
+// integer fields (mpls_ttl, mpls_label, bgp_communities, as_path,
+// layer_stack, layer_size). Their packed form is checked even though it is
+// not read, as proto.Unmarshal would reject a broken one.
+func isPackedVarint(num protowire.Number) bool {
+	switch num {
+	case 80, 81, 101, 102, 103, 104:
+		return true
+	}
+	return false
+}
+
 // ProtoDecoder decodes goflow2's binary output (flowpb.FlowMessage).
 //
 // goflow2 writes each message with a varint length prefix (protodelim), one
@@ -180,6 +192,21 @@ func parseFlowMessage(b []byte, r *record) error {
 				r.dstAddr = a
 			}
 		default:
+			if typ == protowire.BytesType && isPackedVarint(num) {
+				v, n := protowire.ConsumeBytes(b)
+				if n < 0 {
+					return ingest.Errorf("truncated", "flow message: field %d: bad length", num)
+				}
+				for len(v) > 0 {
+					k := skipField(num, protowire.VarintType, v)
+					if k < 0 {
+						return ingest.Errorf("truncated", "flow message: field %d: bad packed varint", num)
+					}
+					v = v[k:]
+				}
+				b = b[n:]
+				continue
+			}
 			n := skipField(num, typ, b)
 			if n < 0 {
 				return ingest.Errorf("truncated", "flow message: field %d: %v", num, protowire.ParseError(n))
