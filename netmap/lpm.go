@@ -472,3 +472,140 @@ func countNodes[V any](n *lpmNode[V]) int {
 	}
 	return c
 }
+
+// maskHL keeps the first bits of hi:lo.
+func maskHL(hi, lo uint64, bits int) (uint64, uint64) {
+	switch {
+	case bits <= 0:
+		return 0, 0
+	case bits < 64:
+		return hi &^ (^uint64(0) >> uint(bits)), 0
+	case bits == 64:
+		return hi, 0
+	case bits < 128:
+		return hi, lo &^ (^uint64(0) >> uint(bits-64))
+	}
+	return hi, lo
+}
+
+// nodePrefix is the prefix at heap index i of a node at depth whose path
+// is hi:lo.
+func nodePrefix(i uint, depth int, hi, lo uint64, octets int) netip.Prefix {
+	l := bits.Len(i) - 1
+	b := byte(i - 1<<uint(l))
+	if l > 0 {
+		b <<= 8 - uint(l)
+	}
+	h, w := setOctet(hi, lo, depth, b)
+	return toPrefix(h, w, depth*8+l, octets)
+}
+
+// supernets calls fn for every stored prefix shorter than bits that
+// contains hi:lo, shortest first.
+func (t *lpm[V]) supernets(hi, lo uint64, bits, octets int, fn func(netip.Prefix, V) bool) {
+	if !supernetsFrom(&t.short, 0, hi, lo, bits, octets, fn) || bits <= 16 || t.top == nil {
+		return
+	}
+	if n := t.top[hi>>48]; n != nil {
+		supernetsFrom(n, topDepth, hi, lo, bits, octets, fn)
+	}
+}
+
+func supernetsFrom[V any](n *lpmNode[V], d int, hi, lo uint64, bits, octets int, fn func(netip.Prefix, V) bool) bool {
+	depthP, _ := position(bits)
+	for ; ; d++ {
+		o := octet(hi, lo, d)
+		for l := 0; l <= 8 && d*8+l < bits; l++ {
+			if l == 0 && d > 0 {
+				continue // lengths 8d live in the parent as l = 8
+			}
+			if i := heapIndex(o, l); n.prefixes.test(i) {
+				h, w := maskHL(hi, lo, d*8+l)
+				if !fn(toPrefix(h, w, d*8+l, octets), n.values[n.prefixes.rank(i)]) {
+					return false
+				}
+			}
+		}
+		if d >= depthP || d+1 >= octets {
+			return true
+		}
+		if c := n.child(o); c != nil {
+			n = c
+			continue
+		}
+		if lf := n.leaf(o); lf != nil && lf.bits < bits && lf.contains(hi, lo) {
+			return fn(toPrefix(lf.hi, lf.lo, lf.bits, octets), lf.v)
+		}
+		return true
+	}
+}
+
+// subnets calls fn for every stored prefix longer than bits inside hi:lo/bits.
+func (t *lpm[V]) subnets(hi, lo uint64, bits, octets int, fn func(netip.Prefix, V) bool) {
+	hi, lo = maskHL(hi, lo, bits)
+	if bits <= 16 {
+		if !subnetsFrom(&t.short, 0, hi, lo, bits, octets, fn) || t.top == nil {
+			return
+		}
+		first := int(hi >> 48)
+		for j := first; j < first+1<<(16-bits); j++ {
+			if n := t.top[j]; n != nil && !walkNode(n, topDepth, uint64(j)<<48, 0, octets, fn) {
+				return
+			}
+		}
+		return
+	}
+	if t.top != nil {
+		if n := t.top[hi>>48]; n != nil {
+			subnetsFrom(n, topDepth, hi, lo, bits, octets, fn)
+		}
+	}
+}
+
+func subnetsFrom[V any](n *lpmNode[V], d int, hi, lo uint64, bits, octets int, fn func(netip.Prefix, V) bool) bool {
+	depthP, lP := position(bits)
+	for ; d < depthP; d++ {
+		o := octet(hi, lo, d)
+		if c := n.child(o); c != nil {
+			n = c
+			continue
+		}
+		if lf := n.leaf(o); lf != nil && lf.bits > bits {
+			if h, _ := maskHL(lf.hi, lf.lo, bits); h == hi {
+				if _, w := maskHL(lf.hi, lf.lo, bits); w == lo {
+					return fn(toPrefix(lf.hi, lf.lo, lf.bits, octets), lf.v)
+				}
+			}
+		}
+		return true
+	}
+	ph, pl := maskHL(hi, lo, depthP*8)
+	o := octet(hi, lo, depthP)
+	i := heapIndex(o, lP)
+	for k := 1; lP+k <= 8; k++ {
+		for j := i << uint(k); j < (i+1)<<uint(k); j++ {
+			if n.prefixes.test(j) && !fn(nodePrefix(j, depthP, ph, pl, octets), n.values[n.prefixes.rank(j)]) {
+				return false
+			}
+		}
+	}
+	if depthP+1 >= octets {
+		return true
+	}
+	b := int(o) >> (8 - uint(lP)) << (8 - uint(lP))
+	for s := b; s < b+1<<(8-uint(lP)); s++ {
+		if lf := n.leaf(byte(s)); lf != nil {
+			if !fn(toPrefix(lf.hi, lf.lo, lf.bits, octets), lf.v) {
+				return false
+			}
+			continue
+		}
+		if c := n.child(byte(s)); c != nil {
+			h, w := setOctet(ph, pl, depthP, byte(s))
+			if !walkNode(c, depthP+1, h, w, octets, fn) {
+				return false
+			}
+		}
+	}
+	return true
+}

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"runtime"
+	"slices"
 	"testing"
 )
 
@@ -232,4 +233,59 @@ func BenchmarkLookup1M(b *testing.B) {
 		})
 	}
 	runtime.KeepAlive(&tab)
+}
+
+func TestSupernetsSubnetsMatchLinearScan(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for _, v6 := range []bool{false, true} {
+		var tab Table[int]
+		ref := naive{}
+		for i := 0; i < 2000; i++ {
+			p := randPrefix(r, v6)
+			tab.Insert(p, i)
+			ref[p] = i
+		}
+		for i := 0; i < 3000; i++ {
+			q := randPrefix(r, v6)
+			var wantSup, wantSub []netip.Prefix
+			for p := range ref {
+				if p.Bits() < q.Bits() && p.Contains(q.Addr()) {
+					wantSup = append(wantSup, p)
+				}
+				if p.Bits() > q.Bits() && q.Contains(p.Addr()) {
+					wantSub = append(wantSub, p)
+				}
+			}
+			var gotSup, gotSub []netip.Prefix
+			tab.Supernets(q, func(p netip.Prefix, v int) bool {
+				if ref[p] != v {
+					t.Fatalf("Supernets(%s) gave %s=%d, want %d", q, p, v, ref[p])
+				}
+				gotSup = append(gotSup, p)
+				return true
+			})
+			tab.Subnets(q, func(p netip.Prefix, v int) bool {
+				if ref[p] != v {
+					t.Fatalf("Subnets(%s) gave %s=%d, want %d", q, p, v, ref[p])
+				}
+				gotSub = append(gotSub, p)
+				return true
+			})
+			cmp := func(a, b netip.Prefix) int {
+				if c := a.Addr().Compare(b.Addr()); c != 0 {
+					return c
+				}
+				return a.Bits() - b.Bits()
+			}
+			for _, s := range [][]netip.Prefix{wantSup, wantSub, gotSup, gotSub} {
+				slices.SortFunc(s, cmp)
+			}
+			if !slices.Equal(gotSup, wantSup) {
+				t.Fatalf("Supernets(%s) = %v, want %v", q, gotSup, wantSup)
+			}
+			if !slices.Equal(gotSub, wantSub) {
+				t.Fatalf("Subnets(%s) = %v, want %v", q, gotSub, wantSub)
+			}
+		}
+	}
 }

@@ -91,6 +91,29 @@ func (t *Table[V]) Lookup(a netip.Addr) (V, bool) {
 	return t.family(n).lookup(hi, lo, n)
 }
 
+// Supernets calls fn for each stored prefix that strictly contains p,
+// shortest first, until fn returns false.
+func (t *Table[V]) Supernets(p netip.Prefix, fn func(netip.Prefix, V) bool) {
+	if !p.IsValid() {
+		return
+	}
+	p = p.Masked()
+	hi, lo, n := addrKey(p.Addr())
+	t.family(n).supernets(hi, lo, p.Bits(), n, fn)
+}
+
+// Subnets calls fn for each stored prefix strictly inside p until fn
+// returns false. The routing table counts an origin's address space once
+// however many of its prefixes overlap, and needs both directions for it.
+func (t *Table[V]) Subnets(p netip.Prefix, fn func(netip.Prefix, V) bool) {
+	if !p.IsValid() {
+		return
+	}
+	p = p.Masked()
+	hi, lo, n := addrKey(p.Addr())
+	t.family(n).subnets(hi, lo, p.Bits(), n, fn)
+}
+
 // Walk calls fn for each prefix and its value, IPv4 first, in an order that
 // depends only on the table's contents (so checkpoints are reproducible); it
 // stops when fn returns false.
