@@ -182,8 +182,8 @@ func testConfig(addr, dataDir string) *Config {
 			Topics:    []Topic{{Name: "flows", Stream: "flows", Format: "goflow2-pb"}},
 			IdleAfter: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond, SessionTimeout: time.Second},
 		DataDir: dataDir, CheckpointInterval: 500 * time.Millisecond,
-		Sinks:   []Sink{{Name: "alerts", Type: "jsonl", Path: filepath.Join(dataDir, "alerts.jsonl")}},
-		HTTP:    HTTP{Listen: "127.0.0.1:0"},
+		Sinks: []Sink{{Name: "alerts", Type: "jsonl", Path: filepath.Join(dataDir, "alerts.jsonl")}},
+		HTTP:  HTTP{Listen: "127.0.0.1:0"},
 	}
 }
 

@@ -1,0 +1,81 @@
+package service
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The shipped example config parses, and every key it documents lands in
+// the struct.
+func TestExampleConfig(t *testing.T) {
+	for _, f := range []string{"../deploy/outagewatch.yaml", "../deploy/compose.outagewatch.yaml"} {
+		c, err := LoadConfig(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Kafka.Brokers[0] != "kafka:9092" || c.Kafka.Topics[0].Format != "goflow2-pb" ||
+			c.Kafka.DeadLetterTopic != "outagewatch.dead-letter" || c.CheckpointInterval != 10*time.Second ||
+			c.Kafka.IdleAfter != 30*time.Second || c.Sinks[0].Type != "jsonl" || c.LocalASNs[0] != 64500 {
+			t.Errorf("%s: %+v", f, c)
+		}
+		if c.resolve(c.Map) != "../deploy/map.yaml" {
+			t.Errorf("map resolves to %q", c.resolve(c.Map))
+		}
+	}
+	b, _ := os.ReadFile("../deploy/outagewatch.yaml")
+	if c, _ := ParseConfig("x.yaml", b); c.HTTP.Listen != DefaultListen {
+		t.Errorf("example listens on %q, want %q", c.HTTP.Listen, DefaultListen)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	base := "kafka:\n  brokers: [b:9092]\n  topics: [{name: flows, stream: flows, format: goflow2-pb}]\ndata_dir: /tmp/x\n"
+	cases := map[string]string{
+		base + "checkpoint_intervl: 5s\n":                                                    "c.yaml:5: field checkpoint_intervl not found",
+		"kafka:\n  brokers: [b]\n  topcs: []\n":                                              "c.yaml:3: field topcs not found",
+		base + "checkpoint_interval: soon\n":                                                 "c.yaml:5: ",
+		"kafka:\n  topics: []\ndata_dir: x\n":                                                "kafka.brokers",
+		strings.Replace(base, "goflow2-pb", "nope", 1):                                       `no decoder for stream "flows" format "nope"`,
+		strings.Replace(base, "data_dir: /tmp/x\n", "", 1):                                   "data_dir: required",
+		base + "sinks: [{name: a, type: carrier-pigeon}]\n":                                  `unknown type "carrier-pigeon"`,
+		base + "sinks: [{name: a, type: jsonl, path: -}, {name: a, type: jsonl, path: -}]\n": `sink "a" listed twice`,
+	}
+	for text, want := range cases {
+		_, err := ParseConfig("c.yaml", []byte(text))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("config\n%s\nerror %v, want it to contain %q", text, err, want)
+		}
+	}
+	c, err := ParseConfig("c.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.HTTP.Listen != "127.0.0.1:9310" || c.Kafka.GroupID != "outagewatch" || c.CheckpointInterval != DefaultCheckpointInterval {
+		t.Errorf("defaults: %+v", c)
+	}
+}
+
+// A damaged checkpoint is refused, not half-read.
+func TestCheckpointRoundTripAndDamage(t *testing.T) {
+	dir := t.TempDir()
+	cp := &Checkpoint{Pipeline: []byte("state"), Partitions: []PartitionState{{"flows", 2, 100, 7}},
+		Decoders: map[string][]byte{"bgp.rib": {1, 2}}, WrittenAt: 42}
+	if err := WriteCheckpoint(dir, cp); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadCheckpoint(dir)
+	if err != nil || string(got.Pipeline) != "state" || got.Partitions[0] != cp.Partitions[0] || got.Decoders["bgp.rib"][1] != 2 {
+		t.Fatalf("%+v %v", got, err)
+	}
+	b, _ := os.ReadFile(dir + "/" + CheckpointFile)
+	b[len(b)-3] ^= 0xff
+	os.WriteFile(dir+"/"+CheckpointFile, b, 0o644)
+	if _, err := ReadCheckpoint(dir); err == nil || !strings.Contains(err.Error(), "checksum") {
+		t.Fatalf("damaged checkpoint: %v", err)
+	}
+	if cp, err := ReadCheckpoint(t.TempDir()); cp != nil || err != nil {
+		t.Fatalf("empty dir: %v %v", cp, err)
+	}
+}
