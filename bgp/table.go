@@ -148,9 +148,10 @@ func (k pfxKey) size() uint64 {
 
 // originCount is how many up full-feed peers carry a prefix with one origin.
 type originCount struct {
-	origin uint32
-	count  uint32
-	vis    bool
+	origin  uint32
+	count   uint32
+	vis     bool
+	counted bool // vis, and no visible prefix of the origin covers it
 }
 
 type prefixState struct {
@@ -505,27 +506,97 @@ func (t *Table) recompute(pid uint32) {
 	}
 }
 
+// setVisible records that pid is (or no longer is) visible for c.origin and
+// keeps the origin's space a count of addresses, not of prefixes: a prefix
+// is counted only while no visible prefix of the same origin covers it
+// (c.counted), so a /24 announced inside its origin's /16 adds nothing, and
+// withdrawing it takes nothing away.
 func (t *Table) setVisible(pid uint32, c *originCount, v bool) {
 	if c.vis == v {
 		return
 	}
 	c.vis = v
 	k := t.prefixes[pid].key
-	sz := k.size()
-	if sz == 0 {
+	origin := c.origin
+	if k.size() == 0 || origin == 0 {
 		return
 	}
-	s := t.origins[c.origin]
+	p := k.prefix()
+	if v {
+		if t.coveredFor(p, origin) {
+			return
+		}
+		c.counted = true
+		t.addSpace(origin, k, true)
+		t.visible.Subnets(p, func(q netip.Prefix, _ uint32) bool {
+			if e := t.visibleEntry(q, origin); e != nil && e.counted {
+				e.counted = false
+				t.addSpace(origin, keyOf(q), false)
+			}
+			return true
+		})
+		return
+	}
+	if !c.counted {
+		return
+	}
+	c.counted = false
+	t.addSpace(origin, k, false)
+	t.visible.Subnets(p, func(q netip.Prefix, _ uint32) bool {
+		if e := t.visibleEntry(q, origin); e != nil && !e.counted && !t.coveredFor(q, origin) {
+			e.counted = true
+			t.addSpace(origin, keyOf(q), true)
+		}
+		return true
+	})
+}
+
+// visibleEntry returns q's entry for origin if q is visible for it and
+// has countable space.
+func (t *Table) visibleEntry(q netip.Prefix, origin uint32) *originCount {
+	k := keyOf(q)
+	if k.size() == 0 {
+		return nil
+	}
+	pid, ok := t.pfxIDs[k]
+	if !ok {
+		return nil
+	}
+	if st := &t.prefixes[pid]; st.first.origin == origin && st.first.vis {
+		return &st.first
+	}
+	m := t.moas[pid]
+	for i := range m {
+		if m[i].origin == origin && m[i].vis {
+			return &m[i]
+		}
+	}
+	return nil
+}
+
+// coveredFor reports whether a shorter visible prefix of origin contains p.
+func (t *Table) coveredFor(p netip.Prefix, origin uint32) bool {
+	covered := false
+	t.visible.Supernets(p, func(q netip.Prefix, _ uint32) bool {
+		covered = t.visibleEntry(q, origin) != nil
+		return !covered
+	})
+	return covered
+}
+
+func (t *Table) addSpace(origin uint32, k pfxKey, add bool) {
+	s := t.origins[origin]
 	if s == nil {
 		s = &space{}
-		t.origins[c.origin] = s
+		t.origins[origin] = s
 	}
+	sz := k.size()
 	switch {
-	case !k.v6 && v:
+	case !k.v6 && add:
 		s.v4 += sz
 	case !k.v6:
 		s.v4 -= sz
-	case v:
+	case add:
 		s.v6 += sz
 	default:
 		s.v6 -= sz
@@ -767,10 +838,9 @@ func (t *Table) Route(id PeerID, pfx netip.Prefix) (path []uint32, origin uint32
 	return path, pe.origin, true
 }
 
-// Space returns the visible space of an origin AS (the sum over its visible
-// prefixes, so a more-specific inside a visible less-specific counts twice):
-// IPv4 in /24s, IPv6 in
-// /48s, as of the last refresh or update.
+// Space returns the address space visible for an origin AS, overlapping
+// prefixes counted once: IPv4 in /24s, IPv6 in /48s, as of the last
+// refresh or update.
 func (t *Table) Space(asn uint32) (v4, v6 float64) {
 	t.mu.RLock()
 	defer t.mu.RUnlock()
