@@ -101,13 +101,19 @@ func (l *lpmLeaf[V]) contains(hi, lo uint64) bool {
 	}
 }
 
+// lpmNode is laid out as four cache lines (its 256-byte size class is
+// 64-byte aligned): descending reads only the first, a leaf test the second,
+// a prefix match the last two.
 type lpmNode[V any] struct {
 	kids     bitset256 // slots with a child node
-	leafs    bitset256 // slots with a leaf; never also in kids
 	children []*lpmNode[V]
+	_        [8]byte
+	leafs    bitset256 // slots with a leaf; never also in kids
 	leaves   []lpmLeaf[V]
+	_        [8]byte
 	prefixes bitset512
 	values   []V
+	_        [40]byte
 }
 
 func (n *lpmNode[V]) isEmpty() bool {
