@@ -219,13 +219,23 @@ func (a *Aggregator) newSeries(k Key) *Series {
 	return s
 }
 
+// bucket returns the open bucket starting at start, or nil. Open buckets
+// are kept sorted by start: usually the newest is the one wanted, and when a
+// lagging partition holds the watermark back for hours a binary search keeps
+// the look-up cheap.
 func (s *Series) bucket(start int64) *openBucket {
-	for i := range s.open {
-		if s.open[i].start == start {
-			return &s.open[i]
-		}
+	n := len(s.open)
+	if n > 0 && s.open[n-1].start == start {
+		return &s.open[n-1]
+	}
+	if i, ok := s.find(start); ok {
+		return &s.open[i]
 	}
 	return nil
+}
+
+func (s *Series) find(start int64) (int, bool) {
+	return slices.BinarySearchFunc(s.open, start, func(b openBucket, t int64) int { return cmp.Compare(b.start, t) })
 }
 
 func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
@@ -240,37 +250,33 @@ func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
 	if acc != nil {
 		acc.Reset()
 	}
-	s.open = append(s.open, openBucket{start: start, acc: acc})
-	return &s.open[len(s.open)-1]
+	i, _ := s.find(start)
+	s.open = slices.Insert(s.open, i, openBucket{start: start, acc: acc})
+	return &s.open[i]
 }
 
 // take removes the open bucket starting at start and returns its value.
 func (s *Series) take(start int64) (value float64, count int64, ok bool) {
-	for i := range s.open {
-		b := &s.open[i]
-		if b.start != start {
-			continue
-		}
-		switch s.Signal.Def().Agg {
-		case obs.Mean:
-			value = b.sum / float64(b.count)
-		case obs.Custom:
-			value, count = b.acc.Result()
-		default:
-			value = b.sum
-		}
-		if s.Signal.Def().Agg != obs.Custom {
-			count = b.count
-		}
-		// Keep the accumulator in the slice's spare capacity for reuse.
-		acc := b.acc
-		last := len(s.open) - 1
-		s.open[i] = s.open[last]
-		s.open[last] = openBucket{acc: acc}
-		s.open = s.open[:last]
-		return value, count, true
+	i, found := s.find(start)
+	if !found {
+		return math.NaN(), 0, false
 	}
-	return math.NaN(), 0, false
+	b := &s.open[i]
+	switch s.Signal.Def().Agg {
+	case obs.Mean:
+		value, count = b.sum/float64(b.count), b.count
+	case obs.Custom:
+		value, count = b.acc.Result()
+	default:
+		value, count = b.sum, b.count
+	}
+	// Keep the accumulator in the slice's spare capacity for reuse.
+	acc := b.acc
+	last := len(s.open) - 1
+	copy(s.open[i:], s.open[i+1:])
+	s.open[last] = openBucket{acc: acc}
+	s.open = s.open[:last]
+	return value, count, true
 }
 
 // Advance moves the watermark to wm (event time, Unix ns): every bucket
