@@ -59,7 +59,9 @@ func (k Key) String() string { return k.Signal.String() + "{" + k.Entity + "}" }
 type Series struct {
 	Key
 	Hist series.Ring
-	open []openBucket
+	open []openBucket // sorted by start
+	// free is the accumulator of the last closed bucket, kept for reuse.
+	free obs.Accumulator
 }
 
 type openBucket struct {
@@ -118,6 +120,13 @@ type Aggregator struct {
 	// last speeds up the common case of consecutive observations of one
 	// series.
 	last *Series
+	// minOpen is the oldest bucket start in feeds (MaxInt64 when none), so
+	// that advancing the watermark need not walk the open buckets.
+	minOpen int64
+	// lastStart and lastFeeds cache the feed counts of the bucket last
+	// observed into.
+	lastStart int64
+	lastFeeds map[obs.Feed]int64
 	// slab is where new series take their history storage from: one
 	// allocation for many rings, so no ring is rounded up to a size class.
 	slab []byte
@@ -129,7 +138,7 @@ const slabSeries = 64
 // New returns an aggregator.
 func New(cfg Config) *Aggregator {
 	cfg.defaults()
-	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]map[obs.Feed]int64{}}
+	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]map[obs.Feed]int64{}, minOpen: math.MaxInt64}
 }
 
 // Config returns the effective configuration.
@@ -176,15 +185,19 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 	b := s.bucket(start)
 	if b == nil {
 		b = s.openBucket(start, o.Signal)
+	}
+	if a.lastFeeds == nil || a.lastStart != start {
 		f := a.feeds[start]
 		if f == nil {
 			f = map[obs.Feed]int64{}
 			a.feeds[start] = f
+			a.minOpen = min(a.minOpen, start)
 		}
+		a.lastStart, a.lastFeeds = start, f
 	}
 	def := o.Signal.Def()
 	if fromFeed {
-		a.feeds[start][def.Feed]++
+		a.lastFeeds[def.Feed]++
 	}
 	switch def.Agg {
 	case obs.Sum:
@@ -239,11 +252,8 @@ func (s *Series) find(start int64) (int, bool) {
 }
 
 func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
-	var acc obs.Accumulator
-	// Reuse the accumulator of a bucket that closed, if any.
-	if n := len(s.open); n < cap(s.open) {
-		acc = s.open[:n+1][n].acc
-	}
+	acc := s.free
+	s.free = nil
 	if acc == nil && sig.Def().Agg == obs.Custom {
 		acc = sig.Def().NewAccumulator()
 	}
@@ -270,12 +280,15 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 	default:
 		value, count = b.sum, b.count
 	}
-	// Keep the accumulator in the slice's spare capacity for reuse.
-	acc := b.acc
-	last := len(s.open) - 1
-	copy(s.open[i:], s.open[i+1:])
-	s.open[last] = openBucket{acc: acc}
-	s.open = s.open[:last]
+	s.free = b.acc
+	if i == 0 {
+		// Buckets close oldest first: dropping the front is free, and the
+		// next growth of the slice gives the space back.
+		s.open[0] = openBucket{}
+		s.open = s.open[1:]
+	} else {
+		s.open = slices.Delete(s.open, i, i+1)
+	}
 	return value, count, true
 }
 
@@ -297,10 +310,7 @@ func (a *Aggregator) Advance(wm int64, fn func(*Closed)) {
 // bucket in which no feed sent anything still closes (as missing).
 func (a *Aggregator) nextToClose(wm int64) (int64, bool) {
 	w := a.cfg.Width
-	next := int64(math.MaxInt64)
-	for s := range a.feeds {
-		next = min(next, s)
-	}
+	next := a.minOpen
 	if a.closedTo != 0 && len(a.series) > 0 {
 		next = min(next, a.closedTo)
 	}
@@ -329,6 +339,13 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 	}
 	feeds := a.feeds[start]
 	delete(a.feeds, start)
+	if a.lastStart == start {
+		a.lastFeeds = nil
+	}
+	a.minOpen = math.MaxInt64
+	for s := range a.feeds {
+		a.minOpen = min(a.minOpen, s)
+	}
 	c := &Closed{Start: start, End: end, FeedObservations: feeds, Points: make([]Point, 0, len(a.sorted))}
 	for _, s := range a.sorted {
 		v, n, ok := s.take(start)

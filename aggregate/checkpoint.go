@@ -92,6 +92,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			m[obs.Feed(k)] = v
 		}
 		a.feeds[start] = m
+		a.minOpen = min(a.minOpen, start)
 	}
 	var unknown []string
 	for _, ss := range sn.Series {
