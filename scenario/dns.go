@@ -241,7 +241,7 @@ var dnsLabels = []string{"www.", "", "api.", "cdn.", "mail.", "img.", "login."}
 // Render writes the resolver's stream: per bucket and network, the number
 // of queries the curve and the events give, spread over the bucket minute
 // by minute (fractions carry over, so small volumes keep their shape), each
-// from a client of the network's pool, for a zone drawn by share, answered
+// from a client of the network's pool, for a zone taken by share, answered
 // NOERROR, NXDOMAIN or, by background rate or episode, a failure.
 func (r *dnsRenderer) Render(s *Spec, emit func(*ingest.Record)) error {
 	rng := rand.New(rand.NewPCG(s.Seed, 0x646e73))
@@ -252,6 +252,7 @@ func (r *dnsRenderer) Render(s *Spec, emit func(*ingest.Record)) error {
 	var batch []pending
 	var buf []byte
 	carry := make([]float64, len(r.nets))
+	seq := make([]uint64, len(r.nets))
 	var id uint16
 	for t := r.c.Start.Truncate(Bucket); t.Before(r.c.End); t = t.Add(Bucket) {
 		batch = batch[:0]
@@ -270,7 +271,13 @@ func (r *dnsRenderer) Render(s *Spec, emit func(*ingest.Record)) error {
 				carry[i] = want - float64(k)
 				for q := 0; q < k; q++ {
 					qt := at.Add(time.Duration(rng.Int64N(int64(time.Minute))))
-					zi, _ := slices.BinarySearch(r.zoneCum, rng.Float64())
+					// Zones follow a golden-ratio sequence rather than
+					// independent draws: every bucket then asks each zone
+					// its share of queries, give or take one, so a small
+					// sample still gives a zone enough answers to judge.
+					seq[i]++
+					_, u := math.Modf(float64(i)*0.1234 + float64(seq[i])*0.6180339887498949)
+					zi, _ := slices.BinarySearch(r.zoneCum, u)
 					zi = min(zi, len(r.c.Zones)-1)
 					zone := r.c.Zones[zi].Zone
 					rcode := r.rcode(rng, n.net.ASN, strings.ToLower(zone), qt)
