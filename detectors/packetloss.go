@@ -55,7 +55,8 @@ const (
 // ("transit:1299@ams01"), the unit at which a port shutdown acts. Details
 // carry "destinations" (sorted, as an address sorts), "sites", "loss" per
 // destination (the highest seen at any site), "site_destinations" (lossy
-// destinations per site) and "destinations_judged".
+// destinations per site) and "destinations_judged" when firing, and
+// "peak_lossy_destinations" of the episode when resolved.
 type PacketLoss struct {
 	// Threshold is the loss ratio at which a destination counts as lossy.
 	Threshold float64 `yaml:"threshold"`
@@ -173,6 +174,8 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		if n >= d.p.MinDestinations {
 			if st.Run == 0 {
 				st.RunStart = c.Start
+			}
+			if !st.Firing && st.Run == 0 {
 				st.Peak = 0
 			}
 			st.Run++
@@ -224,14 +227,13 @@ func (d *packetLoss) finding(status string, c *aggregate.Closed, g *lossGroup, s
 	f := Finding{Status: status, Detector: PacketLossName, Signal: quality.PacketLoss.String(), Entity: g.entity,
 		Start: st.FireStart, At: c.End, Observed: round(overall, 4), Baseline: d.p.Threshold,
 		BaselineMethod: "threshold", ChangePct: 0,
-		Details: map[string]any{
-			"destinations": dests, "sites": sites, "loss": loss, "site_destinations": perSite,
-			"destinations_judged": len(g.judged), "lossy_destinations": len(dests),
-		}}
+		Details: map[string]any{"destinations_judged": len(g.judged), "lossy_destinations": len(dests)}}
 	if status == Firing {
+		f.Details["destinations"], f.Details["sites"], f.Details["loss"], f.Details["site_destinations"] = dests, sites, loss, perSite
 		f.Summary = fmt.Sprintf("packet loss through %s: %d of %d destinations at least %.0f%% lossy at %s; %.1f%% of packets lost",
 			name, len(dests), len(g.judged), d.p.Threshold*100, strings.Join(sites, ", "), overall*100)
 	} else {
+		f.Details["peak_lossy_destinations"] = st.Peak
 		f.Summary = fmt.Sprintf("packet loss through %s over: %d of %d destinations lossy (peak %d)",
 			name, len(dests), len(g.judged), st.Peak)
 	}

@@ -321,7 +321,8 @@ func TestPacketLossPerTransitAS(t *testing.T) {
 	}
 	// Bucket 6 had no AS1299 data (held); 7, 8, 9 clean: resolved at the
 	// end of 9, recovered since 7.
-	if res.Status != Resolved || res.Entity != "transit:1299" || res.Start != t2 || res.End != start+7*w5 || res.At != start+10*w5 {
+	if res.Status != Resolved || res.Entity != "transit:1299" || res.Start != t2 || res.End != start+7*w5 || res.At != start+10*w5 ||
+		res.Details["peak_lossy_destinations"] != 17 || res.Details["lossy_destinations"] != 0 {
 		t.Fatalf("resolved: %+v", res)
 	}
 }
