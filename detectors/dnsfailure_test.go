@@ -310,3 +310,22 @@ func TestDNSFailureValidate(t *testing.T) {
 		t.Fatalf("registry: %v %v", p, err)
 	}
 }
+
+// BenchmarkDNSFailure buckets and judges 50 zones (20 responses each) over
+// two days, aggregation included (baseline
+// recomputed hourly from a day of history).
+func BenchmarkDNSFailure(b *testing.B) {
+	ents := make([]string, 50)
+	for i := range ents {
+		ents[i] = "zone:z" + string(rune('a'+i%26)) + string(rune('a'+i/26)) + ".example"
+	}
+	var judged int
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		r := newFailRun(DefaultDNSFailure())
+		b.StartTimer()
+		r.feed(2*288, ents, func(e string, t int64) failCell { return failCell{20, int(t/w5) % 2} })
+		judged += 2 * 288 * len(ents)
+	}
+	b.ReportMetric(float64(judged)/b.Elapsed().Seconds(), "series-buckets/s")
+}
