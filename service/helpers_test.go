@@ -40,6 +40,9 @@ type fixture struct {
 	want     []string // alert JSON lines from replay
 	stats    pipeline.Stats
 	lastTime int64
+	// topics has one topic per stream the fixture renders (flows, dns, ...),
+	// named after the stream, with the format its records are in.
+	topics []Topic
 }
 
 var (
@@ -85,6 +88,9 @@ func buildFixture() error {
 			break
 		}
 		r.Time = r.Time / 1e6 * 1e6 // Kafka timestamps are milliseconds
+		if !slices.ContainsFunc(fix.topics, func(t Topic) bool { return t.Name == r.Stream }) {
+			fix.topics = append(fix.topics, Topic{Name: r.Stream, Stream: r.Stream, Format: r.Format})
+		}
 		fix.recs = append(fix.recs, r)
 		fix.lastTime = max(fix.lastTime, r.Time)
 	}
@@ -175,11 +181,37 @@ func produce(t testing.TB, addr, topic string, recs []*ingest.Record) {
 	}
 }
 
-// testConfig is a service config for the flows topic on addr.
-func testConfig(addr, dataDir string) *Config {
+// topicNames lists the fixture's topics, plus extra ones.
+func (f *fixture) topicNames(extra ...string) []string {
+	out := slices.Clone(extra)
+	for _, t := range f.topics {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// produceFixture writes every record of the fixture to its stream's topic.
+func produceFixture(t testing.TB, addr string, f *fixture) {
+	t.Helper()
+	for _, tp := range f.topics {
+		var recs []*ingest.Record
+		for _, r := range f.recs {
+			if r.Stream == tp.Name {
+				recs = append(recs, r)
+			}
+		}
+		produce(t, addr, tp.Name, recs)
+	}
+}
+
+// testConfig is a service config for topics on addr (default: flows).
+func testConfig(addr, dataDir string, topics ...Topic) *Config {
+	if len(topics) == 0 {
+		topics = []Topic{{Name: "flows", Stream: "flows", Format: "goflow2-pb"}}
+	}
 	return &Config{
 		Kafka: KafkaConfig{Brokers: []string{addr}, GroupID: "outagewatch-test",
-			Topics:    []Topic{{Name: "flows", Stream: "flows", Format: "goflow2-pb"}},
+			Topics:    slices.Clone(topics),
 			IdleAfter: 300 * time.Millisecond, PollInterval: 100 * time.Millisecond, SessionTimeout: time.Second},
 		DataDir: dataDir, CheckpointInterval: 500 * time.Millisecond,
 		Sinks: []Sink{{Name: "alerts", Type: "jsonl", Path: filepath.Join(dataDir, "alerts.jsonl")}},

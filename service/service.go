@@ -70,7 +70,7 @@ type Service struct {
 	srv  *http.Server
 	ln   net.Listener
 
-	msgs     chan kafka.Message
+	msgs     chan []kafka.Message
 	assignCh chan assignReq
 	hwmCh    chan map[tp]int64
 	cpReq    chan chan error
@@ -132,7 +132,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	}
 	s := &Service{
 		cfg: cfg, opts: opts, log: log,
-		msgs:     make(chan kafka.Message, 8192),
+		msgs:     make(chan []kafka.Message, 64),
 		assignCh: make(chan assignReq),
 		hwmCh:    make(chan map[tp]int64, 1),
 		cpReq:    make(chan chan error),
@@ -360,21 +360,16 @@ func (s *Service) loop(ctx context.Context) error {
 			return nil
 		case <-s.kill:
 			return errKilled
-		case m := <-s.msgs:
-			s.handle(&m)
-			// Take what is already queued before looking at timers, and
-			// move the watermark every few hundred records.
-			for more := true; more && n < 256; n++ {
-				select {
-				case m := <-s.msgs:
-					s.handle(&m)
-				default:
-					more = false
-				}
+		case batch := <-s.msgs:
+			now := time.Now()
+			for i := range batch {
+				s.handle(&batch[i], now)
 			}
-			if n >= 256 {
+			// Move the watermark every few thousand records as well as on
+			// the ticker, so a busy stream closes buckets promptly.
+			if n += len(batch); n >= 4096 {
 				n = 0
-				s.advance(time.Now())
+				s.advance(now)
 			}
 		case r := <-s.assignCh:
 			r.reply <- s.assign(r.gen)
@@ -408,7 +403,7 @@ func (s *Service) loop(ctx context.Context) error {
 }
 
 // handle runs one Kafka record through the pipeline.
-func (s *Service) handle(m *kafka.Message) {
+func (s *Service) handle(m *kafka.Message, now time.Time) {
 	t, ok := s.cfg.topic(m.Topic)
 	if !ok {
 		return
@@ -430,7 +425,7 @@ func (s *Service) handle(m *kafka.Message) {
 	p.next = m.Offset + 1
 	p.maxTime = max(p.maxTime, rec.Time)
 	p.hwm = max(p.hwm, m.HighWaterMark)
-	p.lastRecv = time.Now()
+	p.lastRecv = now
 }
 
 // globalWatermark is the event time up to which every assigned partition
@@ -703,6 +698,10 @@ func (s *Service) readPartition(ctx, gctx context.Context, k tp, off int64) {
 		s.log.Error("set offset", "topic", k.topic, "partition", k.part, "offset", off, "err", err)
 		return
 	}
+	// Messages travel to the pipeline in batches: one channel hand-over per
+	// batch instead of per message. A batch closes when full or when the
+	// partition has nothing more within a few milliseconds.
+	const batchMax, batchWait = 512, 5 * time.Millisecond
 	for {
 		m, err := r.FetchMessage(rctx)
 		if err != nil {
@@ -715,8 +714,19 @@ func (s *Service) readPartition(ctx, gctx context.Context, k tp, off int64) {
 			}
 			continue
 		}
+		batch := make([]kafka.Message, 1, batchMax)
+		batch[0] = m
+		bctx, cancel := context.WithTimeout(rctx, batchWait)
+		for len(batch) < batchMax {
+			m, err := r.FetchMessage(bctx)
+			if err != nil {
+				break // the batch wait is over (or the reader is stopping)
+			}
+			batch = append(batch, m)
+		}
+		cancel()
 		select {
-		case s.msgs <- m:
+		case s.msgs <- batch:
 		case <-rctx.Done():
 			return
 		}

@@ -22,13 +22,13 @@ func TestServiceMatchesReplay(t *testing.T) {
 	if len(f.want) == 0 {
 		t.Fatal("replay of the fixture raised no alert; the comparison would prove nothing")
 	}
-	c := startBroker(t, 0, "", "flows")
+	c := startBroker(t, 0, "", f.topicNames()...)
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
-	produce(t, addr, "flows", f.recs)
+	produceFixture(t, addr, f)
 
 	dir := t.TempDir()
-	r := startService(t, mustValidate(t, testConfig(addr, dir)), f)
+	r := startService(t, mustValidate(t, testConfig(addr, dir, f.topics...)), f)
 	waitDone(t, r, f)
 	st := r.svc.Pipeline().Stats()
 	r.shutdown(t)
@@ -60,13 +60,13 @@ func TestServiceMatchesReplay(t *testing.T) {
 // none twice, and no record is counted twice.
 func TestServiceKillAndRestart(t *testing.T) {
 	f := loadFixture(t)
-	c := startBroker(t, 0, "", "flows")
+	c := startBroker(t, 0, "", f.topicNames()...)
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
-	produce(t, addr, "flows", f.recs)
+	produceFixture(t, addr, f)
 
 	dir := t.TempDir()
-	cfg := mustValidate(t, testConfig(addr, dir))
+	cfg := mustValidate(t, testConfig(addr, dir, f.topics...))
 	cfg.CheckpointInterval = time.Hour // only the checkpoint this test asks for
 	out := filepath.Join(dir, "alerts.jsonl")
 
@@ -116,17 +116,17 @@ func TestServiceKillAndRestart(t *testing.T) {
 func TestServiceBrokerOutage(t *testing.T) {
 	f := loadFixture(t)
 	kdir := t.TempDir()
-	c := startBroker(t, 0, kdir, "flows")
+	c := startBroker(t, 0, kdir, f.topicNames()...)
 	addr := c.ListenAddrs()[0]
 	_, portStr, _ := strings.Cut(addr[strings.LastIndex(addr, ":"):], ":")
 	port := 0
 	for _, ch := range portStr {
 		port = port*10 + int(ch-'0')
 	}
-	produce(t, addr, "flows", f.recs)
+	produceFixture(t, addr, f)
 
 	dir := t.TempDir()
-	r := startService(t, mustValidate(t, testConfig(addr, dir)), f)
+	r := startService(t, mustValidate(t, testConfig(addr, dir, f.topics...)), f)
 	readyz := func() int {
 		resp, err := http.Get("http://" + r.svc.Addr() + "/readyz")
 		if err != nil {
