@@ -14,6 +14,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
@@ -22,7 +23,7 @@ import (
 )
 
 // defaultFixture is what `outagewatch replay` replays with no arguments.
-const defaultFixture = "fixtures/uganda-2021-01-13.yaml"
+const defaultFixture = "fixtures/" + fixtures.Default
 
 type replayOpts struct {
 	rules   string
@@ -39,7 +40,8 @@ func replayCmd() *cobra.Command {
 recorded files (outagewatch record, observation exports, MRT, dnstap), merges
 them by event time and runs them through the same pipeline as the live
 service. Alert events go to stdout (or --out) as JSON lines; progress goes to
-stderr. With no argument it replays ` + defaultFixture + `.`,
+stderr. With no argument it replays ` + defaultFixture + `. A fixture
+not found on disk is taken from the ones bundled in the binary.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{defaultFixture}
@@ -90,7 +92,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 	total := 0
 	for _, in := range inputs {
 		if replay.IsFixture(in) {
-			spec, err := scenario.Load(in)
+			spec, err := loadFixture(in)
 			if err != nil {
 				return pipeline.Stats{}, err
 			}
@@ -142,6 +144,17 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 		"buckets", st.BucketsClosed, "alerts", st.Events, "elapsed", el.Round(time.Millisecond),
 		"records_per_s", int64(float64(recs)/el.Seconds()))
 	return st, nil
+}
+
+// loadFixture reads a fixture from disk, or from the bundled ones when no
+// such file exists.
+func loadFixture(name string) (*scenario.Spec, error) {
+	if _, err := os.Stat(name); err != nil {
+		if b, ok := fixtures.Read(name); ok {
+			return scenario.Parse(name, b)
+		}
+	}
+	return scenario.Load(name)
 }
 
 func mergeMap(dst, src *netmap.Map) {

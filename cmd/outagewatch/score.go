@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outagewatch/outagewatch/alerting"
-	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/score"
 )
 
@@ -15,14 +15,22 @@ func scoreCmd() *cobra.Command {
 	var o replayOpts
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "score [--json] [--rules F] FIXTURE...",
+		Use:   "score [--json] [--rules F] [FIXTURE...]",
 		Short: "Replay each fixture on its own and judge the alerts against its labels; exits non-zero on a miss or a false alert",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Score replays each fixture through its own pipeline and compares the alerts
+with the fixture's labels: what was detected and how late, what was missed,
+what did not resolve, and every false alert. With no argument it scores
+every fixture bundled in the binary. Exit status 2 when any fixture fails.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				for _, n := range fixtures.Names() {
+					args = append(args, "fixtures/"+n)
+				}
+			}
 			var results []score.Result
 			failed := 0
 			for _, f := range args {
-				spec, err := scenario.Load(f)
+				spec, err := loadFixture(f)
 				if err != nil {
 					return err
 				}
