@@ -87,7 +87,7 @@ func TestReadFileAtlas(t *testing.T) {
 }
 
 func FuzzRead(f *testing.F) {
-	f.Add([]byte(`{"time":"2019-06-20T12:10:00Z","sent":10,"rcvd":9,"src_asn":1}` + "\n\n{"), true)
+	f.Add([]byte(`{"time":"2019-06-20T12:10:00Z","sent":10,"rcvd":9,"src_asn":1}`+"\n\n{"), true)
 	f.Add([]byte(`{"type":"ping","timestamp":1561032600,"sent":1,"rcvd":1,"result":[{"rtt":1}]}`), false)
 	f.Fuzz(func(t *testing.T, b []byte, atlas bool) {
 		format := FormatJSON
