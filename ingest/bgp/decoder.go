@@ -46,7 +46,8 @@ func init() {
 
 // SharedTable returns the routing table of the pipeline env belongs to,
 // creating it on first use: it then becomes env.Map's live origin source
-// (unless one is set) and emits its space gauges before every bucket close.
+// (unless one is set) and emits its space gauges, and the health of each
+// collector's full-feed peers, before every bucket close.
 func SharedTable(env *ingest.Env) *rib.Table {
 	if env == nil {
 		return rib.New(rib.Config{})
@@ -65,7 +66,10 @@ func SharedTable(env *ingest.Env) *rib.Table {
 	if env.BeforeClose != nil {
 		// The gauge is stamped with the bucket's last instant so that it
 		// lands in the bucket about to close.
-		env.BeforeClose(func(_, end int64, sink obs.Sink) { t.EmitSpace(end-1, sink) })
+		env.BeforeClose(func(_, end int64, sink obs.Sink) {
+			t.EmitSpace(end-1, sink)
+			EmitPeerHealth(t, end, sink)
+		})
 	}
 	return t
 }

@@ -52,6 +52,9 @@ func TestRegisteredFormatsShareTheTable(t *testing.T) {
 	want := obs.Slice{
 		{Time: 1700000300e9 - 1, Signal: rib.AnnouncedV4, Entity: "asn:64500", Value: 1},
 		{Time: 1700000300e9 - 1, Signal: rib.AnnouncedV4, Entity: "country:PT", Value: 1},
+		// One full-feed peer alive per collector; MRT names none.
+		{Time: 1700000300e9 - 1, Signal: FullFeedPeers, Entity: "feed:bgp@unnamed", Value: 1},
+		{Time: 1700000300e9 - 1, Signal: FullFeedPeers, Entity: "feed:bgp@rrc00", Value: 1},
 	}
 	if !slices.Equal(sink, want) {
 		t.Fatalf("gauges %+v", sink)
@@ -59,7 +62,13 @@ func TestRegisteredFormatsShareTheTable(t *testing.T) {
 	if asn, ok := m.OriginAS(netip.MustParseAddr("198.51.100.7")); !ok || asn != 64500 {
 		t.Fatalf("Map.OriginAS = %d %v", asn, ok)
 	}
-	for _, name := range []string{"bgp_announced_v4", "bgp_announced_v6", "bgp_withdrawals", "bgp_announcements"} {
+	// A quarter of an hour later neither peer has said anything: silent.
+	sink = sink[:0]
+	hooks[0](1700000900e9, 1700001200e9, &sink)
+	if len(sink) != 4 || sink[2].Value != 0 || sink[3].Value != 0 {
+		t.Fatalf("gauges of silent peers %+v", sink)
+	}
+	for _, name := range []string{"bgp_announced_v4", "bgp_announced_v6", "bgp_withdrawals", "bgp_announcements", "bgp_full_feed_peers"} {
 		if _, ok := obs.Lookup(name); !ok {
 			t.Errorf("signal %s not registered", name)
 		}
