@@ -1,0 +1,655 @@
+package detectors
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/gob"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// Names rules use for the routing detectors.
+const (
+	PrefixWithdrawalName = "prefix_withdrawal"
+	WithdrawalBurstName  = "withdrawal_burst"
+)
+
+func init() {
+	Register(PrefixWithdrawalName, func() Params { return DefaultPrefixWithdrawal() })
+	Register(WithdrawalBurstName, func() Params { return DefaultWithdrawalBurst() })
+}
+
+// PrefixWithdrawal configures the announced-space detector: the IPv4 or
+// IPv6 address space visible for an origin AS or a country (the
+// bgp_announced_v4 and bgp_announced_v6 gauges of the routing table) falls
+// against its recent baseline, as a country's space does when its
+// government orders the routes withdrawn, or an ISP's does when its edge
+// stops announcing.
+//
+// Routing has no daily cycle: an ISP announces the same prefixes at 4 a.m.
+// and at 8 p.m. So the baseline is not last week's but the median of the
+// buckets held in the last BaselineWindow, and a drop is judged on the very
+// next bucket. Anomalous buckets are kept out of the history (the baseline
+// is stored in their place, as IODA does) until the new level has lasted
+// AdaptAfter, so a week-long shutdown is judged against the space before it.
+//
+// Space is counted by the table against the full-feed peers that are up
+// (a prefix is visible when at least half of them carry it), so a collector
+// session that resets moves that bar rather than the space, and cannot look
+// like a withdrawal. What can is a feed that loses part of every network at
+// once (a truncated dump, a broken collector): when at least FeedFaultShare
+// of the judged series drop in the same bucket, one feed-health finding
+// replaces the per-network ones.
+type PrefixWithdrawal struct {
+	// Threshold is the drop against baseline that counts, as a fraction
+	// (0.3 = 30 % of the space gone).
+	Threshold float64 `yaml:"threshold"`
+	// For is how long the drop must hold before the alert fires; the
+	// default, one bucket, fires on the first bucket that shows it.
+	For Duration `yaml:"for"`
+	// ResolveBelow is the drop under which a bucket counts as recovered,
+	// and ResolveFor how long recovery must last.
+	ResolveBelow float64  `yaml:"resolve_below"`
+	ResolveFor   Duration `yaml:"resolve_for"`
+	// MinBaseline is the smallest baseline worth judging, in the signal's
+	// unit (/24s for IPv4, /48s for IPv6): a network of two /24s losing one
+	// is routine traffic engineering.
+	MinBaseline float64 `yaml:"min_baseline"`
+	// BaselineWindow is how far back the median looks; MinHistory how much
+	// held history it needs before judging at all.
+	BaselineWindow Duration `yaml:"baseline_window"`
+	MinHistory     Duration `yaml:"min_history"`
+	// AdaptAfter is how long a new level must last to become the baseline
+	// (a network that sold address space is not in an outage forever).
+	AdaptAfter Duration `yaml:"adapt_after"`
+	// FeedFaultShare and FeedFaultMinEntities: see the type's comment.
+	FeedFaultShare       float64 `yaml:"feed_fault_share"`
+	FeedFaultMinEntities int     `yaml:"feed_fault_min_entities"`
+}
+
+// DefaultPrefixWithdrawal returns the defaults that ship.
+func DefaultPrefixWithdrawal() *PrefixWithdrawal {
+	return &PrefixWithdrawal{
+		Threshold: 0.3, For: Duration(5 * 60e9), ResolveBelow: 0.1, ResolveFor: Duration(15 * 60e9),
+		MinBaseline: 1, BaselineWindow: Duration(6 * 3600e9), MinHistory: Duration(3600e9),
+		AdaptAfter: Duration(7 * 24 * 3600e9), FeedFaultShare: 0.8, FeedFaultMinEntities: 10,
+	}
+}
+
+// Validate checks the settings.
+func (p *PrefixWithdrawal) Validate() error {
+	switch {
+	case p.Threshold <= 0 || p.Threshold >= 1:
+		return errors.New("threshold: must be a fraction between 0 and 1 (0.3 = 30 % of the space withdrawn)")
+	case p.ResolveBelow < 0 || p.ResolveBelow >= p.Threshold:
+		return errors.New("resolve_below: must be at least 0 and below threshold")
+	case p.For < 0 || p.ResolveFor < 0 || p.AdaptAfter < 0:
+		return errors.New("for, resolve_for, adapt_after: must not be negative")
+	case p.MinBaseline < 0:
+		return errors.New("min_baseline: must not be negative")
+	case p.MinHistory <= 0:
+		return errors.New("min_history: must be positive")
+	case p.BaselineWindow < p.MinHistory:
+		return errors.New("baseline_window: must be at least min_history")
+	case p.FeedFaultShare <= 0 || p.FeedFaultShare > 1:
+		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
+	case p.FeedFaultMinEntities < 1:
+		return errors.New("feed_fault_min_entities: must be at least 1")
+	}
+	return nil
+}
+
+// Build returns the detector.
+func (p *PrefixWithdrawal) Build(rule string) Detector {
+	return &prefixWithdrawal{p: *p, rule: rule, states: map[string]*spaceState{}}
+}
+
+type prefixWithdrawal struct {
+	p       PrefixWithdrawal
+	rule    string
+	states  map[string]*spaceState // by signal{entity}
+	feed    feedFaultState
+	scratch []float64
+}
+
+// spaceState is one series' state; exported fields are checkpointed.
+type spaceState struct {
+	Run, Recovered int
+	RunStart       int64
+	Firing         bool
+	FireStart      int64
+	// FireBase is the baseline the alert fired against, Low the least
+	// space seen while firing.
+	FireBase, Low float64
+	Substituted   int
+	Recent        []Evidence
+}
+
+type spaceJudged struct {
+	p         aggregate.Point
+	st        *spaceState
+	base      float64
+	drop      float64
+	anomalous bool
+}
+
+func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
+	w := c.End - c.Start
+	var js []spaceJudged
+	for _, pt := range pts {
+		key := pt.Series.Key.String()
+		st := d.states[key]
+		if st == nil {
+			st = &spaceState{}
+			d.states[key] = st
+		}
+		if pt.Missing {
+			// The table emits a zero once when an origin loses all its
+			// space, then nothing; and nothing at all while no full-feed
+			// peer is up. Neither is news: hold the state.
+			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			continue
+		}
+		base, ok := recentMedian(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory, &d.scratch)
+		if !ok {
+			st.remember(Evidence{Time: c.Start, Value: pt.Value})
+			continue
+		}
+		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		if base <= 0 || base < d.p.MinBaseline {
+			continue
+		}
+		drop := 1 - pt.Value/base
+		js = append(js, spaceJudged{p: pt, st: st, base: base, drop: drop, anomalous: drop >= d.p.Threshold})
+	}
+	bad := 0
+	for _, j := range js {
+		if j.anomalous && !j.st.Firing {
+			bad++
+		}
+	}
+	if massFault(&d.feed, c, len(js), bad, d.p.FeedFaultShare, d.p.FeedFaultMinEntities, "bgp_announced_space", emit) {
+		for _, j := range js {
+			if j.anomalous && !j.st.Firing {
+				j.p.Series.Hist.Put(c.Start, j.base)
+			}
+		}
+		return
+	}
+	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
+	for _, j := range js {
+		st, pt := j.st, j.p
+		// Keep the outage out of the baseline until it has lasted AdaptAfter.
+		if j.anomalous || (st.Firing && j.drop >= d.p.ResolveBelow) {
+			if int64(st.Substituted)*w < int64(d.p.AdaptAfter) {
+				pt.Series.Hist.Put(c.Start, j.base)
+				st.Substituted++
+			}
+		} else {
+			st.Substituted = 0
+		}
+		if j.anomalous {
+			if st.Run == 0 {
+				st.RunStart = c.Start
+			}
+			st.Run++
+			st.Recovered = 0
+			if st.Firing {
+				st.Low = min(st.Low, pt.Value)
+			} else if st.Run >= forN {
+				st.Firing, st.FireStart, st.FireBase, st.Low = true, st.RunStart, j.base, pt.Value
+				emit(d.finding(Firing, c, j))
+			}
+			continue
+		}
+		st.Run = 0
+		if !st.Firing {
+			continue
+		}
+		st.Low = min(st.Low, pt.Value)
+		if j.drop < d.p.ResolveBelow {
+			st.Recovered++
+		} else {
+			st.Recovered = 0
+		}
+		if st.Recovered >= resolveN {
+			f := d.finding(Resolved, c, j)
+			f.End = c.Start - int64(resolveN-1)*w
+			emit(f)
+			st.Firing, st.Recovered, st.FireBase, st.Low = false, 0, 0, 0
+		}
+	}
+}
+
+func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJudged) Finding {
+	st, pt := j.st, j.p
+	unit := pt.Series.Signal.Def().Unit
+	f := Finding{Status: status, Detector: PrefixWithdrawalName, Signal: pt.Series.Signal.String(), Entity: pt.Series.Entity,
+		Start: st.FireStart, At: c.End, Observed: round(pt.Value, 3), Baseline: round(j.base, 3),
+		BaselineMethod: "median_recent", ChangePct: changePct(pt.Value, j.base),
+		Evidence: slices.Clone(st.Recent),
+		Details: map[string]any{
+			"unit":             unit,
+			"withdrawn":        round(max(j.base-pt.Value, 0), 3),
+			"lowest":           round(st.Low, 3),
+			"baseline_window":  time.Duration(d.p.BaselineWindow).String(),
+			"threshold_pct":    round(d.p.Threshold*100, 1),
+			"fired_against":    round(st.FireBase, 3),
+			"baseline_buckets": int(int64(d.p.BaselineWindow) / (c.End - c.Start)),
+		}}
+	if status == Firing {
+		f.Summary = fmt.Sprintf("announced space of %s down %.1f%%: %.1f of %.1f %s visible (%s)",
+			f.Entity, -f.ChangePct, pt.Value, j.base, unit, f.Signal)
+	} else {
+		f.Summary = fmt.Sprintf("announced space of %s back: %.1f of %.1f %s visible (lowest %.1f)",
+			f.Entity, pt.Value, j.base, unit, st.Low)
+	}
+	return f
+}
+
+func (st *spaceState) remember(e Evidence) {
+	const keep = 12
+	if len(st.Recent) == keep {
+		copy(st.Recent, st.Recent[1:])
+		st.Recent = st.Recent[:keep-1]
+	}
+	st.Recent = append(st.Recent, e)
+}
+
+type spaceCheckpoint struct {
+	States map[string]*spaceState
+	Feed   feedFaultState
+}
+
+func (d *prefixWithdrawal) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(spaceCheckpoint{States: d.states, Feed: d.feed})
+	return b.Bytes(), err
+}
+
+func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
+	var cp spaceCheckpoint
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
+		return fmt.Errorf("%s %s: restore: %w", PrefixWithdrawalName, d.rule, err)
+	}
+	if cp.States == nil {
+		cp.States = map[string]*spaceState{}
+	}
+	d.states, d.feed = cp.States, cp.Feed
+	return nil
+}
+
+// recentMedian is the median of the values held in [t-window, t); ok is
+// false with less than minHistory of them.
+func recentMedian(r *series.Ring, t, w int64, window, minHistory Duration, scratch *[]float64) (float64, bool) {
+	vs := recentValues(r, t, w, window, scratch)
+	if int64(len(vs))*w < int64(minHistory) {
+		return 0, false
+	}
+	return median(vs), true
+}
+
+func recentValues(r *series.Ring, t, w int64, window Duration, scratch *[]float64) []float64 {
+	vs := (*scratch)[:0]
+	for x := max(t-int64(window), r.Oldest()); x < t; x += w {
+		if v, ok := r.Get(x); ok {
+			vs = append(vs, v)
+		}
+	}
+	*scratch = vs
+	return vs
+}
+
+// massFault handles the feed-fault guard shared by the routing detectors:
+// when at least share of n judged series turn anomalous together (and n is
+// at least minN), the feed is at fault, not the networks: one feed-health
+// finding fires and the caller skips the per-entity judgement. It resolves
+// on the first bucket with judged series that is not such a fault.
+func massFault(st *feedFaultState, c *aggregate.Closed, n, bad int, share float64, minN int, signal string, emit func(Finding)) bool {
+	entity := obs.KindFeed + ":" + string(obs.FeedBGP)
+	if n >= minN && float64(bad) >= share*float64(n) {
+		st.Run++
+		if !st.Firing {
+			st.Firing, st.Start = true, c.Start
+			emit(Finding{Status: Firing, Detector: "feed_health", Signal: signal, Entity: entity,
+				Start: c.Start, At: c.End, Observed: float64(bad), Baseline: float64(n),
+				ChangePct: changePct(float64(n-bad), float64(n)),
+				Summary: fmt.Sprintf("%d of %d routing series changed at once on %s: the BGP feed is at fault, per-network alerts held",
+					bad, n, signal),
+				Details: map[string]any{"entities_changed": bad, "entities_judged": n}})
+		}
+		return true
+	}
+	if st.Firing && n > 0 {
+		st.Firing, st.Run = false, 0
+		emit(Finding{Status: Resolved, Detector: "feed_health", Signal: signal, Entity: entity,
+			Start: st.Start, End: c.Start, At: c.End, Observed: float64(bad), Baseline: float64(n),
+			Summary: fmt.Sprintf("the BGP feed is back: %d of %d routing series changed on %s", bad, n, signal)})
+	}
+	return false
+}
+
+// WithdrawalBurst configures the withdrawal-burst detector: the number of
+// withdrawals of an origin's (or a country's) prefixes in one bucket, as
+// the peers of every collector report them (bgp_withdrawals), far above
+// what that entity normally sees. Virgin Media's outages of 2023-04-04
+// showed as such bursts from AS5089 before and while its space went.
+//
+// Normal is a high quantile of the entity's recent buckets (most buckets
+// of most networks have no withdrawals at all, so a median would be zero):
+// a bucket bursts at max(MinWithdrawals, Multiple × that quantile). Bursts
+// are kept out of the history so that one episode does not raise the bar
+// for the next.
+//
+// The alert resolves when routes return: when withdrawals have been back
+// under the bar for ResolveFor and the entity's announced space (v4 and v6)
+// is back to RecoverShare of what it was before the burst. A burst that
+// withdrew nothing for good (a flap) resolves as soon as it ends; space
+// that never returns resolves after MaxHold, saying so.
+type WithdrawalBurst struct {
+	MinWithdrawals float64 `yaml:"min_withdrawals"`
+	Multiple       float64 `yaml:"multiple"`
+	Quantile       float64 `yaml:"quantile"`
+	// For is how long the burst must last before the alert fires.
+	For        Duration `yaml:"for"`
+	ResolveFor Duration `yaml:"resolve_for"`
+	// RecoverShare is the share of the pre-burst announced space that must
+	// be visible again for the alert to resolve.
+	RecoverShare float64  `yaml:"recover_share"`
+	MaxHold      Duration `yaml:"max_hold"`
+	// BaselineWindow and MinHistory as for prefix_withdrawal.
+	BaselineWindow Duration `yaml:"baseline_window"`
+	MinHistory     Duration `yaml:"min_history"`
+	// FeedFaultShare and FeedFaultMinEntities: a peer that withdraws its
+	// whole table (its own upstream failed) makes every origin burst at
+	// once; that is one feed-health finding, not an alert per network.
+	FeedFaultShare       float64 `yaml:"feed_fault_share"`
+	FeedFaultMinEntities int     `yaml:"feed_fault_min_entities"`
+}
+
+// DefaultWithdrawalBurst returns the defaults that ship.
+func DefaultWithdrawalBurst() *WithdrawalBurst {
+	return &WithdrawalBurst{
+		MinWithdrawals: 100, Multiple: 10, Quantile: 0.9, For: Duration(5 * 60e9), ResolveFor: Duration(15 * 60e9),
+		RecoverShare: 0.9, MaxHold: Duration(24 * 3600e9),
+		BaselineWindow: Duration(24 * 3600e9), MinHistory: Duration(3600e9),
+		FeedFaultShare: 0.8, FeedFaultMinEntities: 10,
+	}
+}
+
+// Validate checks the settings.
+func (p *WithdrawalBurst) Validate() error {
+	switch {
+	case p.MinWithdrawals < 1:
+		return errors.New("min_withdrawals: must be at least 1")
+	case p.Multiple < 1:
+		return errors.New("multiple: must be at least 1")
+	case p.Quantile <= 0 || p.Quantile > 1:
+		return errors.New("quantile: must be in (0, 1] (0.9 = the 90th percentile of recent buckets)")
+	case p.For < 0 || p.ResolveFor < 0:
+		return errors.New("for, resolve_for: must not be negative")
+	case p.RecoverShare < 0 || p.RecoverShare > 1:
+		return errors.New("recover_share: must be a fraction in [0, 1] (0 resolves without waiting for space)")
+	case p.MaxHold < p.ResolveFor:
+		return errors.New("max_hold: must be at least resolve_for")
+	case p.MinHistory <= 0:
+		return errors.New("min_history: must be positive")
+	case p.BaselineWindow < p.MinHistory:
+		return errors.New("baseline_window: must be at least min_history")
+	case p.FeedFaultShare <= 0 || p.FeedFaultShare > 1:
+		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
+	case p.FeedFaultMinEntities < 1:
+		return errors.New("feed_fault_min_entities: must be at least 1")
+	}
+	return nil
+}
+
+// Build returns the detector.
+func (p *WithdrawalBurst) Build(rule string) Detector {
+	return &withdrawalBurst{p: *p, rule: rule, states: map[string]*burstState{}}
+}
+
+type withdrawalBurst struct {
+	p       WithdrawalBurst
+	rule    string
+	states  map[string]*burstState
+	feed    feedFaultState
+	scratch []float64
+	// space4 and space6 are the announced-space signals, looked up by name
+	// so that this package need not import the BGP input.
+	space4, space6 obs.Signal
+}
+
+// burstState is one series' state; exported fields are checkpointed.
+type burstState struct {
+	Run, Calm int
+	RunStart  int64
+	Firing    bool
+	FireStart int64
+	// Peak is the most withdrawals in a bucket while firing, Total their
+	// sum; Bar the threshold the alert fired at.
+	Peak, Total, Bar float64
+	// Pre4 and Pre6 are the announced space before the burst, NaN unknown.
+	Pre4, Pre6 float64
+	Recent     []Evidence
+}
+
+type burstJudged struct {
+	p         aggregate.Point
+	st        *burstState
+	base, bar float64
+	anomalous bool
+}
+
+func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
+	w := c.End - c.Start
+	if d.space4 == 0 {
+		d.space4, _ = obs.Lookup("bgp_announced_v4")
+		d.space6, _ = obs.Lookup("bgp_announced_v6")
+	}
+	var js []burstJudged
+	for _, pt := range pts {
+		key := pt.Series.Key.String()
+		st := d.states[key]
+		if st == nil {
+			st = &burstState{}
+			d.states[key] = st
+		}
+		if pt.Missing {
+			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			continue
+		}
+		vs := recentValues(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, &d.scratch)
+		if int64(len(vs))*w < int64(d.p.MinHistory) {
+			st.remember(Evidence{Time: c.Start, Value: pt.Value})
+			continue
+		}
+		base := quantile(vs, d.p.Quantile)
+		bar := max(d.p.MinWithdrawals, d.p.Multiple*base)
+		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		js = append(js, burstJudged{p: pt, st: st, base: base, bar: bar, anomalous: pt.Value >= bar})
+	}
+	bad := 0
+	for _, j := range js {
+		if j.anomalous && !j.st.Firing {
+			bad++
+		}
+	}
+	if massFault(&d.feed, c, len(js), bad, d.p.FeedFaultShare, d.p.FeedFaultMinEntities, "bgp_withdrawals", emit) {
+		for _, j := range js {
+			if j.anomalous {
+				j.p.Series.Hist.Put(c.Start, j.base)
+			}
+		}
+		return
+	}
+	forN, resolveN, holdN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w), d.p.MaxHold.buckets(w)
+	for _, j := range js {
+		st, pt := j.st, j.p
+		if j.anomalous {
+			pt.Series.Hist.Put(c.Start, j.base)
+			if st.Run == 0 {
+				st.RunStart = c.Start
+			}
+			st.Run++
+			st.Calm = 0
+			if st.Firing {
+				st.Peak = max(st.Peak, pt.Value)
+				st.Total += pt.Value
+				continue
+			}
+			if st.Run >= forN {
+				st.Firing, st.FireStart, st.Peak, st.Total, st.Bar = true, st.RunStart, pt.Value, pt.Value, j.bar
+				st.Pre4 = d.spaceBefore(c, d.space4, pt.Series.Entity, st.RunStart-w)
+				st.Pre6 = d.spaceBefore(c, d.space6, pt.Series.Entity, st.RunStart-w)
+				emit(d.finding(Firing, c, j, ""))
+			}
+			continue
+		}
+		st.Run = 0
+		if !st.Firing {
+			continue
+		}
+		st.Total += pt.Value
+		st.Calm++
+		back := d.spaceBack(c, pt.Series.Entity, st)
+		if (st.Calm >= resolveN && back) || st.Calm >= holdN {
+			note := ""
+			if !back {
+				note = fmt.Sprintf("; the withdrawn space has not returned after %s", time.Duration(d.p.MaxHold).String())
+			}
+			f := d.finding(Resolved, c, j, note)
+			f.End = c.Start - int64(st.Calm-1)*w
+			if back {
+				f.End = c.Start
+			}
+			emit(f)
+			st.Firing, st.Calm, st.Peak, st.Total = false, 0, 0, 0
+		}
+	}
+}
+
+// spaceBefore is the entity's announced space on sig in the bucket at t,
+// NaN when unknown.
+func (d *withdrawalBurst) spaceBefore(c *aggregate.Closed, sig obs.Signal, entity string, t int64) float64 {
+	if pt := findPoint(c, sig, entity); pt != nil {
+		if v, ok := pt.Series.Hist.Get(t); ok {
+			return v
+		}
+	}
+	return math.NaN()
+}
+
+// spaceBack reports whether the entity's announced space is back to
+// RecoverShare of what it was before the burst, on every family known.
+// A family whose space reads no data now (all of it withdrawn, or no
+// full-feed peer) is not back.
+func (d *withdrawalBurst) spaceBack(c *aggregate.Closed, entity string, st *burstState) bool {
+	for _, x := range [2]struct {
+		sig obs.Signal
+		pre float64
+	}{{d.space4, st.Pre4}, {d.space6, st.Pre6}} {
+		if math.IsNaN(x.pre) || x.pre <= 0 {
+			continue
+		}
+		pt := findPoint(c, x.sig, entity)
+		if pt == nil || pt.Missing || pt.Value < d.p.RecoverShare*x.pre {
+			return false
+		}
+	}
+	return true
+}
+
+func (d *withdrawalBurst) finding(status string, c *aggregate.Closed, j burstJudged, note string) Finding {
+	st, pt := j.st, j.p
+	f := Finding{Status: status, Detector: WithdrawalBurstName, Signal: pt.Series.Signal.String(), Entity: pt.Series.Entity,
+		Start: st.FireStart, At: c.End, Observed: round(pt.Value, 3), Baseline: round(j.base, 3),
+		BaselineMethod: fmt.Sprintf("p%g_recent", d.p.Quantile*100), ChangePct: changePct(pt.Value, j.base),
+		Evidence: slices.Clone(st.Recent),
+		Details: map[string]any{
+			"threshold":         round(st.Bar, 1),
+			"peak_withdrawals":  st.Peak,
+			"total_withdrawals": st.Total,
+		}}
+	if !math.IsNaN(st.Pre4) {
+		f.Details["space_v4_before"] = round(st.Pre4, 3)
+	}
+	if !math.IsNaN(st.Pre6) {
+		f.Details["space_v6_before"] = round(st.Pre6, 3)
+	}
+	if status == Firing {
+		f.Summary = fmt.Sprintf("burst of BGP withdrawals for %s: %.0f in one bucket against %.0f normally (threshold %.0f)",
+			f.Entity, pt.Value, j.base, st.Bar)
+	} else {
+		f.Summary = fmt.Sprintf("BGP withdrawals for %s back to normal (%.0f in the episode, peak %.0f in one bucket)%s",
+			f.Entity, st.Total, st.Peak, note)
+	}
+	return f
+}
+
+func (st *burstState) remember(e Evidence) {
+	const keep = 12
+	if len(st.Recent) == keep {
+		copy(st.Recent, st.Recent[1:])
+		st.Recent = st.Recent[:keep-1]
+	}
+	st.Recent = append(st.Recent, e)
+}
+
+type burstCheckpoint struct {
+	States map[string]*burstState
+	Feed   feedFaultState
+}
+
+func (d *withdrawalBurst) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(burstCheckpoint{States: d.states, Feed: d.feed})
+	return b.Bytes(), err
+}
+
+func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
+	var cp burstCheckpoint
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
+		return fmt.Errorf("%s %s: restore: %w", WithdrawalBurstName, d.rule, err)
+	}
+	if cp.States == nil {
+		cp.States = map[string]*burstState{}
+	}
+	d.states, d.feed = cp.States, cp.Feed
+	return nil
+}
+
+// quantile returns the q-quantile of xs (which it sorts), the lower of the
+// two neighbours rather than an interpolation: withdrawals are counts.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// findPoint returns the point of (sig, entity) in the closed bucket, whose
+// points are sorted by signal then entity, or nil.
+func findPoint(c *aggregate.Closed, sig obs.Signal, entity string) *aggregate.Point {
+	if sig == 0 {
+		return nil
+	}
+	i := sort.Search(len(c.Points), func(i int) bool {
+		k := c.Points[i].Series.Key
+		return cmp.Or(cmp.Compare(k.Signal, sig), cmp.Compare(k.Entity, entity)) >= 0
+	})
+	if i < len(c.Points) && c.Points[i].Series.Signal == sig && c.Points[i].Series.Entity == entity {
+		return &c.Points[i]
+	}
+	return nil
+}
