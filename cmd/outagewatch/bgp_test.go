@@ -1,0 +1,48 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/alerting"
+)
+
+// Collector archives replay by their usual names: RIS updates (gzip) and
+// RouteViews updates (bzip2), with every record decoded into the table.
+func TestReplayMRTArchives(t *testing.T) {
+	for _, f := range []string{
+		"../../ingest/bgp/testdata/ris-updates.20160811.1600.gz",
+		"../../ingest/bgp/testdata/routeviews-jinx-updates.1427846400.bz2",
+	} {
+		st, err := runReplay([]string{f}, replayOpts{}, func(*alerting.Event) {})
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if st.Records["bgp/mrt"] < 100 || st.Series == 0 {
+			t.Fatalf("%s: records %v, %d series", f, st.Records, st.Series)
+		}
+		var bad int64
+		for _, n := range st.DecodeErrors {
+			bad += n
+		}
+		if bad*100 > st.Records["bgp/mrt"] {
+			t.Fatalf("%s: decode errors %v of %d records", f, st.DecodeErrors, st.Records["bgp/mrt"])
+		}
+	}
+}
+
+// A compressed file that is not MRT says so instead of replaying garbage.
+func TestReplayRejectsNonMRTGzip(t *testing.T) {
+	_, _, err := run(t, "replay", "../../ingest/bgp/testdata/ris-updates.long_withdrawal.bgpdump-m.txt.gz")
+	if err == nil || !strings.Contains(err.Error(), "record 0") {
+		t.Fatalf("err %v", err)
+	}
+	empty := filepath.Join(t.TempDir(), "empty.bmp")
+	os.WriteFile(empty, nil, 0o644)
+	st, err := runReplay([]string{empty}, replayOpts{}, nil)
+	if err != nil || len(st.Records) != 0 {
+		t.Fatalf("empty BMP file: %v %v", st.Records, err)
+	}
+}
