@@ -379,7 +379,7 @@ type WithdrawalBurst struct {
 func DefaultWithdrawalBurst() *WithdrawalBurst {
 	return &WithdrawalBurst{
 		MinWithdrawals: 100, Multiple: 10, Quantile: 0.9, For: Duration(5 * 60e9), ResolveFor: Duration(15 * 60e9),
-		RecoverShare: 0.9, MaxHold: Duration(24 * 3600e9),
+		RecoverShare: 0.9, MaxHold: Duration(7 * 24 * 3600e9),
 		BaselineWindow: Duration(24 * 3600e9), MinHistory: Duration(3600e9),
 		FeedFaultShare: 0.8, FeedFaultMinEntities: 10,
 	}
