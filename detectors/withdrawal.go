@@ -113,11 +113,15 @@ func (p *PrefixWithdrawal) Build(rule string) Detector {
 }
 
 type prefixWithdrawal struct {
-	p       PrefixWithdrawal
-	rule    string
-	states  map[string]*spaceState // by signal{entity}
-	feed    feedFaultState
-	scratch []float64
+	p      PrefixWithdrawal
+	rule   string
+	states map[string]*spaceState // by signal{entity}, as checkpointed
+	// bySeries caches states by series, so that judging a full table
+	// does not build a key string per origin and bucket.
+	bySeries map[*aggregate.Series]*spaceState
+	feed     feedFaultState
+	scratch  []float64
+	judged   []spaceJudged
 }
 
 // spaceState is one series' state; exported fields are checkpointed.
@@ -143,13 +147,20 @@ type spaceJudged struct {
 
 func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
 	w := c.End - c.Start
-	var js []spaceJudged
+	js := d.judged[:0]
+	defer func() { clear(js); d.judged = js[:0] }()
+	if d.bySeries == nil {
+		d.bySeries = map[*aggregate.Series]*spaceState{}
+	}
 	for _, pt := range pts {
-		key := pt.Series.Key.String()
-		st := d.states[key]
+		st := d.bySeries[pt.Series]
 		if st == nil {
-			st = &spaceState{}
-			d.states[key] = st
+			key := pt.Series.Key.String()
+			if st = d.states[key]; st == nil {
+				st = &spaceState{}
+				d.states[key] = st
+			}
+			d.bySeries[pt.Series] = st
 		}
 		if pt.Missing {
 			// The table emits a zero once when an origin loses all its
@@ -283,7 +294,7 @@ func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
 	if cp.States == nil {
 		cp.States = map[string]*spaceState{}
 	}
-	d.states, d.feed = cp.States, cp.Feed
+	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
 	return nil
 }
 
@@ -418,11 +429,12 @@ func (p *WithdrawalBurst) Build(rule string) Detector {
 }
 
 type withdrawalBurst struct {
-	p       WithdrawalBurst
-	rule    string
-	states  map[string]*burstState
-	feed    feedFaultState
-	scratch []float64
+	p        WithdrawalBurst
+	rule     string
+	states   map[string]*burstState
+	bySeries map[*aggregate.Series]*burstState
+	feed     feedFaultState
+	scratch  []float64
 	// space4 and space6 are the announced-space signals, looked up by name
 	// so that this package need not import the BGP input.
 	space4, space6 obs.Signal
@@ -456,12 +468,18 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 		d.space6, _ = obs.Lookup("bgp_announced_v6")
 	}
 	var js []burstJudged
+	if d.bySeries == nil {
+		d.bySeries = map[*aggregate.Series]*burstState{}
+	}
 	for _, pt := range pts {
-		key := pt.Series.Key.String()
-		st := d.states[key]
+		st := d.bySeries[pt.Series]
 		if st == nil {
-			st = &burstState{}
-			d.states[key] = st
+			key := pt.Series.Key.String()
+			if st = d.states[key]; st == nil {
+				st = &burstState{}
+				d.states[key] = st
+			}
+			d.bySeries[pt.Series] = st
 		}
 		if pt.Missing {
 			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
@@ -623,7 +641,7 @@ func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
 	if cp.States == nil {
 		cp.States = map[string]*burstState{}
 	}
-	d.states, d.feed = cp.States, cp.Feed
+	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
 	return nil
 }
 
