@@ -115,8 +115,9 @@ type Aggregator struct {
 	closedTo int64
 	// hooks run before a bucket closes, so that stateful inputs (the BGP
 	// table) can emit the gauges of that bucket.
-	hooks []func(start, end int64, sink obs.Sink)
-	stats Stats
+	hooks   []func(start, end int64, sink obs.Sink)
+	pending func() (int64, bool)
+	stats   Stats
 	// last speeds up the common case of consecutive observations of one
 	// series.
 	last *Series
@@ -155,6 +156,12 @@ func (a *Aggregator) Stats() Stats {
 func (a *Aggregator) BeforeClose(h func(start, end int64, sink obs.Sink)) {
 	a.hooks = append(a.hooks, h)
 }
+
+// Pending registers a function that reports the earliest event time of
+// input held back outside the aggregator (records of ordered streams), so
+// that their buckets close, and their BeforeClose hooks run, even when no
+// other input opened them.
+func (a *Aggregator) Pending(f func() (int64, bool)) { a.pending = f }
 
 // ClosedTo returns the end of the last closed bucket.
 func (a *Aggregator) ClosedTo() int64 { return a.closedTo }
@@ -311,6 +318,11 @@ func (a *Aggregator) Advance(wm int64, fn func(*Closed)) {
 func (a *Aggregator) nextToClose(wm int64) (int64, bool) {
 	w := a.cfg.Width
 	next := a.minOpen
+	if a.pending != nil {
+		if t, ok := a.pending(); ok {
+			next = min(next, max(t-t%w, a.closedTo))
+		}
+	}
 	if a.closedTo != 0 && len(a.series) > 0 {
 		next = min(next, a.closedTo)
 	}

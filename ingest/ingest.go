@@ -86,6 +86,19 @@ type Env struct {
 	Shared map[string]any
 }
 
+var ordered = map[string]bool{}
+
+// RegisterOrdered marks a stream whose records change state that bucket
+// closing reads (the BGP routing table, whose announced space is sampled as
+// each bucket closes). The pipeline holds such records back and applies each
+// just before the first bucket ending after it closes, so a record from a
+// partition that runs ahead never leaks its future into an earlier bucket,
+// and live and replay sample the same state.
+func RegisterOrdered(stream string) { ordered[stream] = true }
+
+// Ordered reports whether stream was registered with RegisterOrdered.
+func Ordered(stream string) bool { return ordered[stream] }
+
 // Factory builds a decoder for one pipeline.
 type Factory func(env *Env) (Decoder, error)
 

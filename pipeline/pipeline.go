@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math"
 	"slices"
 	"sync"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/rules"
 )
 
@@ -71,6 +73,7 @@ type Pipeline struct {
 	// match caches which rules watch each series.
 	match   map[*aggregate.Series][]int
 	silence *detectors.FeedSilence
+	held    held
 	mgr     *alerting.Manager
 	out     func(*alerting.Event)
 	log     *slog.Logger
@@ -82,6 +85,10 @@ type Pipeline struct {
 	events    int64
 	watermark int64
 	active    []alerting.Event
+	// aggStats is the aggregator's counters as of the last record or bucket,
+	// copied under mu so that Stats never reads the aggregator while the
+	// processing goroutine writes it.
+	aggStats aggregate.Stats
 }
 
 // New builds a pipeline; out receives every alert event, in order.
@@ -108,6 +115,12 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		mgr: alerting.NewManager(cfg.Map), out: out, log: cfg.Logger,
 		records: map[string]int64{}, errs: map[string]int64{},
 	}
+	// Held records of ordered streams are applied first as a bucket closes,
+	// before any hook samples the state they change.
+	p.agg.BeforeClose(func(_, end int64, _ obs.Sink) {
+		p.held.release(end, func(r *ingest.Record) { _ = p.apply(r, false) })
+	})
+	p.agg.Pending(p.held.earliest)
 	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.agg.BeforeClose, Shared: map[string]any{}}
 	for _, r := range cfg.Rules.Rules {
 		p.rules = append(p.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})
@@ -151,14 +164,45 @@ func (p *Pipeline) entry(stream, format string) (*decoderEntry, error) {
 // decode is counted by reason, logged the first time a reason is seen, and
 // returned, so that a live source can dead-letter it; it never stops the
 // pipeline.
+//
+// Records of ordered streams (BGP) are held and decoded when the bucket
+// they fall in closes; only a missing decoder is reported at once, and
+// their decode errors are counted and logged when they are applied.
 func (p *Pipeline) Process(rec *ingest.Record) error {
+	if ingest.Ordered(rec.Stream) {
+		e, err := p.entry(rec.Stream, rec.Format)
+		if err == nil {
+			p.held.hold(rec)
+		}
+		return p.count(e, rec, err, true)
+	}
+	return p.apply(rec, true)
+}
+
+// apply decodes rec into the open buckets; received says whether to count
+// it as a record in (held records were counted when they arrived).
+func (p *Pipeline) apply(rec *ingest.Record, received bool) error {
 	e, err := p.entry(rec.Stream, rec.Format)
 	if err == nil {
 		err = e.dec.Decode(rec.Value, p.agg)
 	}
+	return p.count(e, rec, err, received)
+}
+
+// Finish applies every held record without closing a bucket: the end of a
+// replayed file, after which the state (the routing table) is complete.
+func (p *Pipeline) Finish() {
+	p.held.release(math.MaxInt64, func(r *ingest.Record) { _ = p.apply(r, false) })
+	p.mu.Lock()
+	p.aggStats = p.agg.Stats()
+	p.mu.Unlock()
+}
+
+func (p *Pipeline) count(e *decoderEntry, rec *ingest.Record, err error, received bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if e != nil {
+	p.aggStats = p.agg.Stats()
+	if e != nil && received {
 		e.records++
 	}
 	if err != nil {
@@ -179,6 +223,7 @@ func (p *Pipeline) Advance(wm int64) {
 	p.agg.Advance(wm, p.judge)
 	p.mu.Lock()
 	p.watermark = max(p.watermark, wm)
+	p.aggStats = p.agg.Stats()
 	p.mu.Unlock()
 }
 
@@ -225,9 +270,9 @@ func (p *Pipeline) emit(r *rules.Rule, f detectors.Finding) {
 
 // Stats returns a copy of the counters.
 func (p *Pipeline) Stats() Stats {
-	as := p.agg.Stats()
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	as := p.aggStats
 	recs := maps.Clone(p.records)
 	for k, e := range p.decoders {
 		recs[k.stream+"/"+k.format] += e.records
@@ -245,6 +290,7 @@ func (p *Pipeline) ActiveAlerts() []alerting.Event {
 }
 
 type checkpoint struct {
+	Held       []heldRecord
 	Aggregator []byte
 	Detectors  map[string][]byte
 	Silence    *detectors.FeedSilence
@@ -258,7 +304,7 @@ type checkpoint struct {
 // buckets, detector and alert state. Decoders with state of their own (the
 // routing table) are checkpointed by their owners.
 func (p *Pipeline) MarshalBinary() ([]byte, error) {
-	cp := checkpoint{Detectors: map[string][]byte{}, Silence: p.silence, Watermark: p.watermark}
+	cp := checkpoint{Detectors: map[string][]byte{}, Silence: p.silence, Watermark: p.watermark, Held: p.held.recs}
 	var err error
 	if cp.Aggregator, err = p.agg.MarshalBinary(); err != nil {
 		return nil, err
@@ -290,6 +336,10 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	if err := p.agg.UnmarshalBinary(cp.Aggregator); err != nil {
 		return err
 	}
+	p.held = held{}
+	for _, h := range cp.Held {
+		p.held.hold(&h.Rec)
+	}
 	for _, br := range p.rules {
 		if st, ok := cp.Detectors[br.rule.Name]; ok {
 			if err := br.det.UnmarshalBinary(st); err != nil {
@@ -305,6 +355,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	}
 	p.mu.Lock()
 	p.records, p.errs, p.watermark = cp.Records, cp.Errors, cp.Watermark
+	p.aggStats = p.agg.Stats()
 	if p.records == nil {
 		p.records = map[string]int64{}
 	}

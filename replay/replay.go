@@ -102,8 +102,9 @@ type Progress func(eventTime int64, records int64)
 // Run feeds the merged sources through p. The watermark follows the event
 // time of the merged stream less the allowed lateness; at the end only the
 // buckets that the data has passed are closed, so a replay never judges a
-// half-filled last bucket. Records that do not decode are counted by the
-// pipeline and skipped.
+// half-filled last bucket; records of ordered streams in that last bucket
+// stay held, as they would live, until the caller calls p.Finish. Records
+// that do not decode are counted by the pipeline and skipped.
 func Run(p *pipeline.Pipeline, srcs []Source, progress Progress) error {
 	m, err := NewMerge(srcs...)
 	if err != nil {

@@ -21,7 +21,7 @@ func (s *Service) listen() error {
 			return fmt.Errorf("http listen %s: %w", s.cfg.HTTP.Listen, err)
 		}
 	}
-	s.ln = ln
+	s.ln.Store(&ln)
 	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := s.srv.Serve(ln); err != nil && err != http.ErrServerClosed {

@@ -68,7 +68,7 @@ type Service struct {
 	disp *alerting.Dispatcher
 	met  *metrics
 	srv  *http.Server
-	ln   net.Listener
+	ln   atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
 
 	msgs     chan []kafka.Message
 	assignCh chan assignReq
@@ -244,10 +244,11 @@ func (s *Service) Dispatcher() *alerting.Dispatcher { return s.disp }
 
 // Addr is the address the HTTP endpoints listen on (after Run started).
 func (s *Service) Addr() string {
-	if s.ln == nil {
+	ln := s.ln.Load()
+	if ln == nil {
 		return ""
 	}
-	return s.ln.Addr().String()
+	return (*ln).Addr().String()
 }
 
 // Ready reports whether the service is consuming: state restored, a

@@ -131,6 +131,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 	if err := replay.Run(p, srcs, progress); err != nil {
 		return p.Stats(), err
 	}
+	p.Finish() // the input is over: the routing table takes its last updates
 	st := p.Stats()
 	var recs, bad int64
 	for _, n := range st.Records {

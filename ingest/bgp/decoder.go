@@ -33,6 +33,9 @@ const (
 const sharedKey = "bgp.table"
 
 func init() {
+	// Announced space is sampled from the table as each bucket closes, so
+	// updates must reach the table in event-time order against the watermark.
+	ingest.RegisterOrdered(Stream)
 	ingest.RegisterFormat(Stream, FormatRISLive, func(env *ingest.Env) (ingest.Decoder, error) {
 		return NewRISLive(SharedTable(env)), nil
 	})
