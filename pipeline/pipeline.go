@@ -7,12 +7,14 @@ package pipeline
 
 import (
 	"bytes"
+	"encoding"
 	"encoding/gob"
 	"fmt"
 	"log/slog"
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -290,6 +292,12 @@ func (p *Pipeline) ActiveAlerts() []alerting.Event {
 }
 
 type checkpoint struct {
+	// Formats lists the decoders built, so a restore builds them (and the
+	// shared state they own) before putting that state back.
+	Formats []string
+	// Shared is the state of stateful decoders (the routing table): every
+	// value in Env.Shared that implements encoding.BinaryMarshaler.
+	Shared     map[string][]byte
 	Held       []heldRecord
 	Aggregator []byte
 	Detectors  map[string][]byte
@@ -301,11 +309,23 @@ type checkpoint struct {
 }
 
 // MarshalBinary checkpoints everything the pipeline knows: history, open
-// buckets, detector and alert state. Decoders with state of their own (the
-// routing table) are checkpointed by their owners.
+// buckets, held records, detector and alert state, and the state of
+// stateful decoders (the routing table).
 func (p *Pipeline) MarshalBinary() ([]byte, error) {
-	cp := checkpoint{Detectors: map[string][]byte{}, Silence: p.silence, Watermark: p.watermark, Held: p.held.recs}
+	cp := checkpoint{Detectors: map[string][]byte{}, Silence: p.silence, Watermark: p.watermark, Held: p.held.recs,
+		Shared: map[string][]byte{}}
 	var err error
+	for k := range p.decoders {
+		cp.Formats = append(cp.Formats, k.stream+"/"+k.format)
+	}
+	slices.Sort(cp.Formats)
+	for _, k := range slices.Sorted(maps.Keys(p.env.Shared)) {
+		if m, ok := p.env.Shared[k].(encoding.BinaryMarshaler); ok {
+			if cp.Shared[k], err = m.MarshalBinary(); err != nil {
+				return nil, fmt.Errorf("pipeline: checkpoint decoder state %s: %w", k, err)
+			}
+		}
+	}
 	if cp.Aggregator, err = p.agg.MarshalBinary(); err != nil {
 		return nil, err
 	}
@@ -332,6 +352,21 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	var cp checkpoint
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
 		return fmt.Errorf("pipeline: restore: %w", err)
+	}
+	for _, f := range cp.Formats {
+		stream, format, _ := strings.Cut(f, "/")
+		if _, err := p.entry(stream, format); err != nil {
+			return fmt.Errorf("pipeline: restore: %w", err)
+		}
+	}
+	for k, b := range cp.Shared {
+		u, ok := p.env.Shared[k].(encoding.BinaryUnmarshaler)
+		if !ok {
+			return fmt.Errorf("pipeline: restore: no decoder owns state %q", k)
+		}
+		if err := u.UnmarshalBinary(b); err != nil {
+			return fmt.Errorf("pipeline: restore decoder state %s: %w", k, err)
+		}
 	}
 	if err := p.agg.UnmarshalBinary(cp.Aggregator); err != nil {
 		return err

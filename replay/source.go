@@ -28,6 +28,8 @@ type SliceSource struct {
 }
 
 // NewSliceSource returns a source over recs, which must be time-ordered.
+// The source owns recs: it clears each entry as it hands the record out, so
+// that a long replay does not keep what it has done in memory.
 func NewSliceSource(name string, recs []*ingest.Record) *SliceSource {
 	return &SliceSource{name: name, recs: recs}
 }

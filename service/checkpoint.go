@@ -2,7 +2,6 @@ package service
 
 import (
 	"bytes"
-	"encoding"
 	"encoding/binary"
 	"encoding/gob"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"hash/crc32"
 	"os"
 	"path/filepath"
-	"slices"
 )
 
 // CheckpointFile is the name of the checkpoint inside the data directory.
@@ -30,17 +28,12 @@ type PartitionState struct {
 }
 
 // Checkpoint is the restartable state of one service instance. Pipeline
+// (which includes the state of stateful decoders such as the routing table)
 // and the partition offsets are written together, so after a crash the
 // records after Next are re-read into exactly the state that preceded them.
 type Checkpoint struct {
 	Pipeline   []byte
 	Partitions []PartitionState
-	// Decoders holds the state of stateful decoders (the BGP routing
-	// table): every value in ingest.Env.Shared that implements
-	// encoding.BinaryMarshaler is saved under its Shared key and restored
-	// into the value of the same key, which must implement
-	// encoding.BinaryUnmarshaler.
-	Decoders map[string][]byte
 	// WrittenAt is wall time (Unix ns), for operators only.
 	WrittenAt int64
 }
@@ -115,43 +108,4 @@ func ReadCheckpoint(dir string) (*Checkpoint, error) {
 		return nil, fmt.Errorf("checkpoint %s: %w", path, err)
 	}
 	return &cp, nil
-}
-
-// saveDecoders collects the state of stateful decoders from env.Shared.
-func saveDecoders(shared map[string]any) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	keys := make([]string, 0, len(shared))
-	for k := range shared {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		m, ok := shared[k].(encoding.BinaryMarshaler)
-		if !ok {
-			continue
-		}
-		b, err := m.MarshalBinary()
-		if err != nil {
-			return nil, fmt.Errorf("checkpoint decoder state %s: %w", k, err)
-		}
-		out[k] = b
-	}
-	return out, nil
-}
-
-// restoreDecoders puts saved decoder state back; state whose owner no
-// longer exists (a topic removed from the config) is dropped with a log.
-func restoreDecoders(shared map[string]any, saved map[string][]byte) (dropped []string, err error) {
-	for k, b := range saved {
-		u, ok := shared[k].(encoding.BinaryUnmarshaler)
-		if !ok {
-			dropped = append(dropped, k)
-			continue
-		}
-		if err := u.UnmarshalBinary(b); err != nil {
-			return nil, fmt.Errorf("restore decoder state %s: %w", k, err)
-		}
-	}
-	slices.Sort(dropped)
-	return dropped, nil
 }

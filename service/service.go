@@ -160,8 +160,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		s.disp.Close()
 		return nil, err
 	}
-	// Build every configured decoder now, so stateful ones have put their
-	// state into Env.Shared before the checkpoint is restored into it.
+	// Build every configured decoder now, so that a bad topic fails at start.
 	for _, t := range cfg.Kafka.Topics {
 		if _, err := s.p.Decoder(t.Stream, t.Format); err != nil {
 			s.disp.Close()
@@ -199,13 +198,6 @@ func (s *Service) restore() error {
 	}
 	if err := s.p.UnmarshalBinary(cp.Pipeline); err != nil {
 		return err
-	}
-	dropped, err := restoreDecoders(s.p.Env().Shared, cp.Decoders)
-	if err != nil {
-		return err
-	}
-	if len(dropped) > 0 {
-		s.log.Warn("checkpoint has decoder state no configured decoder owns; dropped", "keys", dropped)
 	}
 	for _, ps := range cp.Partitions {
 		t, ok := s.cfg.topic(ps.Topic)
@@ -539,10 +531,6 @@ func (s *Service) checkpoint(final bool) error {
 		return err
 	}
 	cp := &Checkpoint{Pipeline: pb, WrittenAt: time.Now().UnixNano()}
-	if cp.Decoders, err = saveDecoders(s.p.Env().Shared); err != nil {
-		s.met.checkpointErrors.Inc()
-		return err
-	}
 	offsets := map[string]map[int]int64{}
 	for _, p := range s.parts {
 		if p.next < 0 {
