@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"unsafe"
 
 	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/series"
@@ -59,7 +60,12 @@ func (k Key) String() string { return k.Signal.String() + "{" + k.Entity + "}" }
 type Series struct {
 	Key
 	Hist series.Ring
-	open []openBucket // sorted by start
+	// open holds the open buckets as a dense window: open[i] is the bucket
+	// starting at openBase + i×width, in use when used is set. A lagging
+	// partition can keep hours of buckets open; finding, opening and closing
+	// one stays O(1) however many there are.
+	open     []openBucket
+	openBase int64
 	// free is the accumulator of the last closed bucket, kept for reuse.
 	free obs.Accumulator
 }
@@ -70,6 +76,7 @@ type openBucket struct {
 	count int64
 	lastT int64
 	acc   obs.Accumulator
+	used  bool
 }
 
 // Point is the value of one series in one closed bucket.
@@ -118,12 +125,13 @@ type Aggregator struct {
 	hooks   []func(start, end int64, sink obs.Sink)
 	pending func() (int64, bool)
 	stats   Stats
-	// last speeds up the common case of consecutive observations of one
-	// series.
-	last *Series
-	// minOpen is the oldest bucket start in feeds (MaxInt64 when none), so
-	// that advancing the watermark need not walk the open buckets.
-	minOpen int64
+	// cache maps (signal, entity string) to series without hashing the
+	// entity: decoders take entity names from their own caches, so the same
+	// name arrives as the same string data again and again.
+	cache [cacheSize]cacheEntry
+	// starts lists the keys of feeds in order, so that advancing the
+	// watermark and closing need not walk the open buckets.
+	starts []int64
 	// lastStart and lastFeeds cache the feed counts of the bucket last
 	// observed into.
 	lastStart int64
@@ -133,13 +141,50 @@ type Aggregator struct {
 	slab []byte
 }
 
+const cacheSize = 1024
+
+type cacheEntry struct {
+	sig obs.Signal
+	ent string // keeps the string data alive, so its address stays its own
+	s   *Series
+}
+
+// lookup returns the series of (sig, entity), creating it. A hit in the
+// direct-mapped cache compares the entity's address, not its bytes; a miss
+// falls back to the map.
+func (a *Aggregator) lookup(sig obs.Signal, entity string) *Series {
+	p := unsafe.StringData(entity)
+	h := (uintptr(unsafe.Pointer(p))>>3 ^ uintptr(sig)*0x9e37) % cacheSize
+	c := &a.cache[h]
+	if c.s != nil && c.sig == sig && unsafe.StringData(c.ent) == p && len(c.ent) == len(entity) {
+		return c.s
+	}
+	s := a.series[Key{sig, entity}]
+	if s == nil {
+		s = a.newSeries(Key{sig, entity})
+	}
+	*c = cacheEntry{sig: sig, ent: entity, s: s}
+	return s
+}
+
+// addStart records a newly opened bucket start.
+func (a *Aggregator) addStart(start int64) {
+	if n := len(a.starts); n == 0 || a.starts[n-1] < start {
+		a.starts = append(a.starts, start)
+		return
+	}
+	if i, ok := slices.BinarySearch(a.starts, start); !ok {
+		a.starts = slices.Insert(a.starts, i, start)
+	}
+}
+
 // slabSeries is how many series' history one slab allocation holds.
 const slabSeries = 64
 
 // New returns an aggregator.
 func New(cfg Config) *Aggregator {
 	cfg.defaults()
-	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]map[obs.Feed]int64{}, minOpen: math.MaxInt64}
+	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]map[obs.Feed]int64{}}
 }
 
 // Config returns the effective configuration.
@@ -180,14 +225,7 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 		a.stats.Late++
 		return
 	}
-	s := a.last
-	if s == nil || s.Signal != o.Signal || s.Entity != o.Entity {
-		s = a.series[Key{o.Signal, o.Entity}]
-		if s == nil {
-			s = a.newSeries(Key{o.Signal, o.Entity})
-		}
-		a.last = s
-	}
+	s := a.lookup(o.Signal, o.Entity)
 	start := o.Time - o.Time%a.cfg.Width
 	b := s.bucket(start)
 	if b == nil {
@@ -198,7 +236,7 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 		if f == nil {
 			f = map[obs.Feed]int64{}
 			a.feeds[start] = f
-			a.minOpen = min(a.minOpen, start)
+			a.addStart(start)
 		}
 		a.lastStart, a.lastFeeds = start, f
 	}
@@ -239,23 +277,17 @@ func (a *Aggregator) newSeries(k Key) *Series {
 	return s
 }
 
-// bucket returns the open bucket starting at start, or nil. Open buckets
-// are kept sorted by start: usually the newest is the one wanted, and when a
-// lagging partition holds the watermark back for hours a binary search keeps
-// the look-up cheap.
+// slot returns the index of the bucket starting at start in the window.
+func (s *Series) slot(start int64) int {
+	return int((start - s.openBase) / s.Hist.Width())
+}
+
+// bucket returns the open bucket starting at start, or nil.
 func (s *Series) bucket(start int64) *openBucket {
-	n := len(s.open)
-	if n > 0 && s.open[n-1].start == start {
-		return &s.open[n-1]
-	}
-	if i, ok := s.find(start); ok {
+	if i := s.slot(start); start >= s.openBase && i < len(s.open) && s.open[i].used {
 		return &s.open[i]
 	}
 	return nil
-}
-
-func (s *Series) find(start int64) (int, bool) {
-	return slices.BinarySearchFunc(s.open, start, func(b openBucket, t int64) int { return cmp.Compare(b.start, t) })
 }
 
 func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
@@ -267,18 +299,32 @@ func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
 	if acc != nil {
 		acc.Reset()
 	}
-	i, _ := s.find(start)
-	s.open = slices.Insert(s.open, i, openBucket{start: start, acc: acc})
+	w := s.Hist.Width()
+	switch {
+	case len(s.open) == 0:
+		s.openBase = start
+		s.open = s.open[:0]
+	case start < s.openBase:
+		// Older than every open bucket (a late record within lateness):
+		// grow the window at the front.
+		n := int((s.openBase - start) / w)
+		s.open = append(make([]openBucket, n, n+len(s.open)), s.open...)
+		s.openBase = start
+	}
+	i := s.slot(start)
+	for len(s.open) <= i {
+		s.open = append(s.open, openBucket{})
+	}
+	s.open[i] = openBucket{start: start, acc: acc, used: true}
 	return &s.open[i]
 }
 
 // take removes the open bucket starting at start and returns its value.
 func (s *Series) take(start int64) (value float64, count int64, ok bool) {
-	i, found := s.find(start)
-	if !found {
+	b := s.bucket(start)
+	if b == nil {
 		return math.NaN(), 0, false
 	}
-	b := &s.open[i]
 	switch s.Signal.Def().Agg {
 	case obs.Mean:
 		value, count = b.sum/float64(b.count), b.count
@@ -288,13 +334,12 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 		value, count = b.sum, b.count
 	}
 	s.free = b.acc
-	if i == 0 {
-		// Buckets close oldest first: dropping the front is free, and the
-		// next growth of the slice gives the space back.
-		s.open[0] = openBucket{}
+	*b = openBucket{}
+	// Buckets close oldest first: drop closed slots from the front; the
+	// next growth of the slice gives the space back.
+	for len(s.open) > 0 && !s.open[0].used {
 		s.open = s.open[1:]
-	} else {
-		s.open = slices.Delete(s.open, i, i+1)
+		s.openBase += s.Hist.Width()
 	}
 	return value, count, true
 }
@@ -317,7 +362,10 @@ func (a *Aggregator) Advance(wm int64, fn func(*Closed)) {
 // bucket in which no feed sent anything still closes (as missing).
 func (a *Aggregator) nextToClose(wm int64) (int64, bool) {
 	w := a.cfg.Width
-	next := a.minOpen
+	next := int64(math.MaxInt64)
+	if len(a.starts) > 0 {
+		next = a.starts[0]
+	}
 	if a.pending != nil {
 		if t, ok := a.pending(); ok {
 			next = min(next, max(t-t%w, a.closedTo))
@@ -354,9 +402,8 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 	if a.lastStart == start {
 		a.lastFeeds = nil
 	}
-	a.minOpen = math.MaxInt64
-	for s := range a.feeds {
-		a.minOpen = min(a.minOpen, s)
+	if i, ok := slices.BinarySearch(a.starts, start); ok {
+		a.starts = slices.Delete(a.starts, i, i+1)
 	}
 	c := &Closed{Start: start, End: end, FeedObservations: feeds, Points: make([]Point, 0, len(a.sorted))}
 	for _, s := range a.sorted {

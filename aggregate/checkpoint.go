@@ -51,6 +51,9 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		}
 		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring}
 		for _, b := range s.open {
+			if !b.used {
+				continue
+			}
 			os := openSnap{Start: b.start, Count: b.count, LastT: b.lastT, Sum: b.sum}
 			if b.acc != nil {
 				m, ok := b.acc.(encoding.BinaryMarshaler)
@@ -92,7 +95,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			m[obs.Feed(k)] = v
 		}
 		a.feeds[start] = m
-		a.minOpen = min(a.minOpen, start)
+		a.addStart(start)
 	}
 	var unknown []string
 	for _, ss := range sn.Series {

@@ -17,12 +17,19 @@ import (
 // fixtureRecords renders the Uganda fixture's goflow2 records (protobuf or
 // JSON): 34 series over four weeks, as a collector would send them.
 func fixtureRecords(b *testing.B, format string) (*scenario.Spec, []*ingest.Record) {
+	return streamRecords(b, "../fixtures/uganda-2021-01-13.yaml", "flows", format)
+}
+
+// streamRecords renders one stream of a fixture.
+func streamRecords(b *testing.B, file, stream, flowFormat string) (*scenario.Spec, []*ingest.Record) {
 	b.Helper()
-	spec, err := scenario.Load("../fixtures/uganda-2021-01-13.yaml")
+	spec, err := scenario.Load(file)
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec.Flows.Format = format
+	if flowFormat != "" {
+		spec.Flows.Format = flowFormat
+	}
 	srcs, err := replay.RenderSpec(spec)
 	if err != nil {
 		b.Fatal(err)
@@ -34,7 +41,7 @@ func fixtureRecords(b *testing.B, format string) (*scenario.Spec, []*ingest.Reco
 			if r == nil {
 				break
 			}
-			if r.Stream == "flows" {
+			if r.Stream == stream {
 				recs = append(recs, r)
 			}
 		}
@@ -46,6 +53,10 @@ func fixtureRecords(b *testing.B, format string) (*scenario.Spec, []*ingest.Reco
 // alerting, advancing the watermark as replay does.
 func benchPipeline(b *testing.B, format string) {
 	spec, recs := fixtureRecords(b, format)
+	benchRecords(b, spec, recs)
+}
+
+func benchRecords(b *testing.B, spec *scenario.Spec, recs []*ingest.Record) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	n := 0
@@ -76,6 +87,23 @@ func benchPipeline(b *testing.B, format string) {
 
 func BenchmarkPipelineGoflowProto(b *testing.B) { benchPipeline(b, "goflow2-pb") }
 func BenchmarkPipelineGoflowJSON(b *testing.B)  { benchPipeline(b, "goflow2-json") }
+
+// BenchmarkPipelineDnstap: the Iberian blackout's resolver stream, one
+// dnstap frame a query, through decode, aggregation (query counts, the
+// distinct-client sketch, failure ratios per network, country and zone) and
+// the DNS detectors.
+func BenchmarkPipelineDnstap(b *testing.B) {
+	spec, recs := streamRecords(b, "../fixtures/iberia-2025-04-28.yaml", "dns", "")
+	benchRecords(b, spec, recs)
+}
+
+// BenchmarkPipelineQuality: the Telia fixture's probe measurements through
+// decode, P² quantiles and loss per network, transit and path, and the
+// latency, bandwidth and packet-loss detectors.
+func BenchmarkPipelineQuality(b *testing.B) {
+	spec, recs := streamRecords(b, "../fixtures/telia-2019-06-20.yaml", "quality", "")
+	benchRecords(b, spec, recs)
+}
 
 // BenchmarkBareProtoUnmarshal is the yardstick: proto.Unmarshal of the same
 // records into goflow2's own type, doing nothing with them.

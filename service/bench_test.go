@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,9 +15,26 @@ import (
 	"github.com/outagewatch/outagewatch/replay"
 )
 
-// benchBroker is a kfake broker holding the rendered fixture in "flows".
+// benchBroker is a kfake broker holding the rendered fixture, one topic
+// per stream. With OUTAGEWATCH_BENCH_STREAM set (e.g. "flows") it holds
+// only that stream, to measure the high-volume input on its own.
 func benchBroker(b *testing.B) (string, *fixture, func()) {
 	f := loadFixture(b)
+	if only := os.Getenv("OUTAGEWATCH_BENCH_STREAM"); only != "" {
+		g := *f
+		g.recs, g.topics = nil, nil
+		for _, r := range f.recs {
+			if r.Stream == only {
+				g.recs = append(g.recs, r)
+			}
+		}
+		for _, t := range f.topics {
+			if t.Name == only {
+				g.topics = append(g.topics, t)
+			}
+		}
+		f = &g
+	}
 	c := startBroker(b, 0, "", f.topicNames()...)
 	addr := c.ListenAddrs()[0]
 	produceFixture(b, addr, f)
@@ -82,15 +100,15 @@ func BenchmarkPipelineOnly(b *testing.B) {
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
 }
 
-// Bare kafka-go consumer-group reader on the same broker and records: the
-// ceiling for end to end.
+// Bare kafka-go consumer-group reader on the same broker and records (every
+// topic of the fixture): the ceiling for end to end.
 func BenchmarkBareKafkaGo(b *testing.B) {
 	addr, f, stop := benchBroker(b)
 	defer stop()
 	b.ResetTimer()
 	var total int64
 	for i := 0; i < b.N; i++ {
-		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, GroupID: "bare-" + itoa(i), Topic: "flows",
+		r := kafka.NewReader(kafka.ReaderConfig{Brokers: []string{addr}, GroupID: "bare-" + itoa(i), GroupTopics: f.topicNames(),
 			MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, StartOffset: kafka.FirstOffset})
 		var n atomic.Int64
 		ctx := context.Background()
