@@ -90,51 +90,45 @@ func Default() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Set{File: "rules/default"}
-	names := map[string]string{}
-	for _, f := range files {
+	return merge("rules/default", files, func(f string) (*Set, error) {
 		b, err := defaultFS.ReadFile(f)
 		if err != nil {
 			return nil, err
 		}
-		set, err := Parse("rules/"+f, b)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range set.Rules {
-			if prev, dup := names[r.Name]; dup {
-				return nil, &Error{r.File, r.Line, fmt.Sprintf("rule %q already defined in %s", r.Name, prev)}
-			}
-			names[r.Name] = r.File
-			out.Rules = append(out.Rules, r)
-		}
-	}
-	return out, nil
+		return Parse("rules/"+f, b)
+	})
 }
 
 // LoadAll loads several rules files (or directories of *.yaml) as one set.
 func LoadAll(paths ...string) (*Set, error) {
-	out := &Set{}
-	names := map[string]string{}
+	var files []string
 	for _, p := range paths {
-		files := []string{p}
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
-			files, _ = filepath.Glob(filepath.Join(p, "*.yaml"))
+			more, _ := filepath.Glob(filepath.Join(p, "*.yaml"))
+			files = append(files, more...)
+			continue
 		}
-		for _, f := range files {
-			set, err := Load(f)
-			if err != nil {
-				return nil, err
-			}
-			for _, r := range set.Rules {
-				if prev, dup := names[r.Name]; dup {
-					return nil, &Error{r.File, r.Line, fmt.Sprintf("rule %q already defined in %s", r.Name, prev)}
-				}
-				names[r.Name] = r.File
-				out.Rules = append(out.Rules, r)
-			}
+		files = append(files, p)
+	}
+	return merge(strings.Join(paths, ","), files, Load)
+}
+
+// merge loads files in order into one set; a rule name may appear once.
+func merge(name string, files []string, load func(string) (*Set, error)) (*Set, error) {
+	out := &Set{File: name}
+	defined := map[string]string{}
+	for _, f := range files {
+		set, err := load(f)
+		if err != nil {
+			return nil, err
 		}
-		out.File = strings.Join(paths, ",")
+		for _, r := range set.Rules {
+			if prev, dup := defined[r.Name]; dup {
+				return nil, &Error{r.File, r.Line, fmt.Sprintf("rule %q already defined in %s", r.Name, prev)}
+			}
+			defined[r.Name] = r.File
+			out.Rules = append(out.Rules, r)
+		}
 	}
 	return out, nil
 }

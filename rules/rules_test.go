@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -46,5 +48,21 @@ func TestRuleErrorsCarryFileLineAndReason(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("doc %q:\n got  %v\n want %s...", c.doc, err, c.want)
 		}
+	}
+}
+
+func TestLoadAllRejectsARuleDefinedTwice(t *testing.T) {
+	dir := t.TempDir()
+	doc := []byte("rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n")
+	os.WriteFile(filepath.Join(dir, "1.yaml"), doc, 0o644)
+	os.WriteFile(filepath.Join(dir, "2.yaml"), doc, 0o644)
+	_, err := LoadAll(dir)
+	want := filepath.Join(dir, "2.yaml") + `:2: rule "a" already defined in ` + filepath.Join(dir, "1.yaml")
+	if err == nil || err.Error() != want {
+		t.Fatalf("got %v, want %s", err, want)
+	}
+	set, err := LoadAll(filepath.Join(dir, "1.yaml"))
+	if err != nil || len(set.Rules) != 1 {
+		t.Fatalf("single file: %v %v", set, err)
 	}
 }
