@@ -16,6 +16,7 @@ import (
 // Detection is an expectation that was met.
 type Detection struct {
 	Detector string        `json:"detector"`
+	Signal   string        `json:"signal"`
 	Entity   string        `json:"entity"`
 	Onset    time.Time     `json:"onset"`
 	FiredAt  time.Time     `json:"fired_at"`
@@ -68,7 +69,7 @@ func Score(s *scenario.Spec, events []alerting.Event) Result {
 		}
 		used[fired] = true
 		ev := events[fired]
-		d := Detection{Detector: x.Detector, Entity: ev.Entity, Onset: x.Onset, FiredAt: ev.At, Delay: max(0, ev.At.Sub(x.Onset))}
+		d := Detection{Detector: x.Detector, Signal: ev.Signal, Entity: ev.Entity, Onset: x.Onset, FiredAt: ev.At, Delay: max(0, ev.At.Sub(x.Onset))}
 		for i := fired + 1; i < len(events); i++ {
 			if events[i].ID == ev.ID && events[i].Status == alerting.Resolved {
 				at := events[i].At
@@ -146,14 +147,14 @@ func Print(w io.Writer, rs []Result) {
 			if d.Resolved != nil {
 				res = "resolved " + d.Resolved.Format(time.RFC3339)
 			}
-			fmt.Fprintf(w, "  detected  %-14s %-16s onset %s fired %s delay %s, %s\n", d.Detector, d.Entity,
+			fmt.Fprintf(w, "  detected  %-17s %-17s %-20s onset %s fired %s delay %s, %s\n", d.Detector, d.Signal, d.Entity,
 				d.Onset.Format(time.RFC3339), d.FiredAt.Format(time.RFC3339), d.Delay, res)
 		}
 		for _, m := range r.Missed {
-			fmt.Fprintf(w, "  MISSED    %-14s %-16s %s\n", m.Detector, m.Entity, m.Reason)
+			fmt.Fprintf(w, "  MISSED    %-17s %-20s %s\n", m.Detector, m.Entity, m.Reason)
 		}
 		for _, f := range r.False {
-			fmt.Fprintf(w, "  FALSE     %-14s %-16s at %s %s\n", f.Detector, f.Entity, f.At.Format(time.RFC3339), strings.TrimSpace(f.Summary))
+			fmt.Fprintf(w, "  FALSE     %-17s %-17s %-20s at %s %s\n", f.Detector, f.Signal, f.Entity, f.At.Format(time.RFC3339), strings.TrimSpace(f.Summary))
 		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -91,7 +92,7 @@ func TestScoreFailsOnAMiss(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "wrong.yaml")
 	os.WriteFile(f, []byte(doc), 0o644)
 	out, _, err := run(t, "score", f)
-	if err == nil || exitCode(err) != 2 || !strings.Contains(out, "MISSED    traffic_drop   country:KE") {
+	if err == nil || exitCode(err) != 2 || !regexp.MustCompile(`MISSED\s+traffic_drop\s+country:KE`).MatchString(out) {
 		t.Fatalf("err %v out %q", err, out)
 	}
 }
