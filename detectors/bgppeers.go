@@ -73,7 +73,7 @@ type peersState struct {
 	Start  int64
 	// Normal is the count the alert fired against, Low the fewest seen.
 	Normal, Low float64
-	Recent      []Evidence
+	Recent      evidenceLog
 }
 
 func (d *bgpPeers) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -89,12 +89,12 @@ func (d *bgpPeers) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(
 			// The routing table emits these gauges every bucket once it
 			// exists: missing means the pipeline itself has no BGP input,
 			// which the pipeline's own feed check reports.
-			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
 		vs := recentValues(&pt.Series.Hist, c.Start, w, d.p.Window, &d.scratch)
 		if int64(len(vs))*w < int64(d.p.MinHistory) {
-			st.remember(Evidence{Time: c.Start, Value: pt.Value})
+			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
 		}
 		normal := 0.0
@@ -102,7 +102,7 @@ func (d *bgpPeers) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(
 			normal = max(normal, math.Round(v))
 		}
 		v := math.Round(pt.Value)
-		st.remember(Evidence{Time: c.Start, Value: v, Baseline: normal})
+		st.Recent.add(Evidence{Time: c.Start, Value: v, Baseline: normal})
 		lost := normal - v
 		switch {
 		case !st.Firing && lost >= float64(d.p.MinLost):
@@ -133,15 +133,6 @@ func (d *bgpPeers) finding(status string, c *aggregate.Closed, sig, entity strin
 		f.Summary = fmt.Sprintf("%s: %.0f full-feed BGP peers up and talking again (fewest %.0f)", entity, v, st.Low)
 	}
 	return f
-}
-
-func (st *peersState) remember(e Evidence) {
-	const keep = 12
-	if len(st.Recent) == keep {
-		copy(st.Recent, st.Recent[1:])
-		st.Recent = st.Recent[:keep-1]
-	}
-	st.Recent = append(st.Recent, e)
 }
 
 func (d *bgpPeers) MarshalBinary() ([]byte, error) {

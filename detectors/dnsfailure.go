@@ -122,7 +122,7 @@ type failState struct {
 	// Excluded lists, ascending, the starts of buckets within the baseline
 	// window that the baseline must not use.
 	Excluded []int64
-	Recent   []Evidence
+	Recent   evidenceLog
 }
 
 func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -143,7 +143,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			if pt.Missing {
 				v = math.NaN()
 			}
-			st.remember(Evidence{Time: c.Start, Value: v, Baseline: st.Base})
+			st.Recent.add(Evidence{Time: c.Start, Value: v, Baseline: st.Base})
 			if st.Firing {
 				st.exclude(c.Start)
 			}
@@ -153,7 +153,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		if !st.Firing {
 			base, ok = d.baseline(st, &pt.Series.Hist, c.Start, w)
 		}
-		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		if !ok {
 			continue
 		}
@@ -245,15 +245,6 @@ func (st *failState) prune(from int64) {
 	if i > 0 {
 		st.Excluded = append(st.Excluded[:0], st.Excluded[i:]...)
 	}
-}
-
-func (st *failState) remember(e Evidence) {
-	const keep = 12
-	if len(st.Recent) == keep {
-		copy(st.Recent, st.Recent[1:])
-		st.Recent = st.Recent[:keep-1]
-	}
-	st.Recent = append(st.Recent, e)
 }
 
 func (d *dnsFailure) finding(status string, c *aggregate.Closed, pt aggregate.Point, st *failState, base float64) Finding {

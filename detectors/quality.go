@@ -205,16 +205,7 @@ type shiftState struct {
 	Firing         bool
 	FireStart      int64
 	Substituted    int
-	Recent         []Evidence
-}
-
-func (st *shiftState) remember(e Evidence) {
-	const keep = 12
-	if len(st.Recent) == keep {
-		copy(st.Recent, st.Recent[1:])
-		st.Recent = st.Recent[:keep-1]
-	}
-	st.Recent = append(st.Recent, e)
+	Recent         evidenceLog
 }
 
 func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -229,14 +220,14 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		}
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
 			// No data, or too little to judge: hold the state.
-			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
 		base, ok := d.baseline(&pt.Series.Hist, c.Start, w)
 		if !ok {
 			continue
 		}
-		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		delta := pt.Value - base
 		if !d.up {
 			delta = -delta

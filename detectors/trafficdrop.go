@@ -120,7 +120,7 @@ type dropState struct {
 	Firing         bool
 	FireStart      int64
 	Substituted    int // consecutive buckets whose value the history did not keep
-	Recent         []Evidence
+	Recent         evidenceLog
 	// Similar caches the ranking of past days, recomputed hourly.
 	Similar   []int
 	SimilarAt int64
@@ -153,14 +153,14 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		}
 		if pt.Missing {
 			// No data is not a drop: hold the state, record the gap.
-			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
 		base, method, ok := d.baseline(st, &pt.Series.Hist, c.Start, w)
 		if !ok {
 			continue
 		}
-		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		if base < d.p.MinBaseline || base <= 0 {
 			continue
 		}
@@ -267,15 +267,6 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 		f.Summary = fmt.Sprintf("%s of %s recovered (%.1f%% against baseline)", f.Signal, f.Entity, f.ChangePct)
 	}
 	return f
-}
-
-func (st *dropState) remember(e Evidence) {
-	const keep = 12
-	if len(st.Recent) == keep {
-		copy(st.Recent, st.Recent[1:])
-		st.Recent = st.Recent[:keep-1]
-	}
-	st.Recent = append(st.Recent, e)
 }
 
 const dayNs = int64(24 * 3600e9)

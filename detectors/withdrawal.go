@@ -134,7 +134,7 @@ type spaceState struct {
 	// space seen while firing.
 	FireBase, Low float64
 	Substituted   int
-	Recent        []Evidence
+	Recent        evidenceLog
 }
 
 type spaceJudged struct {
@@ -166,15 +166,15 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// The table emits a zero once when an origin loses all its
 			// space, then nothing; and nothing at all while no full-feed
 			// peer is up. Neither is news: hold the state.
-			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
 		base, ok := recentMedian(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory, &d.scratch)
 		if !ok {
-			st.remember(Evidence{Time: c.Start, Value: pt.Value})
+			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
 		}
-		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		if base <= 0 || base < d.p.MinBaseline {
 			continue
 		}
@@ -264,15 +264,6 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 			f.Entity, pt.Value, j.base, unit, st.Low)
 	}
 	return f
-}
-
-func (st *spaceState) remember(e Evidence) {
-	const keep = 12
-	if len(st.Recent) == keep {
-		copy(st.Recent, st.Recent[1:])
-		st.Recent = st.Recent[:keep-1]
-	}
-	st.Recent = append(st.Recent, e)
 }
 
 type spaceCheckpoint struct {
@@ -451,7 +442,7 @@ type burstState struct {
 	Peak, Total, Bar float64
 	// Pre4 and Pre6 are the announced space before the burst, NaN unknown.
 	Pre4, Pre6 float64
-	Recent     []Evidence
+	Recent     evidenceLog
 }
 
 type burstJudged struct {
@@ -482,17 +473,17 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 			d.bySeries[pt.Series] = st
 		}
 		if pt.Missing {
-			st.remember(Evidence{Time: c.Start, Value: math.NaN()})
+			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
 		vs := recentValues(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, &d.scratch)
 		if int64(len(vs))*w < int64(d.p.MinHistory) {
-			st.remember(Evidence{Time: c.Start, Value: pt.Value})
+			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
 		}
 		base := quantile(vs, d.p.Quantile)
 		bar := max(d.p.MinWithdrawals, d.p.Multiple*base)
-		st.remember(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		js = append(js, burstJudged{p: pt, st: st, base: base, bar: bar, anomalous: pt.Value >= bar})
 	}
 	bad := 0
@@ -611,15 +602,6 @@ func (d *withdrawalBurst) finding(status string, c *aggregate.Closed, j burstJud
 			f.Entity, st.Total, st.Peak, note)
 	}
 	return f
-}
-
-func (st *burstState) remember(e Evidence) {
-	const keep = 12
-	if len(st.Recent) == keep {
-		copy(st.Recent, st.Recent[1:])
-		st.Recent = st.Recent[:keep-1]
-	}
-	st.Recent = append(st.Recent, e)
 }
 
 type burstCheckpoint struct {

@@ -1,0 +1,19 @@
+package detectors
+
+// evidenceLog is the last few buckets a series' state saw, which findings
+// carry as Evidence. State structs keep it in an exported field, so it is
+// checkpointed with them.
+type evidenceLog []Evidence
+
+// evidenceKept is how many buckets an evidence log holds: an hour of
+// 5-minute buckets, enough to show the run up to a finding.
+const evidenceKept = 12
+
+// add appends e, dropping the oldest entry once the log is full.
+func (l *evidenceLog) add(e Evidence) {
+	if len(*l) == evidenceKept {
+		copy(*l, (*l)[1:])
+		*l = (*l)[:evidenceKept-1]
+	}
+	*l = append(*l, e)
+}
