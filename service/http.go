@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outagewatch/outagewatch/alerting"
 )
 
 func (s *Service) listen() error {
@@ -62,10 +64,19 @@ func (s *Service) Handler() http.Handler {
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetEscapeHTML(false)
-		_ = enc.Encode(struct {
-			Alerts    any       `json:"alerts"`
-			Watermark time.Time `json:"watermark"`
-		}{s.p.ActiveAlerts(), time.Unix(0, s.p.Stats().Watermark).UTC()})
+		// An empty list, not null, and no watermark until there is one.
+		body := struct {
+			Alerts    []alerting.Event `json:"alerts"`
+			Watermark *time.Time       `json:"watermark"`
+		}{Alerts: s.p.ActiveAlerts()}
+		if body.Alerts == nil {
+			body.Alerts = []alerting.Event{}
+		}
+		if wm := s.p.Stats().Watermark; wm > 0 {
+			t := time.Unix(0, wm).UTC()
+			body.Watermark = &t
+		}
+		_ = enc.Encode(body)
 	})
 	mux.HandleFunc("POST /api/v1/checkpoint", s.authorized(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Checkpoint(r.Context()); err != nil {

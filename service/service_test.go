@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/obs"
 )
@@ -31,6 +33,27 @@ func TestServiceMatchesReplay(t *testing.T) {
 	r := startService(t, mustValidate(t, testConfig(addr, dir, f.topics...)), f)
 	waitDone(t, r, f)
 	st := r.svc.Pipeline().Stats()
+	// The operations API lists exactly the pipeline's active alerts.
+	resp, err := http.Get("http://" + r.svc.Addr() + "/api/v1/alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api struct {
+		Alerts    []alerting.Event `json:"alerts"`
+		Watermark *time.Time       `json:"watermark"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&api)
+	resp.Body.Close()
+	active := r.svc.Pipeline().ActiveAlerts()
+	if err != nil || api.Alerts == nil || len(api.Alerts) != len(active) || api.Watermark == nil ||
+		api.Watermark.UnixNano() != st.Watermark {
+		t.Fatalf("/api/v1/alerts = %+v (%v), pipeline has %d active, watermark %d", api, err, len(active), st.Watermark)
+	}
+	for i := range active {
+		if api.Alerts[i].ID != active[i].ID || api.Alerts[i].Status != alerting.Firing {
+			t.Fatalf("/api/v1/alerts[%d] = %s %s, want %s", i, api.Alerts[i].ID, api.Alerts[i].Status, active[i].ID)
+		}
+	}
 	r.shutdown(t)
 
 	assertSameAlerts(t, readLines(t, filepath.Join(dir, "alerts.jsonl")), f.want)
@@ -153,6 +176,27 @@ func TestServiceBrokerOutage(t *testing.T) {
 	waitFor(t, "ready again", 60*time.Second, func() bool { return readyz() == http.StatusOK })
 	waitDone(t, r, f)
 	st := r.svc.Pipeline().Stats()
+	// The operations API lists exactly the pipeline's active alerts.
+	resp, err := http.Get("http://" + r.svc.Addr() + "/api/v1/alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api struct {
+		Alerts    []alerting.Event `json:"alerts"`
+		Watermark *time.Time       `json:"watermark"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&api)
+	resp.Body.Close()
+	active := r.svc.Pipeline().ActiveAlerts()
+	if err != nil || api.Alerts == nil || len(api.Alerts) != len(active) || api.Watermark == nil ||
+		api.Watermark.UnixNano() != st.Watermark {
+		t.Fatalf("/api/v1/alerts = %+v (%v), pipeline has %d active, watermark %d", api, err, len(active), st.Watermark)
+	}
+	for i := range active {
+		if api.Alerts[i].ID != active[i].ID || api.Alerts[i].Status != alerting.Firing {
+			t.Fatalf("/api/v1/alerts[%d] = %s %s, want %s", i, api.Alerts[i].ID, api.Alerts[i].Status, active[i].ID)
+		}
+	}
 	r.shutdown(t)
 
 	assertSameAlerts(t, readLines(t, filepath.Join(dir, "alerts.jsonl")), f.want)
