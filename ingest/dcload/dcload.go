@@ -33,6 +33,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/timeparse"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -284,8 +285,11 @@ func parseTime(raw json.RawMessage) (int64, error) {
 		}
 		return sec * 1e9, nil
 	}
-	if ns, ok := decimalSeconds(raw); ok {
-		return ns, nil
+	// Exact for a plain decimal ("1745836500.25"), where a float64 would
+	// give 1745836500249999872. Valid JSON has no leading zeros, so the
+	// range check also bounds the number of digits.
+	if sec, nsec, ok := timeparse.UnixSeconds(raw); ok && sec < maxUnixSeconds {
+		return sec*1e9 + nsec, nil
 	}
 	f, err := strconv.ParseFloat(string(raw), 64) // with an exponent
 	if err != nil {
@@ -295,39 +299,6 @@ func parseTime(raw json.RawMessage) (int64, error) {
 		return 0, ingest.Errorf("time", "time %v out of range (want Unix seconds)", f)
 	}
 	return int64(f * 1e9), nil
-}
-
-// decimalSeconds converts Unix seconds written as a plain decimal
-// ("1745836500.25") to nanoseconds exactly; a float64 would round it to
-// 1745836500249999872. Digits beyond nanoseconds are dropped. ok is false
-// for anything but digits with an optional fraction.
-func decimalSeconds(tok []byte) (ns int64, ok bool) {
-	intPart, frac, _ := bytes.Cut(tok, []byte("."))
-	if len(intPart) == 0 || len(intPart) > 10 {
-		return 0, false
-	}
-	var sec int64
-	for _, c := range intPart {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		sec = sec*10 + int64(c-'0')
-	}
-	var nanos int64
-	scale := int64(1e9)
-	for _, c := range frac {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if scale > 1 {
-			scale /= 10
-			nanos += int64(c-'0') * scale
-		}
-	}
-	if sec >= maxUnixSeconds {
-		return 0, false
-	}
-	return sec*1e9 + nanos, true
 }
 
 func jsonErr(err error) error {

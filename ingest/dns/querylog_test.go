@@ -153,12 +153,6 @@ func checkRFC3339(t testing.TB, s string) {
 	}
 }
 
-func FuzzRFC3339(f *testing.F) {
-	f.Add("2025-04-28T10:33:00.25+02:00")
-	f.Add("2025-04-28T10:33:00Z")
-	f.Fuzz(func(t *testing.T, s string) { checkRFC3339(t, s) })
-}
-
 func FuzzQueryLogDecode(f *testing.F) {
 	f.Add([]byte(`{"time":"2025-04-28T10:33:00.25Z","client":"192.0.2.7","qname":"example.pt.","qtype":"A","rcode":"SERVFAIL","protocol":"udp"}`))
 	f.Add([]byte(`{"time":1745836380,"client":"2001:db8::1","qname":"a\u002eb\ud83d\ude00.pt","rcode":5,"x":[{"y":"]"}]}`))

@@ -873,23 +873,6 @@ func checkRFC3339(t *testing.T, s string) {
 	}
 }
 
-func FuzzRFC3339(f *testing.F) {
-	for _, s := range []string{"2025-04-28T12:00:00.123Z", "2024-02-29T23:59:59-03:30", "2262-04-11T23:47:16.854775807Z"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		// Where the fast path answers, it must agree with time.Parse.
-		got, ok := fastRFC3339([]byte(s))
-		if !ok {
-			return
-		}
-		tm, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil || tm.UnixNano() != got {
-			t.Fatalf("fastRFC3339(%q) = %d; time.Parse: %v %v", s, got, tm.UnixNano(), err)
-		}
-	})
-}
-
 func TestZeroAllocs(t *testing.T) {
 	cfg := testConfig()
 	r := rand.New(rand.NewPCG(5, 6))

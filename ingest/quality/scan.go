@@ -1,13 +1,13 @@
 package quality
 
 import (
-	"bytes"
 	"net/netip"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/timeparse"
 )
 
 // scanner reads the flat JSON objects of the quality feed without
@@ -528,8 +528,11 @@ func (s *scanner) timestamp() (int64, error) {
 		}
 		return int64(sec) * 1e9, nil
 	}
-	if ns, ok := decimalSeconds(tok); ok {
-		return ns, nil
+	// Exact for a plain decimal ("1745836500.25"), where a float64 would
+	// give 1745836500249999872. JSON numbers have no leading zeros, so the
+	// range check also bounds the number of digits.
+	if sec, nsec, ok := timeparse.UnixSeconds(tok); ok && sec < maxUnixSeconds {
+		return sec*1e9 + nsec, nil
 	}
 	f, err := strconv.ParseFloat(string(tok), 64) // with an exponent
 	if err != nil || !(f >= 0 && f < maxUnixSeconds) {
@@ -538,114 +541,17 @@ func (s *scanner) timestamp() (int64, error) {
 	return int64(f * 1e9), nil
 }
 
-// decimalSeconds converts Unix seconds written as a plain decimal
-// ("1745836500.25") to nanoseconds exactly; a float64 would round it to
-// 1745836500249999872. Digits beyond nanoseconds are dropped. ok is false
-// for anything but digits with an optional fraction.
-func decimalSeconds(tok []byte) (ns int64, ok bool) {
-	intPart, frac, _ := bytes.Cut(tok, []byte("."))
-	if len(intPart) == 0 || len(intPart) > 10 {
-		return 0, false
-	}
-	var sec int64
-	for _, c := range intPart {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		sec = sec*10 + int64(c-'0')
-	}
-	var nanos int64
-	scale := int64(1e9)
-	for _, c := range frac {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if scale > 1 {
-			scale /= 10
-			nanos += int64(c-'0') * scale
-		}
-	}
-	if sec >= maxUnixSeconds {
-		return 0, false
-	}
-	return sec*1e9 + nanos, true
-}
-
 // parseRFC3339 parses "2025-04-28T10:33:00Z" with optional fraction and
 // numeric offset, without allocating (time.Parse would need a string).
 func parseRFC3339(b []byte) (int64, error) {
-	bad := func() (int64, error) { return 0, ingest.Errorf("time", "%.60q is not an RFC 3339 time", b) }
-	num := func(i, n int) (int, bool) {
-		if i+n > len(b) {
-			return 0, false
-		}
-		v := 0
-		for _, c := range b[i : i+n] {
-			if c < '0' || c > '9' {
-				return 0, false
-			}
-			v = v*10 + int(c-'0')
-		}
-		return v, true
+	unix, nanos, ok := timeparse.RFC3339(b, timeparse.LowerCase|timeparse.LongFraction)
+	if !ok {
+		return 0, ingest.Errorf("time", "%.60q is not an RFC 3339 time", b)
 	}
-	if len(b) < 20 || b[4] != '-' || b[7] != '-' || (b[10] != 'T' && b[10] != 't') || b[13] != ':' || b[16] != ':' {
-		return bad()
-	}
-	year, ok1 := num(0, 4)
-	month, ok2 := num(5, 2)
-	day, ok3 := num(8, 2)
-	hour, ok4 := num(11, 2)
-	minute, ok5 := num(14, 2)
-	sec, ok6 := num(17, 2)
-	if !(ok1 && ok2 && ok3 && ok4 && ok5 && ok6) || month < 1 || month > 12 || day < 1 || hour > 23 || minute > 59 || sec > 59 {
-		return bad()
-	}
-	i := 19
-	var nanos int
-	if b[i] == '.' {
-		i++
-		j := i
-		scale := int(1e9)
-		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
-			if scale > 1 {
-				scale /= 10
-				nanos += int(b[i]-'0') * scale
-			}
-			i++
-		}
-		if i == j {
-			return bad()
-		}
-	}
-	var offset int
-	switch {
-	case i < len(b) && (b[i] == 'Z' || b[i] == 'z'):
-		i++
-	case i < len(b) && (b[i] == '+' || b[i] == '-'):
-		oh, ok1 := num(i+1, 2)
-		om, ok2 := num(i+4, 2)
-		if !ok1 || !ok2 || b[i+3] != ':' || oh > 23 || om > 59 {
-			return bad()
-		}
-		offset = (oh*60 + om) * 60
-		if b[i] == '-' {
-			offset = -offset
-		}
-		i += 6
-	default:
-		return bad()
-	}
-	if i != len(b) {
-		return bad()
-	}
-	if day > daysIn(year, month) {
-		return bad()
-	}
-	unix := daysFromCivil(year, month, day)*86400 + int64(hour*3600+minute*60+sec) - int64(offset)
 	if unix < 0 || unix >= maxUnixSeconds {
 		return 0, ingest.Errorf("time", "%.60q out of range", b)
 	}
-	return unix*1e9 + int64(nanos), nil
+	return unix*1e9 + nanos, nil
 }
 
 // notA reports that the next value is not of the wanted type: a field_type
@@ -656,34 +562,6 @@ func (s *scanner) notA(want string) error {
 		return fieldType(want)
 	}
 	return s.syntax(want)
-}
-
-func daysIn(year, month int) int {
-	switch month {
-	case 2:
-		if year%4 == 0 && (year%100 != 0 || year%400 == 0) {
-			return 29
-		}
-		return 28
-	case 4, 6, 9, 11:
-		return 30
-	}
-	return 31
-}
-
-// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
-// date (H. Hinnant's algorithm): plain arithmetic, where time.Date would
-// normalise and look up the location.
-func daysFromCivil(y, m, d int) int64 {
-	if m <= 2 {
-		y--
-	}
-	era := y / 400 // y >= 0 here: four-digit years only
-	yoe := y - era*400
-	mp := (m + 9) % 12
-	doy := (153*mp+2)/5 + d - 1
-	doe := yoe*365 + yoe/4 - yoe/100 + doy
-	return int64(era*146097 + doe - 719468)
 }
 
 func fieldType(want string) error {
