@@ -1,8 +1,6 @@
 package detectors
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"math"
@@ -136,18 +134,13 @@ func (d *bgpPeers) finding(status string, c *aggregate.Closed, sig, entity strin
 }
 
 func (d *bgpPeers) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(d.states)
-	return b.Bytes(), err
+	return saveState(d.states)
 }
 
 func (d *bgpPeers) UnmarshalBinary(b []byte) error {
-	var states map[string]*peersState
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&states); err != nil {
-		return fmt.Errorf("%s %s: restore: %w", BGPPeersName, d.rule, err)
-	}
-	if states == nil {
-		states = map[string]*peersState{}
+	states := map[string]*peersState{}
+	if err := loadState(b, &states, BGPPeersName+" "+d.rule); err != nil {
+		return err
 	}
 	d.states = states
 	return nil

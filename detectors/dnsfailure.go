@@ -1,8 +1,6 @@
 package detectors
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"math"
@@ -272,18 +270,13 @@ func (d *dnsFailure) finding(status string, c *aggregate.Closed, pt aggregate.Po
 }
 
 func (d *dnsFailure) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(d.states)
-	return b.Bytes(), err
+	return saveState(d.states)
 }
 
 func (d *dnsFailure) UnmarshalBinary(b []byte) error {
-	var states map[string]*failState
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&states); err != nil {
-		return fmt.Errorf("dns_failure %s: restore: %w", d.rule, err)
-	}
-	if states == nil {
-		states = map[string]*failState{}
+	states := map[string]*failState{}
+	if err := loadState(b, &states, DNSFailureName+" "+d.rule); err != nil {
+		return err
 	}
 	d.states = states
 	return nil

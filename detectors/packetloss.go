@@ -1,7 +1,6 @@
 package detectors
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/gob"
 	"errors"
@@ -271,15 +270,13 @@ func asNumber(s string) (uint64, bool) {
 }
 
 func (d *packetLoss) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(d.states)
-	return b.Bytes(), err
+	return saveState(d.states)
 }
 
 func (d *packetLoss) UnmarshalBinary(b []byte) error {
 	states := map[string]*lossState{}
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&states); err != nil {
-		return fmt.Errorf("packet_loss %s: restore: %w", d.rule, err)
+	if err := loadState(b, &states, PacketLossName+" "+d.rule); err != nil {
+		return err
 	}
 	d.states = states
 	return nil

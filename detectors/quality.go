@@ -1,8 +1,6 @@
 package detectors
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"math"
@@ -317,15 +315,13 @@ func (d *shiftDetector) finding(status string, c *aggregate.Closed, pt aggregate
 }
 
 func (d *shiftDetector) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(d.states)
-	return b.Bytes(), err
+	return saveState(d.states)
 }
 
 func (d *shiftDetector) UnmarshalBinary(b []byte) error {
 	states := map[string]*shiftState{}
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&states); err != nil {
-		return fmt.Errorf("%s %s: restore: %w", d.name, d.rule, err)
+	if err := loadState(b, &states, d.name+" "+d.rule); err != nil {
+		return err
 	}
 	d.states = states
 	return nil

@@ -1,5 +1,11 @@
 package detectors
 
+import (
+	"bytes"
+	"encoding/gob"
+	"fmt"
+)
+
 // evidenceLog is the last few buckets a series' state saw, which findings
 // carry as Evidence. State structs keep it in an exported field, so it is
 // checkpointed with them.
@@ -16,4 +22,20 @@ func (l *evidenceLog) add(e Evidence) {
 		*l = (*l)[:evidenceKept-1]
 	}
 	*l = append(*l, e)
+}
+
+// saveState gob-encodes a detector's checkpointed state.
+func saveState(v any) ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(v)
+	return b.Bytes(), err
+}
+
+// loadState decodes what saveState wrote into v (a pointer); what names
+// the detector and rule, so that a bad checkpoint says whose it was.
+func loadState(b []byte, v any, what string) error {
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(v); err != nil {
+		return fmt.Errorf("%s: restore: %w", what, err)
+	}
+	return nil
 }

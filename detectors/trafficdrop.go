@@ -1,8 +1,6 @@
 package detectors
 
 import (
-	"bytes"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"math"
@@ -368,15 +366,13 @@ type dropCheckpoint struct {
 }
 
 func (d *trafficDrop) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(dropCheckpoint{States: d.states, Feed: d.feed})
-	return b.Bytes(), err
+	return saveState(dropCheckpoint{States: d.states, Feed: d.feed})
 }
 
 func (d *trafficDrop) UnmarshalBinary(b []byte) error {
 	var cp dropCheckpoint
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
-		return fmt.Errorf("traffic_drop %s: restore: %w", d.rule, err)
+	if err := loadState(b, &cp, TrafficDropName+" "+d.rule); err != nil {
+		return err
 	}
 	if cp.States == nil {
 		cp.States = map[string]*dropState{}

@@ -1,9 +1,7 @@
 package detectors
 
 import (
-	"bytes"
 	"cmp"
-	"encoding/gob"
 	"errors"
 	"fmt"
 	"math"
@@ -272,15 +270,13 @@ type spaceCheckpoint struct {
 }
 
 func (d *prefixWithdrawal) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(spaceCheckpoint{States: d.states, Feed: d.feed})
-	return b.Bytes(), err
+	return saveState(spaceCheckpoint{States: d.states, Feed: d.feed})
 }
 
 func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
 	var cp spaceCheckpoint
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
-		return fmt.Errorf("%s %s: restore: %w", PrefixWithdrawalName, d.rule, err)
+	if err := loadState(b, &cp, PrefixWithdrawalName+" "+d.rule); err != nil {
+		return err
 	}
 	if cp.States == nil {
 		cp.States = map[string]*spaceState{}
@@ -610,15 +606,13 @@ type burstCheckpoint struct {
 }
 
 func (d *withdrawalBurst) MarshalBinary() ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(burstCheckpoint{States: d.states, Feed: d.feed})
-	return b.Bytes(), err
+	return saveState(burstCheckpoint{States: d.states, Feed: d.feed})
 }
 
 func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
 	var cp burstCheckpoint
-	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
-		return fmt.Errorf("%s %s: restore: %w", WithdrawalBurstName, d.rule, err)
+	if err := loadState(b, &cp, WithdrawalBurstName+" "+d.rule); err != nil {
+		return err
 	}
 	if cp.States == nil {
 		cp.States = map[string]*burstState{}
