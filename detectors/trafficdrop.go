@@ -91,12 +91,8 @@ func (p *TrafficDrop) Validate() error {
 		return errors.New("spike_ratio: must be positive")
 	case p.MaxDays < 1 || p.MaxDays > 366:
 		return errors.New("max_days: must be between 1 and 366")
-	case p.FeedFaultShare <= 0 || p.FeedFaultShare > 1:
-		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
-	case p.FeedFaultMinEntities < 1:
-		return errors.New("feed_fault_min_entities: must be at least 1")
 	}
-	return nil
+	return validateFeedFault(p.FeedFaultShare, p.FeedFaultMinEntities)
 }
 
 // Build returns the detector.
@@ -128,6 +124,18 @@ type feedFaultState struct {
 	Firing bool
 	Start  int64
 	Run    int
+}
+
+// validateFeedFault checks the feed-fault settings (feed_fault_share,
+// feed_fault_min_entities) that the detectors with a feed-fault guard share.
+func validateFeedFault(share float64, minEntities int) error {
+	switch {
+	case share <= 0 || share > 1:
+		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
+	case minEntities < 1:
+		return errors.New("feed_fault_min_entities: must be at least 1")
+	}
+	return nil
 }
 
 type judged struct {

@@ -97,12 +97,8 @@ func (p *PrefixWithdrawal) Validate() error {
 		return errors.New("min_history: must be positive")
 	case p.BaselineWindow < p.MinHistory:
 		return errors.New("baseline_window: must be at least min_history")
-	case p.FeedFaultShare <= 0 || p.FeedFaultShare > 1:
-		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
-	case p.FeedFaultMinEntities < 1:
-		return errors.New("feed_fault_min_entities: must be at least 1")
 	}
-	return nil
+	return validateFeedFault(p.FeedFaultShare, p.FeedFaultMinEntities)
 }
 
 // Build returns the detector.
@@ -402,12 +398,8 @@ func (p *WithdrawalBurst) Validate() error {
 		return errors.New("min_history: must be positive")
 	case p.BaselineWindow < p.MinHistory:
 		return errors.New("baseline_window: must be at least min_history")
-	case p.FeedFaultShare <= 0 || p.FeedFaultShare > 1:
-		return errors.New("feed_fault_share: must be a fraction in (0, 1]")
-	case p.FeedFaultMinEntities < 1:
-		return errors.New("feed_fault_min_entities: must be at least 1")
 	}
-	return nil
+	return validateFeedFault(p.FeedFaultShare, p.FeedFaultMinEntities)
 }
 
 // Build returns the detector.
