@@ -1,18 +1,16 @@
 package obsfile
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/linefile"
 )
 
 // ReadStats counts the lines of one file by what became of them.
@@ -68,25 +66,9 @@ func ReadFileStats(path string, fn func(ingest.Record) error) (ReadStats, error)
 	if err != nil {
 		return ReadStats{}, err
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return ReadStats{}, fmt.Errorf("obsfile: %w", err)
-	}
-	defer f.Close()
-	var r io.Reader = bufio.NewReaderSize(f, 64<<10)
-	if gz {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return ReadStats{}, fmt.Errorf("obsfile: %s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
-	st, err := Read(r, format, fn)
-	if err != nil {
-		return st, fmt.Errorf("obsfile: %s: %w", path, err)
-	}
-	return st, nil
+	return linefile.ReadFile("obsfile", path, gz, func(r io.Reader) (ReadStats, error) {
+		return Read(r, format, fn)
+	})
 }
 
 // Read is ReadFile over a reader of the given format. Each record carries a
@@ -110,25 +92,22 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 	default:
 		return st, fmt.Errorf("unknown observations format %q", format)
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	for sc.Scan() {
-		st.Lines++
-		line := bytes.TrimSpace(sc.Bytes())
+	err := linefile.Scan(r, maxLine, func(n int64, line []byte) error {
+		st.Lines = n
 		if len(line) == 0 {
 			st.Blank++
-			continue
+			return nil
 		}
 		if format == FormatCSV && st.Records == 0 && st.BadTime == 0 && st.Header == 0 {
 			if f, err := (&CSVDecoder{}).split(line); err == nil && isHeader(f) {
 				st.Header++
-				continue
+				return nil
 			}
 		}
 		t, ok := timeOf(line)
 		if !ok {
 			st.BadTime++
-			continue
+			return nil
 		}
 		st.Records++
 		rec := ingest.Record{
@@ -138,14 +117,9 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 			Time:   t,
 			Value:  bytes.Clone(line),
 		}
-		if err := fn(rec); err != nil {
-			return st, err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return st, fmt.Errorf("line %d: %w", st.Lines+1, err)
-	}
-	return st, nil
+		return fn(rec)
+	})
+	return st, err
 }
 
 // jsonLineTime reads only the time member of a JSON line.

@@ -1,15 +1,13 @@
 package quality
 
 import (
-	"bufio"
 	"bytes"
-	"compress/gzip"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/linefile"
 	"github.com/outagewatch/outagewatch/netmap"
 )
 
@@ -59,25 +57,9 @@ const maxLine = 1 << 20
 // record is the measurement's own time, read by the decoder's parser. An
 // error from fn stops the reading and is returned.
 func ReadFile(path, format string, fn func(ingest.Record) error) (ReadStats, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return ReadStats{}, fmt.Errorf("quality: %w", err)
-	}
-	defer f.Close()
-	var r io.Reader = bufio.NewReaderSize(f, 64<<10)
-	if strings.HasSuffix(path, ".gz") {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return ReadStats{}, fmt.Errorf("quality: %s: %w", path, err)
-		}
-		defer zr.Close()
-		r = zr
-	}
-	st, err := Read(r, format, fn)
-	if err != nil {
-		return st, fmt.Errorf("quality: %s: %w", path, err)
-	}
-	return st, nil
+	return linefile.ReadFile("quality", path, strings.HasSuffix(path, ".gz"), func(r io.Reader) (ReadStats, error) {
+		return Read(r, format, fn)
+	})
 }
 
 // Read is ReadFile over a reader. Each record carries a copy of its line as
@@ -102,15 +84,12 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 	default:
 		return st, fmt.Errorf("unknown quality format %q (want %s or %s)", format, FormatJSON, FormatAtlas)
 	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
 	var last int64
-	for sc.Scan() {
-		st.Lines++
-		line := bytes.TrimSpace(sc.Bytes())
+	err := linefile.Scan(r, maxLine, func(n int64, line []byte) error {
+		st.Lines = n
 		if len(line) == 0 {
 			st.Blank++
-			continue
+			return nil
 		}
 		t, ok := timeOf(line)
 		switch {
@@ -118,19 +97,14 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 			last = t
 		case last == 0:
 			st.NoTime++
-			continue
+			return nil
 		default:
 			st.Malformed++
 			t = last
 		}
 		st.Records++
 		rec := ingest.Record{Stream: Stream, Format: format, Offset: st.Lines, Time: t, Value: bytes.Clone(line)}
-		if err := fn(rec); err != nil {
-			return st, err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return st, fmt.Errorf("line %d: %w", st.Lines+1, err)
-	}
-	return st, nil
+		return fn(rec)
+	})
+	return st, err
 }
