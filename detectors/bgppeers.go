@@ -78,11 +78,7 @@ func (d *bgpPeers) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(
 	w := c.End - c.Start
 	for _, pt := range pts {
 		e := pt.Series.Entity
-		st := d.states[e]
-		if st == nil {
-			st = &peersState{}
-			d.states[e] = st
-		}
+		st := stateOf(d.states, e)
 		if pt.Missing {
 			// The routing table emits these gauges every bucket once it
 			// exists: missing means the pipeline itself has no BGP input,

@@ -127,12 +127,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 	w := c.End - c.Start
 	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, pt := range pts {
-		key := pt.Series.Key.String()
-		st := d.states[key]
-		if st == nil {
-			st = &failState{}
-			d.states[key] = st
-		}
+		st := stateOf(d.states, pt.Series.Key.String())
 		st.prune(c.Start - int64(d.p.BaselineWindow))
 		if pt.Missing || pt.Count < d.p.MinQueries {
 			// Too little to judge: hold the state. A firing alert's

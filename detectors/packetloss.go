@@ -164,11 +164,7 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, key := range order {
 		g := groups[key]
-		st := d.states[key]
-		if st == nil {
-			st = &lossState{}
-			d.states[key] = st
-		}
+		st := stateOf(d.states, key)
 		n := len(g.lossy)
 		if n >= d.p.MinDestinations {
 			if st.Run == 0 {

@@ -210,12 +210,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 	w := c.End - c.Start
 	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, pt := range pts {
-		key := pt.Series.Key.String()
-		st := d.states[key]
-		if st == nil {
-			st = &shiftState{}
-			d.states[key] = st
-		}
+		st := stateOf(d.states, pt.Series.Key.String())
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
 			// No data, or too little to judge: hold the state.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})

@@ -39,3 +39,20 @@ func loadState(b []byte, v any, what string) error {
 	}
 	return nil
 }
+
+// stateOf returns the state kept under key, creating it on first use.
+func stateOf[S any](states map[string]*S, key string) *S {
+	st := states[key]
+	if st == nil {
+		st = new(S)
+		states[key] = st
+	}
+	return st
+}
+
+// feedCheckpoint is what the detectors with a feed-fault guard checkpoint:
+// their per-series states and the guard's own.
+type feedCheckpoint[S any] struct {
+	States map[string]*S
+	Feed   feedFaultState
+}

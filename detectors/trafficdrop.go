@@ -151,12 +151,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 	w := c.End - c.Start
 	var js []judged
 	for _, pt := range pts {
-		key := pt.Series.Key.String()
-		st := d.states[key]
-		if st == nil {
-			st = &dropState{}
-			d.states[key] = st
-		}
+		st := stateOf(d.states, pt.Series.Key.String())
 		if pt.Missing {
 			// No data is not a drop: hold the state, record the gap.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
@@ -368,22 +363,14 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
 	return out
 }
 
-type dropCheckpoint struct {
-	States map[string]*dropState
-	Feed   feedFaultState
-}
-
 func (d *trafficDrop) MarshalBinary() ([]byte, error) {
-	return saveState(dropCheckpoint{States: d.states, Feed: d.feed})
+	return saveState(feedCheckpoint[dropState]{States: d.states, Feed: d.feed})
 }
 
 func (d *trafficDrop) UnmarshalBinary(b []byte) error {
-	var cp dropCheckpoint
+	cp := feedCheckpoint[dropState]{States: map[string]*dropState{}}
 	if err := loadState(b, &cp, TrafficDropName+" "+d.rule); err != nil {
 		return err
-	}
-	if cp.States == nil {
-		cp.States = map[string]*dropState{}
 	}
 	d.states, d.feed = cp.States, cp.Feed
 	return nil

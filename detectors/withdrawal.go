@@ -149,11 +149,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	for _, pt := range pts {
 		st := d.bySeries[pt.Series]
 		if st == nil {
-			key := pt.Series.Key.String()
-			if st = d.states[key]; st == nil {
-				st = &spaceState{}
-				d.states[key] = st
-			}
+			st = stateOf(d.states, pt.Series.Key.String())
 			d.bySeries[pt.Series] = st
 		}
 		if pt.Missing {
@@ -260,22 +256,14 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 	return f
 }
 
-type spaceCheckpoint struct {
-	States map[string]*spaceState
-	Feed   feedFaultState
-}
-
 func (d *prefixWithdrawal) MarshalBinary() ([]byte, error) {
-	return saveState(spaceCheckpoint{States: d.states, Feed: d.feed})
+	return saveState(feedCheckpoint[spaceState]{States: d.states, Feed: d.feed})
 }
 
 func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
-	var cp spaceCheckpoint
+	cp := feedCheckpoint[spaceState]{States: map[string]*spaceState{}}
 	if err := loadState(b, &cp, PrefixWithdrawalName+" "+d.rule); err != nil {
 		return err
-	}
-	if cp.States == nil {
-		cp.States = map[string]*spaceState{}
 	}
 	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
 	return nil
@@ -453,11 +441,7 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 	for _, pt := range pts {
 		st := d.bySeries[pt.Series]
 		if st == nil {
-			key := pt.Series.Key.String()
-			if st = d.states[key]; st == nil {
-				st = &burstState{}
-				d.states[key] = st
-			}
+			st = stateOf(d.states, pt.Series.Key.String())
 			d.bySeries[pt.Series] = st
 		}
 		if pt.Missing {
@@ -592,22 +576,14 @@ func (d *withdrawalBurst) finding(status string, c *aggregate.Closed, j burstJud
 	return f
 }
 
-type burstCheckpoint struct {
-	States map[string]*burstState
-	Feed   feedFaultState
-}
-
 func (d *withdrawalBurst) MarshalBinary() ([]byte, error) {
-	return saveState(burstCheckpoint{States: d.states, Feed: d.feed})
+	return saveState(feedCheckpoint[burstState]{States: d.states, Feed: d.feed})
 }
 
 func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
-	var cp burstCheckpoint
+	cp := feedCheckpoint[burstState]{States: map[string]*burstState{}}
 	if err := loadState(b, &cp, WithdrawalBurstName+" "+d.rule); err != nil {
 		return err
-	}
-	if cp.States == nil {
-		cp.States = map[string]*burstState{}
 	}
 	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
 	return nil
