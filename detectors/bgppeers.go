@@ -86,8 +86,8 @@ func (d *bgpPeers) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		vs := recentValues(&pt.Series.Hist, c.Start, w, d.p.Window, &d.scratch)
-		if int64(len(vs))*w < int64(d.p.MinHistory) {
+		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, d.p.Window, d.p.MinHistory, nil, &d.scratch)
+		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
 		}

@@ -7,7 +7,6 @@ package detectors
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"time"
 
@@ -115,19 +114,6 @@ func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d)
 func (d Duration) buckets(w int64) int {
 	n := int((int64(d) + w - 1) / w)
 	return max(n, 1)
-}
-
-// median returns the median of xs (which it sorts); NaN when empty.
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(xs)
-	n := len(xs)
-	if n%2 == 1 {
-		return xs[n/2]
-	}
-	return (xs[n/2-1] + xs[n/2]) / 2
 }
 
 func changePct(v, b float64) float64 {

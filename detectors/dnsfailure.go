@@ -200,22 +200,8 @@ func (d *dnsFailure) baseline(st *failState, r *series.Ring, t, w int64) (float6
 	if st.BaseOK && t-st.BaseAt < 3600e9 && t >= st.BaseAt {
 		return st.Base, true
 	}
-	vs := d.scratch[:0]
-	from := t - int64(d.p.BaselineWindow)
-	ex := st.Excluded
-	for x := max(from, r.Oldest()); x < t; x += w {
-		for len(ex) > 0 && ex[0] < x {
-			ex = ex[1:]
-		}
-		if len(ex) > 0 && ex[0] == x {
-			continue
-		}
-		if v, ok := r.Get(x); ok {
-			vs = append(vs, v)
-		}
-	}
-	d.scratch = vs
-	if int64(len(vs))*w < int64(d.p.MinHistory) {
+	vs, ok := recentHistory(r, t, w, d.p.BaselineWindow, d.p.MinHistory, st.Excluded, &d.scratch)
+	if !ok {
 		st.BaseOK = false
 		return 0, false
 	}

@@ -274,16 +274,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 // days; ok is false with fewer than MinDays of them.
 func (d *shiftDetector) baseline(r *series.Ring, t, w int64) (float64, bool) {
 	var buf [13]float64
-	vs := buf[:0]
-	for k := 1; k <= d.p.MaxDays; k++ {
-		at := t - int64(k)*dayNs
-		if at < r.Oldest() {
-			break
-		}
-		if v, ok := smoothedAt(r, at, w); ok {
-			vs = append(vs, v)
-		}
-	}
+	vs := previousDays(r, t, w, d.p.MaxDays, buf[:0])
 	if len(vs) < d.p.MinDays {
 		return 0, false
 	}

@@ -270,23 +270,6 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 	return f
 }
 
-const dayNs = int64(24 * 3600e9)
-
-// smoothedAt is the median of the buckets at t-w, t and t+w that are held.
-func smoothedAt(r *series.Ring, t, w int64) (float64, bool) {
-	var buf [3]float64
-	vs := buf[:0]
-	for _, x := range [3]int64{t - w, t, t + w} {
-		if v, ok := r.Get(x); ok {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) == 0 {
-		return 0, false
-	}
-	return median(vs), true
-}
-
 // baseline predicts the value of the bucket starting at t.
 func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float64, string, bool) {
 	days := 0
@@ -297,12 +280,7 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 		return 0, "", false
 	}
 	if days < 7 {
-		var vs []float64
-		for k := 1; k <= days; k++ {
-			if v, ok := smoothedAt(r, t-int64(k)*dayNs, w); ok {
-				vs = append(vs, v)
-			}
-		}
+		vs := previousDays(r, t, w, days, nil)
 		if len(vs) == 0 {
 			return 0, "", false
 		}

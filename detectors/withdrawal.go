@@ -11,7 +11,6 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/obs"
-	"github.com/outagewatch/outagewatch/series"
 )
 
 // Names rules use for the routing detectors.
@@ -269,27 +268,6 @@ func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
-// recentMedian is the median of the values held in [t-window, t); ok is
-// false with less than minHistory of them.
-func recentMedian(r *series.Ring, t, w int64, window, minHistory Duration, scratch *[]float64) (float64, bool) {
-	vs := recentValues(r, t, w, window, scratch)
-	if int64(len(vs))*w < int64(minHistory) {
-		return 0, false
-	}
-	return median(vs), true
-}
-
-func recentValues(r *series.Ring, t, w int64, window Duration, scratch *[]float64) []float64 {
-	vs := (*scratch)[:0]
-	for x := max(t-int64(window), r.Oldest()); x < t; x += w {
-		if v, ok := r.Get(x); ok {
-			vs = append(vs, v)
-		}
-	}
-	*scratch = vs
-	return vs
-}
-
 // massFault handles the feed-fault guard shared by the routing detectors:
 // when at least share of n judged series turn anomalous together (and n is
 // at least minN), the feed is at fault, not the networks: one feed-health
@@ -448,8 +426,8 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		vs := recentValues(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, &d.scratch)
-		if int64(len(vs))*w < int64(d.p.MinHistory) {
+		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory, nil, &d.scratch)
+		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
 		}
@@ -587,17 +565,6 @@ func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
 	}
 	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
 	return nil
-}
-
-// quantile returns the q-quantile of xs (which it sorts), the lower of the
-// two neighbours rather than an interpolation: withdrawals are counts.
-func quantile(xs []float64, q float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(xs)
-	i := int(math.Ceil(q*float64(len(xs)))) - 1
-	return xs[min(max(i, 0), len(xs)-1)]
 }
 
 // findPoint returns the point of (sig, entity) in the closed bucket, whose

@@ -1,0 +1,98 @@
+package detectors
+
+import (
+	"math"
+	"slices"
+
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// The baselines the detectors judge a bucket against are read from the
+// series' history ring by the few helpers here, so that detectors that
+// mean the same window read the same buckets.
+
+const dayNs = int64(24 * 3600e9)
+
+// median returns the median of xs (which it sorts); NaN when empty.
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	n := len(xs)
+	if n%2 == 1 {
+		return xs[n/2]
+	}
+	return (xs[n/2-1] + xs[n/2]) / 2
+}
+
+// quantile returns the q-quantile of xs (which it sorts), the lower of the
+// two neighbours rather than an interpolation: withdrawals are counts.
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(xs)
+	i := int(math.Ceil(q*float64(len(xs)))) - 1
+	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// recentHistory returns the values held in [t-window, t), leaving out the
+// buckets whose starts are in except (ascending), in *scratch, which it
+// reuses; ok is false with less than minHistory of them.
+func recentHistory(r *series.Ring, t, w int64, window, minHistory Duration, except []int64, scratch *[]float64) (vs []float64, ok bool) {
+	vs = (*scratch)[:0]
+	for x := max(t-int64(window), r.Oldest()); x < t; x += w {
+		for len(except) > 0 && except[0] < x {
+			except = except[1:]
+		}
+		if len(except) > 0 && except[0] == x {
+			continue
+		}
+		if v, ok := r.Get(x); ok {
+			vs = append(vs, v)
+		}
+	}
+	*scratch = vs
+	return vs, int64(len(vs))*w >= int64(minHistory)
+}
+
+// recentMedian is the median of the values held in [t-window, t); ok is
+// false with less than minHistory of them.
+func recentMedian(r *series.Ring, t, w int64, window, minHistory Duration, scratch *[]float64) (float64, bool) {
+	vs, ok := recentHistory(r, t, w, window, minHistory, nil, scratch)
+	if !ok {
+		return 0, false
+	}
+	return median(vs), true
+}
+
+// smoothedAt is the median of the buckets at t-w, t and t+w that are held.
+func smoothedAt(r *series.Ring, t, w int64) (float64, bool) {
+	var buf [3]float64
+	vs := buf[:0]
+	for _, x := range [3]int64{t - w, t, t + w} {
+		if v, ok := r.Get(x); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, false
+	}
+	return median(vs), true
+}
+
+// previousDays appends to vs the smoothed value at the time of day of t on
+// each of the last n days, as far back as the ring holds.
+func previousDays(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
+	for k := 1; k <= n; k++ {
+		at := t - int64(k)*dayNs
+		if at < r.Oldest() {
+			break
+		}
+		if v, ok := smoothedAt(r, at, w); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
