@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"errors"
 	"math"
 	"slices"
 
@@ -35,6 +36,18 @@ func quantile(xs []float64, q float64) float64 {
 	slices.Sort(xs)
 	i := int(math.Ceil(q*float64(len(xs)))) - 1
 	return xs[min(max(i, 0), len(xs)-1)]
+}
+
+// validateHistory checks the baseline_window and min_history settings of
+// the detectors whose baseline is recentHistory.
+func validateHistory(window, minHistory Duration) error {
+	switch {
+	case minHistory <= 0:
+		return errors.New("min_history: must be positive")
+	case window < minHistory:
+		return errors.New("baseline_window: must be at least min_history")
+	}
+	return nil
 }
 
 // recentHistory returns the values held in [t-window, t), leaving out the

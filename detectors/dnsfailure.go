@@ -84,12 +84,8 @@ func (p *DNSFailure) Validate() error {
 		return errors.New("resolve_multiple: must be between 1 and multiple")
 	case p.ResolveFor < 0:
 		return errors.New("resolve_for: must not be negative")
-	case p.MinHistory <= 0:
-		return errors.New("min_history: must be positive")
-	case p.BaselineWindow < p.MinHistory:
-		return errors.New("baseline_window: must be at least min_history")
 	}
-	return nil
+	return validateHistory(p.BaselineWindow, p.MinHistory)
 }
 
 // Build returns the detector.

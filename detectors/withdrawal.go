@@ -92,10 +92,9 @@ func (p *PrefixWithdrawal) Validate() error {
 		return errors.New("for, resolve_for, adapt_after: must not be negative")
 	case p.MinBaseline < 0:
 		return errors.New("min_baseline: must not be negative")
-	case p.MinHistory <= 0:
-		return errors.New("min_history: must be positive")
-	case p.BaselineWindow < p.MinHistory:
-		return errors.New("baseline_window: must be at least min_history")
+	}
+	if err := validateHistory(p.BaselineWindow, p.MinHistory); err != nil {
+		return err
 	}
 	return validateFeedFault(p.FeedFaultShare, p.FeedFaultMinEntities)
 }
@@ -360,10 +359,9 @@ func (p *WithdrawalBurst) Validate() error {
 		return errors.New("recover_share: must be a fraction in [0, 1] (0 resolves without waiting for space)")
 	case p.MaxHold < p.ResolveFor:
 		return errors.New("max_hold: must be at least resolve_for")
-	case p.MinHistory <= 0:
-		return errors.New("min_history: must be positive")
-	case p.BaselineWindow < p.MinHistory:
-		return errors.New("baseline_window: must be at least min_history")
+	}
+	if err := validateHistory(p.BaselineWindow, p.MinHistory); err != nil {
+		return err
 	}
 	return validateFeedFault(p.FeedFaultShare, p.FeedFaultMinEntities)
 }
