@@ -141,15 +141,13 @@ func daysIn(year, month int) int {
 
 // daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
 // date (Howard Hinnant's algorithm): plain arithmetic, where time.Date
-// would normalise and look up the location.
+// would normalise and look up the location. y is a four-digit year, so
+// y-1 >= -400 and shifting it by one era keeps the division non-negative.
 func daysFromCivil(y, m, d int) int64 {
 	if m <= 2 {
 		y--
 	}
-	era := y / 400
-	if y < 0 && y%400 != 0 {
-		era--
-	}
+	era := (y+400)/400 - 1
 	yoe := y - era*400
 	mp := (m + 9) % 12
 	doy := (153*mp+2)/5 + d - 1

@@ -53,6 +53,7 @@ func TestRFC3339(t *testing.T) {
 		{"2025-04-28T12:00:00.123456789Z", [4]bool{true, true, true, true}},
 		{"2024-02-29T23:59:59.5-03:30", [4]bool{true, true, true, true}},
 		{"0001-01-01T00:00:00Z", [4]bool{true, true, true, true}},
+		{"0000-02-29T12:00:00Z", [4]bool{true, true, true, true}},
 		{"9999-12-31T23:59:59.999999999+14:00", [4]bool{true, true, true, true}},
 		{"2025-04-28t10:33:00.123456789z", [4]bool{false, true, true, true}},
 		{"2025-04-28T10:33:00z", [4]bool{false, true, true, true}},
