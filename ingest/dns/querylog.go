@@ -201,11 +201,9 @@ func (d *QueryLogDecoder) parseTime(b []byte, i int) (int, error) {
 		if err != nil {
 			return i, err
 		}
-		t, ok := parseRFC3339(s)
+		t, ok := parseTimeText(s)
 		if !ok {
-			if t, ok = parseUnixSeconds(s); !ok {
-				return i, ingest.Errorf("time", "time %.40q is neither RFC 3339 nor Unix seconds", s)
-			}
+			return i, ingest.Errorf("time", "time %.40q is neither RFC 3339 nor Unix seconds", s)
 		}
 		d.line.Time = t
 		return next, nil

@@ -20,3 +20,12 @@ func parseUnixSeconds(s []byte) (int64, bool) {
 	sec, nsec, ok := timeparse.UnixSeconds(s)
 	return sec*1e9 + nsec, ok
 }
+
+// parseTimeText reads a time written as a JSON string: RFC 3339, or Unix
+// seconds that a writer quoted.
+func parseTimeText(s []byte) (int64, bool) {
+	if t, ok := parseRFC3339(s); ok {
+		return t, true
+	}
+	return parseUnixSeconds(s)
+}
