@@ -15,6 +15,7 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/pipeline"
 )
 
 // The live service gets exactly the alerts that replay gets from the same
@@ -33,27 +34,7 @@ func TestServiceMatchesReplay(t *testing.T) {
 	r := startService(t, mustValidate(t, testConfig(addr, dir, f.topics...)), f)
 	waitDone(t, r, f)
 	st := r.svc.Pipeline().Stats()
-	// The operations API lists exactly the pipeline's active alerts.
-	resp, err := http.Get("http://" + r.svc.Addr() + "/api/v1/alerts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var api struct {
-		Alerts    []alerting.Event `json:"alerts"`
-		Watermark *time.Time       `json:"watermark"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&api)
-	resp.Body.Close()
-	active := r.svc.Pipeline().ActiveAlerts()
-	if err != nil || api.Alerts == nil || len(api.Alerts) != len(active) || api.Watermark == nil ||
-		api.Watermark.UnixNano() != st.Watermark {
-		t.Fatalf("/api/v1/alerts = %+v (%v), pipeline has %d active, watermark %d", api, err, len(active), st.Watermark)
-	}
-	for i := range active {
-		if api.Alerts[i].ID != active[i].ID || api.Alerts[i].Status != alerting.Firing {
-			t.Fatalf("/api/v1/alerts[%d] = %s %s, want %s", i, api.Alerts[i].ID, api.Alerts[i].Status, active[i].ID)
-		}
-	}
+	assertAPIAlerts(t, r, st)
 	r.shutdown(t)
 
 	assertSameAlerts(t, readLines(t, filepath.Join(dir, "alerts.jsonl")), f.want)
@@ -176,27 +157,6 @@ func TestServiceBrokerOutage(t *testing.T) {
 	waitFor(t, "ready again", 60*time.Second, func() bool { return readyz() == http.StatusOK })
 	waitDone(t, r, f)
 	st := r.svc.Pipeline().Stats()
-	// The operations API lists exactly the pipeline's active alerts.
-	resp, err := http.Get("http://" + r.svc.Addr() + "/api/v1/alerts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var api struct {
-		Alerts    []alerting.Event `json:"alerts"`
-		Watermark *time.Time       `json:"watermark"`
-	}
-	err = json.NewDecoder(resp.Body).Decode(&api)
-	resp.Body.Close()
-	active := r.svc.Pipeline().ActiveAlerts()
-	if err != nil || api.Alerts == nil || len(api.Alerts) != len(active) || api.Watermark == nil ||
-		api.Watermark.UnixNano() != st.Watermark {
-		t.Fatalf("/api/v1/alerts = %+v (%v), pipeline has %d active, watermark %d", api, err, len(active), st.Watermark)
-	}
-	for i := range active {
-		if api.Alerts[i].ID != active[i].ID || api.Alerts[i].Status != alerting.Firing {
-			t.Fatalf("/api/v1/alerts[%d] = %s %s, want %s", i, api.Alerts[i].ID, api.Alerts[i].Status, active[i].ID)
-		}
-	}
 	r.shutdown(t)
 
 	assertSameAlerts(t, readLines(t, filepath.Join(dir, "alerts.jsonl")), f.want)
@@ -298,5 +258,31 @@ func TestServiceDeadLetters(t *testing.T) {
 	}
 	if line := `outagewatch_records_total{topic="flows"} ` + itoa(len(recs)); !strings.Contains(string(body), line) {
 		t.Errorf("metrics lack %q", line)
+	}
+}
+
+// assertAPIAlerts checks that /api/v1/alerts lists exactly the pipeline's
+// active alerts (an empty list, not null) and its watermark.
+func assertAPIAlerts(t *testing.T, r *running, st pipeline.Stats) {
+	t.Helper()
+	resp, err := http.Get("http://" + r.svc.Addr() + "/api/v1/alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var api struct {
+		Alerts    []alerting.Event `json:"alerts"`
+		Watermark *time.Time       `json:"watermark"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&api)
+	resp.Body.Close()
+	active := r.svc.Pipeline().ActiveAlerts()
+	if err != nil || api.Alerts == nil || len(api.Alerts) != len(active) || api.Watermark == nil ||
+		api.Watermark.UnixNano() != st.Watermark {
+		t.Fatalf("/api/v1/alerts = %+v (%v), pipeline has %d active, watermark %d", api, err, len(active), st.Watermark)
+	}
+	for i := range active {
+		if api.Alerts[i].ID != active[i].ID || api.Alerts[i].Status != alerting.Firing {
+			t.Fatalf("/api/v1/alerts[%d] = %s %s, want %s", i, api.Alerts[i].ID, api.Alerts[i].Status, active[i].ID)
+		}
 	}
 }
