@@ -35,6 +35,10 @@ type Config struct {
 	// SilentAfter is how many empty buckets make a feed silent (default 3).
 	SilentAfter int
 	Logger      *slog.Logger
+	// Tap, when set, sees every closed bucket before the detectors do: the
+	// values observed, which the history does not keep for outliers (it keeps
+	// the prediction). The HTML report records them this way.
+	Tap func(*aggregate.Closed)
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -230,6 +234,9 @@ func (p *Pipeline) Advance(wm int64) {
 }
 
 func (p *Pipeline) judge(c *aggregate.Closed) {
+	if p.cfg.Tap != nil {
+		p.cfg.Tap(c)
+	}
 	p.silence.Bucket(c, func(f detectors.Finding) { p.emit(nil, f) })
 	for _, br := range p.rules {
 		br.pts = br.pts[:0]

@@ -16,10 +16,11 @@ func TestReplayMRTArchives(t *testing.T) {
 		"../../ingest/bgp/testdata/ris-updates.20160811.1600.gz",
 		"../../ingest/bgp/testdata/routeviews-jinx-updates.1427846400.bz2",
 	} {
-		st, err := runReplay([]string{f}, replayOpts{}, func(*alerting.Event) {})
+		p, err := runReplay([]string{f}, replayOpts{}, func(*alerting.Event) {})
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
+		st := p.Stats()
 		if st.Records["bgp/mrt"] < 100 || st.Series == 0 {
 			t.Fatalf("%s: records %v, %d series", f, st.Records, st.Series)
 		}
@@ -41,8 +42,8 @@ func TestReplayRejectsNonMRTGzip(t *testing.T) {
 	}
 	empty := filepath.Join(t.TempDir(), "empty.bmp")
 	os.WriteFile(empty, nil, 0o644)
-	st, err := runReplay([]string{empty}, replayOpts{}, nil)
-	if err != nil || len(st.Records) != 0 {
-		t.Fatalf("empty BMP file: %v %v", st.Records, err)
+	p, err := runReplay([]string{empty}, replayOpts{}, nil)
+	if err != nil || len(p.Stats().Records) != 0 {
+		t.Fatalf("empty BMP file: %v %v", p, err)
 	}
 }

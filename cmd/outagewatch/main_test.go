@@ -96,3 +96,17 @@ func TestScoreFailsOnAMiss(t *testing.T) {
 		t.Fatalf("err %v out %q", err, out)
 	}
 }
+
+func TestReplayWritesAReport(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "r.html")
+	if _, _, err := run(t, "replay", "--report", f, "../../fixtures/telia-2019-06-20.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), "packet_loss{transit:1299@ams01} — packet_loss") || strings.Count(string(b), "<svg") < 1 {
+		t.Fatalf("report: %d bytes without the Telia chart", len(b))
+	}
+}

@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"log/slog"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
@@ -18,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/report"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/scenario"
 )
@@ -29,6 +32,9 @@ type replayOpts struct {
 	rules   string
 	mapFile string
 	out     string
+	report  string
+	// recorder keeps observed values for the report.
+	recorder *report.Recorder
 }
 
 func replayCmd() *cobra.Command {
@@ -58,22 +64,46 @@ not found on disk is taken from the ones bundled in the binary.`,
 			bw := bufio.NewWriter(w)
 			defer bw.Flush()
 			sink := alerting.NewJSONL("replay", bw)
+			var events []alerting.Event
+			if o.report != "" {
+				o.recorder = report.NewRecorder()
+			}
 			_, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
 				}
+				if o.report != "" {
+					events = append(events, *ev)
+				}
 			})
-			return err
+			if err != nil || o.report == "" {
+				return err
+			}
+			return writeReport(o.report, strings.Join(args, ", "), events, o.recorder)
 		},
 	}
 	c.Flags().StringVar(&o.rules, "rules", "", "rules file or directory of them (default: the fixture's, else the shipped rules)")
 	c.Flags().StringVar(&o.mapFile, "map", "", "mapping file: AS → country and name, prefix → origin AS and region")
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
+	c.Flags().StringVar(&o.report, "report", "", "also write an HTML report: the alerts and a chart of every alerted series")
 	return c
 }
 
-// runReplay replays inputs through one pipeline and returns its stats.
-func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeline.Stats, error) {
+// writeReport writes the HTML report of a replay.
+func writeReport(file, title string, events []alerting.Event, rec *report.Recorder) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if err := report.Write(f, title, events, rec); err != nil {
+		f.Close()
+		return fmt.Errorf("report %s: %w", file, err)
+	}
+	return f.Close()
+}
+
+// runReplay replays inputs through one pipeline and returns it.
+func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipeline.Pipeline, error) {
 	var srcs []replay.Source
 	m := netmap.New()
 	var local []uint32
@@ -81,12 +111,12 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 	var err error
 	if o.mapFile != "" {
 		if m, err = netmap.LoadFile(m, o.mapFile); err != nil {
-			return pipeline.Stats{}, err
+			return nil, err
 		}
 	}
 	if o.rules != "" {
 		if set, err = rules.LoadAll(o.rules); err != nil {
-			return pipeline.Stats{}, err
+			return nil, err
 		}
 	}
 	total := 0
@@ -94,18 +124,18 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 		if replay.IsFixture(in) {
 			spec, err := loadFixture(in)
 			if err != nil {
-				return pipeline.Stats{}, err
+				return nil, err
 			}
 			mergeMap(m, spec.Map())
 			local = append(local, spec.LocalASNs...)
 			if set == nil && spec.Rules != "" {
 				if set, err = rules.Load(filepath.Join(filepath.Dir(in), spec.Rules)); err != nil {
-					return pipeline.Stats{}, err
+					return nil, err
 				}
 			}
 			ss, err := replay.RenderSpec(spec)
 			if err != nil {
-				return pipeline.Stats{}, err
+				return nil, err
 			}
 			for _, s := range ss {
 				total += s.(*replay.SliceSource).Len()
@@ -115,21 +145,25 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 		}
 		s, err := replay.OpenFile(in)
 		if err != nil {
-			return pipeline.Stats{}, err
+			return nil, err
 		}
 		if ls, ok := s.(interface{ Len() int }); ok {
 			total += ls.Len()
 		}
 		srcs = append(srcs, s)
 	}
-	p, err := pipeline.New(pipeline.Config{Rules: set, Map: m, LocalASNs: local}, out)
+	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local}
+	if o.recorder != nil {
+		cfg.Tap = o.recorder.Bucket
+	}
+	p, err := pipeline.New(cfg, out)
 	if err != nil {
-		return pipeline.Stats{}, err
+		return nil, err
 	}
 	start := time.Now()
 	progress := newProgress(total)
 	if err := replay.Run(p, srcs, progress); err != nil {
-		return p.Stats(), err
+		return p, err
 	}
 	p.Finish() // the input is over: the routing table takes its last updates
 	st := p.Stats()
@@ -144,7 +178,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (pipeli
 	slog.Info("replay done", "records", recs, "decode_errors", bad, "series", st.Series,
 		"buckets", st.BucketsClosed, "alerts", st.Events, "elapsed", el.Round(time.Millisecond),
 		"records_per_s", int64(float64(recs)/el.Seconds()))
-	return st, nil
+	return p, nil
 }
 
 // loadFixture reads a fixture from disk, or from the bundled ones when no

@@ -35,10 +35,11 @@ every fixture bundled in the binary. Exit status 2 when any fixture fails.`,
 					return err
 				}
 				var events []alerting.Event
-				st, err := runReplay([]string{f}, o, func(ev *alerting.Event) { events = append(events, *ev) })
+				p, err := runReplay([]string{f}, o, func(ev *alerting.Event) { events = append(events, *ev) })
 				if err != nil {
 					return err
 				}
+				st := p.Stats()
 				r := score.Score(spec, events)
 				r.Stats = map[string]any{"records": st.Records, "decode_errors": st.DecodeErrors,
 					"series": st.Series, "buckets_closed": st.BucketsClosed}
