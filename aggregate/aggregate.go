@@ -21,11 +21,11 @@ import (
 	"github.com/outagewatch/outagewatch/series"
 )
 
-// Defaults.
+// Defaults. Lateness defaults to none: replay feeds records in event-time
+// order, and the live service sets its own (`lateness` in its config).
 const (
-	DefaultWidth    = int64(300e9) // 5 minutes
-	DefaultHistory  = 4032         // two weeks of 5-minute buckets
-	DefaultLateness = int64(60e9)
+	DefaultWidth   = int64(300e9) // 5 minutes
+	DefaultHistory = 4032         // two weeks of 5-minute buckets
 )
 
 // Config sets the bucket width, the allowed lateness and how many buckets of
