@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDispatcherRouting(t *testing.T) {
@@ -67,6 +68,13 @@ func TestDispatcherIsolatesSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	eq(t, "up got", len(up.IDs()), 1)
+	// The down sink's loop runs on its own: wait for its first attempt.
+	for deadline := time.Now().Add(10 * time.Second); d.Outbox("down").Stats().Failures == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the down sink was never tried")
+		}
+		time.Sleep(time.Millisecond)
+	}
 	d.Close()
 	eq(t, "down depth", d.Outbox("down").Depth(), 1)
 	if d.Stats()[0].Failures == 0 {
