@@ -14,8 +14,13 @@ const (
 	t0   = int64(1_700_000_100) * 1e9 / min5 * min5 // a bucket boundary
 )
 
-// gauge is a Last-aggregated signal from a feed where absence is unknown.
-var gauge = obs.Register(obs.SignalDef{Name: "test_gauge", Feed: obs.FeedQuality, Agg: obs.Last})
+// Test signals: a Last-aggregated gauge from a feed where absence is
+// unknown, a mean and a max.
+var (
+	gauge = obs.Register(obs.SignalDef{Name: "test_gauge", Feed: obs.FeedQuality, Agg: obs.Last})
+	mean  = obs.Register(obs.SignalDef{Name: "test_mean", Feed: obs.FeedDNS, Agg: obs.Mean})
+	mx    = obs.Register(obs.SignalDef{Name: "test_max", Feed: obs.FeedDNS, Agg: obs.Max})
+)
 
 type collected struct {
 	starts []int64
@@ -95,8 +100,6 @@ func TestMissingIsNotZero(t *testing.T) {
 }
 
 func TestAggregations(t *testing.T) {
-	mean := obs.Register(obs.SignalDef{Name: "test_mean", Feed: obs.FeedDNS, Agg: obs.Mean})
-	mx := obs.Register(obs.SignalDef{Name: "test_max", Feed: obs.FeedDNS, Agg: obs.Max})
 	a := New(Config{})
 	var c collected
 	for i, v := range []float64{1, 0, 0, 1} {
