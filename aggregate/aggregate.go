@@ -116,7 +116,7 @@ type Aggregator struct {
 	dirty  bool
 	// openStarts lists bucket starts with open data, ascending; feeds counts
 	// per open bucket.
-	feeds map[int64]map[obs.Feed]int64
+	feeds map[int64]*feedCounts
 	// closedTo is the end of the last closed bucket: observations before it
 	// are late.
 	closedTo int64
@@ -135,7 +135,7 @@ type Aggregator struct {
 	// lastStart and lastFeeds cache the feed counts of the bucket last
 	// observed into.
 	lastStart int64
-	lastFeeds map[obs.Feed]int64
+	lastFeeds *feedCounts
 	// slab is where new series take their history storage from: one
 	// allocation for many rings, so no ring is rounded up to a size class.
 	slab []byte
@@ -167,6 +167,37 @@ func (a *Aggregator) lookup(sig obs.Signal, entity string) *Series {
 	return s
 }
 
+// feedCounts counts one open bucket's observations per feed. Feeds are a
+// handful, so a short list beats a map on the per-observation path.
+type feedCounts struct {
+	feeds []obs.Feed
+	n     []int64
+}
+
+func (f *feedCounts) add(feed obs.Feed, n int64) {
+	for i, x := range f.feeds {
+		if x == feed {
+			f.n[i] += n
+			return
+		}
+	}
+	f.feeds = append(f.feeds, feed)
+	f.n = append(f.n, n)
+}
+
+// counts returns the counts as a map (nil-safe).
+func (f *feedCounts) counts() map[obs.Feed]int64 {
+	m := map[obs.Feed]int64{}
+	if f != nil {
+		for i, x := range f.feeds {
+			if f.n[i] > 0 {
+				m[x] = f.n[i]
+			}
+		}
+	}
+	return m
+}
+
 // addStart records a newly opened bucket start.
 func (a *Aggregator) addStart(start int64) {
 	if n := len(a.starts); n == 0 || a.starts[n-1] < start {
@@ -184,7 +215,7 @@ const slabSeries = 64
 // New returns an aggregator.
 func New(cfg Config) *Aggregator {
 	cfg.defaults()
-	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]map[obs.Feed]int64{}}
+	return &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]*feedCounts{}}
 }
 
 // Config returns the effective configuration.
@@ -234,7 +265,7 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 	if a.lastFeeds == nil || a.lastStart != start {
 		f := a.feeds[start]
 		if f == nil {
-			f = map[obs.Feed]int64{}
+			f = &feedCounts{}
 			a.feeds[start] = f
 			a.addStart(start)
 		}
@@ -242,7 +273,7 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 	}
 	def := o.Signal.Def()
 	if fromFeed {
-		a.lastFeeds[def.Feed]++
+		a.lastFeeds.add(def.Feed, 1)
 	}
 	switch def.Agg {
 	case obs.Sum:
@@ -397,7 +428,7 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 		})
 		a.dirty = false
 	}
-	feeds := a.feeds[start]
+	feeds := a.feeds[start].counts()
 	delete(a.feeds, start)
 	if a.lastStart == start {
 		a.lastFeeds = nil

@@ -5,6 +5,8 @@ import (
 	"encoding"
 	"encoding/gob"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/outagewatch/outagewatch/obs"
 )
@@ -39,7 +41,7 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		Feeds: map[int64]map[string]int64{}}
 	for start, f := range a.feeds {
 		m := map[string]int64{}
-		for k, v := range f {
+		for k, v := range f.counts() {
 			m[string(k)] = v
 		}
 		sn.Feeds[start] = m
@@ -88,11 +90,11 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			sn.Width, sn.History, a.cfg.Width, a.cfg.History)
 	}
 	a.closedTo = sn.ClosedTo
-	a.feeds = map[int64]map[obs.Feed]int64{}
+	a.feeds = map[int64]*feedCounts{}
 	for start, f := range sn.Feeds {
-		m := map[obs.Feed]int64{}
-		for k, v := range f {
-			m[obs.Feed(k)] = v
+		m := &feedCounts{}
+		for _, k := range slices.Sorted(maps.Keys(f)) {
+			m.add(obs.Feed(k), f[k])
 		}
 		a.feeds[start] = m
 		a.addStart(start)
