@@ -34,16 +34,14 @@ func streamRecords(b *testing.B, file, stream, flowFormat string) (*scenario.Spe
 	if err != nil {
 		b.Fatal(err)
 	}
+	all, err := replay.Collect(srcs...)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var recs []*ingest.Record
-	for _, s := range srcs {
-		for {
-			r, _ := s.Next()
-			if r == nil {
-				break
-			}
-			if r.Stream == stream {
-				recs = append(recs, r)
-			}
+	for _, r := range all {
+		if r.Stream == stream {
+			recs = append(recs, r)
 		}
 	}
 	return spec, recs

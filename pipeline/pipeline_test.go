@@ -24,21 +24,11 @@ func allRecords(t *testing.T, file string) (*scenario.Spec, []*ingest.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := replay.NewMerge(srcs...)
+	recs, err := replay.Collect(srcs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []*ingest.Record
-	for {
-		r, err := m.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r == nil {
-			return spec, recs
-		}
-		recs = append(recs, r)
-	}
+	return spec, recs
 }
 
 func newPipeline(t *testing.T, spec *scenario.Spec, out *bytes.Buffer) *pipeline.Pipeline {

@@ -125,3 +125,20 @@ func (m *Merge) Name() string {
 	}
 	return "merge(" + strings.Join(names, ",") + ")"
 }
+
+// Collect merges srcs by event time and returns every record, in order:
+// for tests and tools that want a rendered fixture as one slice.
+func Collect(srcs ...Source) ([]*ingest.Record, error) {
+	m, err := NewMerge(srcs...)
+	if err != nil {
+		return nil, err
+	}
+	var recs []*ingest.Record
+	for {
+		r, err := m.Next()
+		if err != nil || r == nil {
+			return recs, err
+		}
+		recs = append(recs, r)
+	}
+}

@@ -26,21 +26,11 @@ func teliaRecords(t *testing.T) (*scenario.Spec, []*ingest.Record) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := replay.NewMerge(srcs...)
+	recs, err := replay.Collect(srcs...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var recs []*ingest.Record
-	for {
-		r, err := m.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r == nil {
-			return spec, recs
-		}
-		recs = append(recs, r)
-	}
+	return spec, recs
 }
 
 func newPipeline(t *testing.T, spec *scenario.Spec, events *[]alerting.Event) *pipeline.Pipeline {

@@ -80,18 +80,11 @@ func buildFixture() error {
 	if err != nil {
 		return err
 	}
-	mg, err := replay.NewMerge(srcs...)
+	all, err := replay.Collect(srcs...)
 	if err != nil {
 		return err
 	}
-	for {
-		r, err := mg.Next()
-		if err != nil {
-			return err
-		}
-		if r == nil {
-			break
-		}
+	for _, r := range all {
 		if raceEnabled && r.Time < raceFrom {
 			continue
 		}
