@@ -296,12 +296,22 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 
 func (a *Aggregator) newSeries(k Key) *Series {
 	s := &Series{Key: k}
-	need := series.StorageBytes(a.cfg.History)
-	if len(a.slab) < need {
-		a.slab = make([]byte, need*slabSeries)
+	def := k.Signal.Def()
+	n := a.cfg.History
+	if def.History > 0 {
+		n = max(1, int(int64(def.History)/a.cfg.Width))
 	}
-	s.Hist.Init(a.slab[:need:need], a.cfg.History, a.cfg.Width)
-	a.slab = a.slab[need:]
+	if f := series.FormatFor(def.Precision); f != series.Default || n != a.cfg.History {
+		// A signal with a history of its own: rare enough to allocate.
+		s.Hist.Init(f, make([]byte, f.StorageBytes(n)), n, a.cfg.Width)
+	} else {
+		need := series.StorageBytes(a.cfg.History)
+		if len(a.slab) < need {
+			a.slab = make([]byte, need*slabSeries)
+		}
+		s.Hist.Init(series.Default, a.slab[:need:need], a.cfg.History, a.cfg.Width)
+		a.slab = a.slab[need:]
+	}
 	a.series[k] = s
 	a.sorted = append(a.sorted, s)
 	a.dirty = true

@@ -37,11 +37,17 @@ type Event struct {
 	Baseline float64   `json:"baseline"`
 	// BaselineMethod says what the baseline was computed from
 	// ("similar_days", "previous_weeks", "previous_day", ...).
-	BaselineMethod string   `json:"baseline_method,omitempty"`
-	ChangePct      float64  `json:"change_pct"`
-	Severity       string   `json:"severity"`
-	Summary        string   `json:"summary,omitempty"`
-	Actions        []string `json:"actions"`
+	BaselineMethod string  `json:"baseline_method,omitempty"`
+	ChangePct      float64 `json:"change_pct"`
+	// Confidence says how far past its threshold a firing change is, from
+	// 0.5 (just at it) towards 1; Reason why a resolve happened
+	// ("recovered", or "baseline_adapted": a lasting new level became the
+	// baseline).
+	Confidence float64  `json:"confidence,omitempty"`
+	Reason     string   `json:"reason,omitempty"`
+	Severity   string   `json:"severity"`
+	Summary    string   `json:"summary,omitempty"`
+	Actions    []string `json:"actions"`
 	// Details carries detector-specific evidence: affected destinations,
 	// sites, prefixes.
 	Details map[string]any `json:"details,omitempty"`

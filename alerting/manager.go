@@ -53,6 +53,7 @@ func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
 		ID: id, Status: f.Status, Rule: ruleName, Detector: f.Detector, Signal: f.Signal, Entity: f.Entity,
 		Labels: m.labels(f.Entity, labels), Start: ts(f.Start), At: ts(f.At),
 		Observed: f.Observed, Baseline: f.Baseline, BaselineMethod: f.BaselineMethod, ChangePct: f.ChangePct,
+		Confidence: f.Confidence, Reason: f.Reason,
 		Severity: severity, Summary: f.Summary, Actions: []string{}, Details: f.Details, Receivers: receivers,
 	}
 	for _, e := range f.Evidence {

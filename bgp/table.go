@@ -21,19 +21,32 @@ import (
 	"net/netip"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
+)
+
+// Visibility is judged against thresholds of 1 % (IODA warns below 99 %
+// of the moving median), so its history keeps ±0.1 %, twelve bits a
+// bucket; the routing detectors look back hours (six-hour medians, a day
+// of withdrawal counts), so a week of it is kept: 3 KB a series, less
+// than the two weeks of seven-bit traffic history.
+const (
+	visibilityPrecision = 0.001
+	visibilityHistory   = 7 * 24 * time.Hour
 )
 
 // Signals of the BGP feed.
 var (
 	// AnnouncedV4 is the IPv4 space visible for an origin AS or country, in
 	// /24 equivalents.
-	AnnouncedV4 = obs.Register(obs.SignalDef{Name: "bgp_announced_v4", Unit: "slash24", Feed: obs.FeedBGP, Agg: obs.Last})
+	AnnouncedV4 = obs.Register(obs.SignalDef{Name: "bgp_announced_v4", Unit: "slash24", Feed: obs.FeedBGP, Agg: obs.Last,
+		Precision: visibilityPrecision, History: visibilityHistory})
 	// AnnouncedV6 is the IPv6 space visible for an origin AS or country, in
 	// /48 equivalents.
-	AnnouncedV6 = obs.Register(obs.SignalDef{Name: "bgp_announced_v6", Unit: "slash48", Feed: obs.FeedBGP, Agg: obs.Last})
+	AnnouncedV6 = obs.Register(obs.SignalDef{Name: "bgp_announced_v6", Unit: "slash48", Feed: obs.FeedBGP, Agg: obs.Last,
+		Precision: visibilityPrecision, History: visibilityHistory})
 	// Withdrawals counts withdrawn prefixes by the origin they had.
 	Withdrawals = obs.Register(obs.SignalDef{Name: "bgp_withdrawals", Unit: "prefixes", Feed: obs.FeedBGP, Agg: obs.Sum, ZeroWhenAbsent: true})
 	// Announcements counts announced prefixes by origin.

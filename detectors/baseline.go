@@ -109,3 +109,17 @@ func previousDays(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
 	}
 	return vs
 }
+
+// robustSpread is the median absolute deviation of xs around m, scaled by
+// 1.4826 so that it estimates a standard deviation for normal noise while
+// a few spikes leave it alone. It reorders xs.
+func robustSpread(xs []float64, m float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	dev := make([]float64, len(xs))
+	for i, x := range xs {
+		dev[i] = math.Abs(x - m)
+	}
+	return 1.4826 * median(dev)
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -34,9 +35,20 @@ type Finding struct {
 	BaselineMethod string
 	ChangePct      float64
 	Summary        string
-	Details        map[string]any
-	Evidence       []Evidence
+	// Reason says why a resolve happened: "recovered", or
+	// ReasonBaselineAdapted when a lasting new level became the baseline.
+	Reason string
+	// Confidence, on a firing finding, says how far past its threshold the
+	// change is, from 0.5 (just at it) towards 1 (see confidence).
+	Confidence float64
+	Details    map[string]any
+	Evidence   []Evidence
 }
+
+// ReasonBaselineAdapted is the resolve reason of an alert whose new level
+// lasted the rule's adapt_after and became the baseline: the change is
+// still there, but it is the new normal, not an ongoing outage.
+const ReasonBaselineAdapted = "baseline_adapted"
 
 // Evidence is one bucket a detector looked at.
 type Evidence struct {
@@ -121,6 +133,24 @@ func changePct(v, b float64) float64 {
 		return 0
 	}
 	return math.Round((v-b)/b*1000) / 10
+}
+
+// confidence maps a change against the smallest change that fires (gate)
+// to 1 − ½·(gate/change)²: 0.5 at the gate, 0.875 at twice it, towards 1
+// beyond. A change as large as the series' noise allows never reaches 1.
+func confidence(change, gate float64) float64 {
+	if change <= 0 || gate <= 0 {
+		return 0
+	}
+	c := 1 - 0.5*(gate/change)*(gate/change)
+	return round(max(c, 0), 3)
+}
+
+// fmtDuration writes d for people: "2h", "20m", "1h30m".
+func fmtDuration(d Duration) string {
+	s := time.Duration(d).String()
+	s = strings.TrimSuffix(s, "0s")
+	return strings.TrimSuffix(s, "0m")
 }
 
 func round(v float64, places int) float64 {

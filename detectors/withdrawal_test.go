@@ -34,10 +34,11 @@ func newBGPRun(p Params) *bgpRun {
 	return &bgpRun{agg: aggregate.New(aggregate.Config{}), det: p.Build("test"), sig: sig, t: start}
 }
 
-// q is what the series history makes of v: the nearest power of
-// series.Step.
+// q is what the history of announced space makes of v: the nearest power
+// of its format's step.
 func q(v float64) float64 {
-	return math.Pow(series.Step, math.Round(math.Log(v)/math.Log(series.Step)))
+	step := series.FormatFor(rib.AnnouncedV4.Def().Precision).Step()
+	return math.Pow(step, math.Round(math.Log(v)/math.Log(step)))
 }
 
 // cellv is one observation of a bucket; NaN values are left out (missing).

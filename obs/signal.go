@@ -3,6 +3,7 @@ package obs
 import (
 	"fmt"
 	"sort"
+	"time"
 )
 
 // Signal identifies a kind of measurement. Signals are small integers so that
@@ -63,6 +64,16 @@ type SignalDef struct {
 	ZeroWhenAbsent bool
 	// NewAccumulator makes accumulators for Custom signals.
 	NewAccumulator func() Accumulator
+	// Precision is the relative error the signal's history may carry (half
+	// a quantisation step); 0 is the default ±2 %, plenty for traffic whose
+	// own noise is ten times that. Signals judged against 1 % thresholds
+	// (routing visibility) ask for finer, at more bits a bucket.
+	Precision float64
+	// History is how much history the signal's series keep; 0 is the
+	// aggregator's default (two weeks). Signals whose detectors look back
+	// hours, not weeks, keep less, so that a finer precision stays within
+	// the same memory per series.
+	History time.Duration
 }
 
 var (

@@ -1,18 +1,22 @@
 // Package series keeps the recent history of one signal for one entity in a
-// compact ring: seven bits per bucket, so that two weeks of 5-minute buckets
-// (4,032 of them) take 3,529 bytes and a tracked series, with its
-// bookkeeping, stays under 4 KiB, while a detector can still compare each
+// compact ring of log-quantised codes, so that a tracked series, with its
+// bookkeeping, stays under 4 KiB while a detector can still compare each
 // bucket with the same bucket on earlier days.
 //
 // Values are stored log-quantised against a per-series base: code c ≥ 2
-// stands for Step^(c-2+base), so every stored value is within ±2 % (half a
-// step) of the true one. The 126 value codes span a ratio of 140 between
-// the smallest and the largest value held; a new series puts its first value
-// 20 codes (a factor of 2.2) under the top. When a value exceeds the top the
-// base moves up and older codes shift down, losing resolution only at the
-// very bottom, more than a hundred times under the current level, where no
-// detector looks: a drop to under 1 % reads as "under 1 %". Code 0 is "no
-// data" (a feed that was down: unknown, not zero) and code 1 an exact zero.
+// stands for Step^(c-2+base), so every stored value is within half a step
+// of the true one. How fine the step is, is the signal's choice (Format):
+// the default, seven bits a bucket with a step of 4 % (±2 %), puts two
+// weeks of 5-minute buckets (4,032) in 3.5 KB and is plenty for traffic
+// whose noise is ten times that; routing visibility, judged against 1 %
+// thresholds, takes twelve bits with a step of 0.2 % (±0.1 %). Every
+// format spans a ratio of at least 130 between the smallest and the
+// largest value held; a new series puts its first value a factor of 2.2
+// under the top. When a value exceeds the top the base moves up and older
+// codes shift down, losing resolution only at the very bottom, more than a
+// hundred times under the current level, where no detector looks. Code 0
+// is "no data" (a feed that was down: unknown, not zero) and code 1 an
+// exact zero.
 package series
 
 import (
@@ -20,41 +24,92 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 )
 
 const (
-	// Step is the ratio between neighbouring codes: ±2 % quantisation error.
+	// Step is the ratio between neighbouring codes of the default format:
+	// ±2 % quantisation error.
 	Step = 1.04
 
 	codeMissing = 0
 	codeZero    = 1
 	codeMin     = 2
-	codeMax     = 127
-	bits        = 7
-	// headroom is how many codes above the first value are kept free when a
-	// series starts, so ordinary growth does not force a rebase.
-	headroom = 20
+	// span is the smallest ratio between the largest and the smallest
+	// value every format holds, and headroom the factor above a series'
+	// first value kept free, so ordinary growth does not force a rebase.
+	span     = 130
+	headroom = 2.2
 )
 
-var logStep = math.Log(Step)
-
-// pow holds Step^k for every code, so decoding is a table look-up and a
-// multiplication rather than an exponential.
-var pow [codeMax + 1]float64
-
-func init() {
-	for k := range pow {
-		pow[k] = math.Pow(Step, float64(k))
-	}
+// Format is how finely a ring stores values.
+type Format struct {
+	bits    uint8
+	max     uint32 // largest code
+	step    float64
+	logStep float64
+	head    int32 // codes kept free above the first value
+	pow     []float64
 }
 
-// StorageBytes is the storage a ring of n buckets needs.
-func StorageBytes(n int) int { return (n*bits+7)/8 + 1 }
+// Bits is the storage a bucket takes.
+func (f *Format) Bits() int { return int(f.bits) }
+
+// Step is the ratio between neighbouring codes.
+func (f *Format) Step() float64 { return f.step }
+
+// Precision is the largest relative error of a stored value.
+func (f *Format) Precision() float64 { return (f.step - 1) / 2 }
+
+var (
+	formatsMu sync.Mutex
+	formats   = map[float64]*Format{}
+)
+
+// Default is the format of signals that ask for nothing finer: ±2 %.
+var Default = FormatFor(0)
+
+// FormatFor returns the format that keeps values within precision (a
+// relative error, 0.001 = ±0.1 %) of the truth, in as few bits as that
+// and the span allow; 0 or anything coarser than ±2 % gives Default.
+func FormatFor(precision float64) *Format {
+	step := Step
+	if precision > 0 && 1+2*precision < Step {
+		step = 1 + 2*precision
+	}
+	formatsMu.Lock()
+	defer formatsMu.Unlock()
+	if f := formats[step]; f != nil {
+		return f
+	}
+	ls := math.Log(step)
+	codes := int(math.Ceil(math.Log(span)/ls)) + codeMin + 1
+	bits := uint8(math.Ceil(math.Log2(float64(codes))))
+	if bits > 16 {
+		panic(fmt.Sprintf("series: precision %g needs more than 16 bits", precision))
+	}
+	f := &Format{bits: bits, max: 1<<bits - 1, step: step, logStep: ls, head: int32(math.Round(math.Log(headroom) / ls))}
+	f.pow = make([]float64, f.max+1)
+	for k := range f.pow {
+		f.pow[k] = math.Pow(step, float64(k))
+	}
+	formats[step] = f
+	return f
+}
+
+// StorageBytes is the storage a ring of n buckets of the default format
+// needs.
+func StorageBytes(n int) int { return Default.StorageBytes(n) }
+
+// StorageBytes is the storage a ring of n buckets of f needs (two spare
+// bytes let a code be read as one three-byte word wherever it sits).
+func (f *Format) StorageBytes(n int) int { return (n*int(f.bits)+7)/8 + 2 }
 
 // Ring is the history of one series: a fixed number of buckets ending at the
 // most recent closed bucket.
 type Ring struct {
-	codes []byte // packed 7-bit codes
+	f     *Format
+	codes []byte // packed codes of f.bits each
 	n     int32  // buckets held
 	head  int32  // index of the most recent bucket
 	base  int32  // exponent of code codeMin
@@ -64,23 +119,30 @@ type Ring struct {
 	// first is the start of the first bucket ever stored: how much history
 	// the series really has, as opposed to how much it can hold.
 	first int64
-	// scale is Step^base, the value of code codeMin.
+	// scale is step^base, the value of code codeMin.
 	scale float64
 }
 
-// New returns a ring holding n buckets of the given width.
-func New(n int, width int64) *Ring {
+// New returns a ring of the default format holding n buckets of the given
+// width.
+func New(n int, width int64) *Ring { return NewFormat(Default, n, width) }
+
+// NewFormat returns a ring of format f holding n buckets.
+func NewFormat(f *Format, n int, width int64) *Ring {
 	r := &Ring{}
-	r.Init(make([]byte, StorageBytes(n)), n, width)
+	r.Init(f, make([]byte, f.StorageBytes(n)), n, width)
 	return r
 }
 
-// Init makes r an empty ring of n buckets over storage, which must be
-// StorageBytes(n) zero bytes: an aggregator carves the storage of many
-// series out of one slab so that no allocation rounds it up.
-func (r *Ring) Init(storage []byte, n int, width int64) {
-	*r = Ring{codes: storage[:StorageBytes(n)], n: int32(n), step: width}
+// Init makes r an empty ring of format f and n buckets over storage, which
+// must be f.StorageBytes(n) zero bytes: an aggregator carves the storage of
+// many series out of one slab so that no allocation rounds it up.
+func (r *Ring) Init(f *Format, storage []byte, n int, width int64) {
+	*r = Ring{f: f, codes: storage[:f.StorageBytes(n)], n: int32(n), step: width}
 }
+
+// Format returns the ring's format.
+func (r *Ring) Format() *Format { return r.f }
 
 // Len is the number of buckets the ring holds.
 func (r *Ring) Len() int { return int(r.n) }
@@ -94,17 +156,19 @@ func (r *Ring) Last() int64 { return r.last }
 // Bytes returns the memory the ring holds, for the per-series figure.
 func (r *Ring) Bytes() int { return len(r.codes) + 64 }
 
-func (r *Ring) get(i int32) byte {
-	bit := uint32(i) * bits
-	w := uint16(r.codes[bit>>3]) | uint16(r.codes[bit>>3+1])<<8
-	return byte(w>>(bit&7)) & codeMax
+func (r *Ring) get(i int32) uint32 {
+	bit := uint32(i) * uint32(r.f.bits)
+	b := r.codes[bit>>3 : bit>>3+3]
+	w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+	return w >> (bit & 7) & r.f.max
 }
 
-func (r *Ring) set(i int32, c byte) {
-	bit := uint32(i) * bits
-	w := uint16(r.codes[bit>>3]) | uint16(r.codes[bit>>3+1])<<8
-	w = w&^(codeMax<<(bit&7)) | uint16(c)<<(bit&7)
-	r.codes[bit>>3], r.codes[bit>>3+1] = byte(w), byte(w>>8)
+func (r *Ring) set(i int32, c uint32) {
+	bit := uint32(i) * uint32(r.f.bits)
+	b := r.codes[bit>>3 : bit>>3+3]
+	w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+	w = w&^(r.f.max<<(bit&7)) | c<<(bit&7)
+	b[0], b[1], b[2] = byte(w), byte(w>>8), byte(w>>16)
 }
 
 // Put stores the value of the bucket starting at t. Buckets between the
@@ -134,7 +198,7 @@ func (r *Ring) Put(t int64, v float64) {
 }
 
 // code returns the code of the bucket at t, codeMissing when not held.
-func (r *Ring) code(t int64) byte {
+func (r *Ring) code(t int64) uint32 {
 	if r.last == 0 || t > r.last {
 		return codeMissing
 	}
@@ -154,12 +218,12 @@ func (r *Ring) Get(t int64) (v float64, ok bool) {
 	case codeZero:
 		return 0, true
 	default:
-		return r.scale * pow[c-codeMin], true
+		return r.scale * r.f.pow[c-codeMin], true
 	}
 }
 
 // Level returns the bucket at t on the ring's logarithmic scale: levels one
-// apart differ by a factor of Step, so the distance between two levels
+// apart differ by a factor of the format's step, so the distance between two levels
 // measures a ratio without computing a logarithm. A zero sits ten levels
 // below the smallest value the ring can hold.
 func (r *Ring) Level(t int64) (int32, bool) {
@@ -187,47 +251,50 @@ func (r *Ring) index(back int32) int32 {
 	return i
 }
 
-func (r *Ring) encode(v float64) byte {
+func (r *Ring) encode(v float64) uint32 {
 	switch {
 	case math.IsNaN(v):
 		return codeMissing
 	case v <= 0:
 		return codeZero
 	}
-	e := math.Round(math.Log(v) / logStep)
+	top := float64(r.f.max)
+	e := math.Round(math.Log(v) / r.f.logStep)
 	if !r.init {
-		r.base = int32(e) - (codeMax - codeMin - headroom)
+		r.base = int32(e) - (int32(r.f.max) - codeMin - r.f.head)
 		r.init = true
-		r.scale = math.Pow(Step, float64(r.base))
+		r.scale = math.Pow(r.f.step, float64(r.base))
 	}
 	c := e - float64(r.base) + codeMin
-	if c > codeMax {
-		r.rebase(int32(c - codeMax))
-		c = codeMax
+	if c > top {
+		r.rebase(int32(c - top))
+		c = top
 	}
-	return byte(max(c, codeMin))
+	return uint32(max(c, codeMin))
 }
 
 // rebase moves the range up by d codes.
 func (r *Ring) rebase(d int32) {
 	r.base += d
-	r.scale = math.Pow(Step, float64(r.base))
+	r.scale = math.Pow(r.f.step, float64(r.base))
 	for i := int32(0); i < r.n; i++ {
 		if c := r.get(i); c >= codeMin {
-			r.set(i, byte(max(int32(c)-d, codeMin)))
+			r.set(i, uint32(max(int32(c)-d, codeMin)))
 		}
 	}
 }
 
 // MarshalBinary encodes the ring for checkpoints.
 func (r *Ring) MarshalBinary() ([]byte, error) {
-	b := make([]byte, 0, 40+len(r.codes))
+	b := make([]byte, 0, 50+len(r.codes))
 	b = binary.AppendUvarint(b, uint64(r.n))
 	b = binary.AppendVarint(b, r.step)
 	b = binary.AppendVarint(b, r.last)
 	b = binary.AppendUvarint(b, uint64(r.head))
 	b = binary.AppendVarint(b, int64(r.base))
 	b = binary.AppendVarint(b, r.first)
+	b = append(b, r.f.bits)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(r.f.step))
 	if r.init {
 		b = append(b, 1)
 	} else {
@@ -255,8 +322,20 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		vals[i] = v
 		b = b[n:]
 	}
+	if len(b) < 9 {
+		return errors.New("series: truncated ring header")
+	}
+	step := math.Float64frombits(binary.LittleEndian.Uint64(b[1:9]))
+	if !(step > 1 && step <= Step) {
+		return fmt.Errorf("series: corrupt ring (step %g)", step)
+	}
+	f := FormatFor((step - 1) / 2)
+	if f.bits != b[0] {
+		return fmt.Errorf("series: corrupt ring (%d bits for step %g)", b[0], step)
+	}
+	b = b[9:]
 	size := vals[0]
-	if size <= 0 || size > 1<<20 || len(b) != StorageBytes(int(size))+1 || vals[3] < 0 || vals[3] >= size || vals[1] <= 0 ||
+	if size <= 0 || size > 1<<20 || len(b) != f.StorageBytes(int(size))+1 || vals[3] < 0 || vals[3] >= size || vals[1] <= 0 ||
 		vals[4] < math.MinInt32/2 || vals[4] > math.MaxInt32/2 {
 		return fmt.Errorf("series: corrupt ring (size %d, %d bytes)", size, len(b))
 	}
@@ -265,8 +344,8 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		codes = make([]byte, len(b)-1)
 	}
 	copy(codes, b[1:])
-	*r = Ring{codes: codes, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
+	*r = Ring{f: f, codes: codes, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
 		base: int32(vals[4]), first: vals[5], init: b[0] == 1}
-	r.scale = math.Pow(Step, float64(r.base))
+	r.scale = math.Pow(f.step, float64(r.base))
 	return nil
 }

@@ -1,6 +1,7 @@
 package series
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -9,7 +10,13 @@ import (
 const min5 = int64(300e9)
 
 func TestRingQuantisationError(t *testing.T) {
-	r := New(4032, min5)
+	for _, f := range []*Format{Default, FormatFor(0.005), FormatFor(0.001)} {
+		t.Run(fmt.Sprintf("%dbits", f.Bits()), func(t *testing.T) { testQuantisation(t, f) })
+	}
+}
+
+func testQuantisation(t *testing.T, f *Format) {
+	r := NewFormat(f, 4032, min5)
 	rng := rand.New(rand.NewPCG(1, 2))
 	t0 := int64(1_700_000_000e9)
 	vals := make([]float64, 4032)
@@ -27,14 +34,14 @@ func TestRingQuantisationError(t *testing.T) {
 		if !ok {
 			t.Fatalf("bucket %d missing", i)
 		}
-		if e := math.Abs(got-v) / v; e > worst && v > top/math.Pow(Step, codeMax-codeMin) {
+		if e := math.Abs(got-v) / v; e > worst && v > top/math.Pow(f.step, float64(f.max-codeMin)) {
 			worst = e
 		}
 	}
-	// Values within the 1.04^125 ≈ 135× range under the maximum keep their
+	// Values within the format's range under the maximum keep their
 	// half-step error.
-	if worst > 0.0201 {
-		t.Fatalf("worst relative error %.4f, want ≤ 2 %%", worst)
+	if worst > f.Precision()*1.005 {
+		t.Fatalf("worst relative error %.5f, want ≤ %.4f", worst, f.Precision())
 	}
 }
 
@@ -154,7 +161,53 @@ func TestRingRebaseClampsTheBottom(t *testing.T) {
 	r.Put(2*min5, 10*math.Pow(Step, 300))
 	v, ok := r.Get(min5)
 	top, _ := r.Get(2 * min5)
-	if !ok || math.Abs(v/(top/math.Pow(Step, codeMax-codeMin))-1) > 0.001 {
-		t.Fatalf("old value %v, want the bottom of the range %v", v, top/math.Pow(Step, codeMax-codeMin))
+	if !ok || math.Abs(v/(top/math.Pow(Step, float64(Default.max-codeMin)))-1) > 0.001 {
+		t.Fatalf("old value %v, want the bottom of the range %v", v, top/math.Pow(Step, float64(Default.max-codeMin)))
+	}
+}
+
+func TestFormats(t *testing.T) {
+	cases := []struct {
+		precision float64
+		bits      int
+		bytes     int // for two weeks of 5-minute buckets
+	}{
+		{0, 7, 3530},
+		{0.02, 7, 3530},
+		{0.005, 9, 4538},
+		{0.001, 12, 6050},
+	}
+	for _, c := range cases {
+		f := FormatFor(c.precision)
+		if f.Bits() != c.bits || f.StorageBytes(4032) != c.bytes {
+			t.Errorf("FormatFor(%g): %d bits, %d bytes; want %d, %d", c.precision, f.Bits(), f.StorageBytes(4032), c.bits, c.bytes)
+		}
+		if got := math.Pow(f.step, float64(f.max-codeMin)); got < span {
+			t.Errorf("FormatFor(%g) spans %.0f×, want at least %d×", c.precision, got, span)
+		}
+	}
+	if FormatFor(0.001) != FormatFor(0.001) {
+		t.Error("FormatFor does not share formats")
+	}
+}
+
+func TestFineRingRoundTrip(t *testing.T) {
+	r := NewFormat(FormatFor(0.001), 100, min5)
+	for i := range int64(100) {
+		r.Put((i+1)*min5, 1000+float64(i))
+	}
+	b, _ := r.MarshalBinary()
+	var back Ring
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	for i := range int64(100) {
+		v, ok := back.Get((i + 1) * min5)
+		if want := 1000 + float64(i); !ok || math.Abs(v-want)/want > 0.001 {
+			t.Fatalf("bucket %d = %v %v, want %v within 0.1 %%", i, v, ok, want)
+		}
+	}
+	if back.Format() != FormatFor(0.001) {
+		t.Fatal("format not restored")
 	}
 }
