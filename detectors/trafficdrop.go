@@ -28,14 +28,37 @@ func init() { Register(TrafficDropName, func() Params { return DefaultTrafficDro
 // the days it has, and with less than a day it stays silent rather than
 // guess: the alert names the method used.
 //
+// A drop must pass two bars, against the similar days and against the
+// same time last week alike: Threshold, the relative drop an operator
+// calls an outage for this kind of entity, and Noise times the series' own
+// forecast error at that hour of the day. The forecast error is learnt as
+// the series runs: a robust spread (the mean absolute log-residual, scaled
+// to a standard deviation) of every ordinary bucket against its baseline,
+// kept per hour of the day with a memory of about four days. A quiet
+// region whose buckets land within 3 % of the forecast is caught at 40 %;
+// a city whose night-time counts swing by half around a small baseline
+// does not page at every trough, because at night its bar is its own
+// noise, not the threshold. Until an hour of the day (of a weekday, or of
+// a weekend day) has been seen once against a baseline, the series is
+// learnt, not judged there: a fresh series is silent for its first two
+// days, and on its first Saturday. The firing alert says
+// how far past both bars it is (confidence, sigmas).
+//
 // Outliers never become the baseline: while a bucket is anomalous (a drop
 // past the threshold, or a spike past SpikeRatio) the history keeps the
-// prediction in its place, as IODA does, until the new level has lasted
-// AdaptAfter, after which it is accepted as normal.
+// prediction in its place, as IODA does. A new level that lasts AdaptAfter
+// is accepted as normal: the history is rescaled by the new level's ratio
+// to the old (so the daily and weekly shape stays, at the new level), and
+// a firing alert resolves with reason baseline_adapted. AdaptAfter 0 never
+// adapts: the alert fires until the level comes back.
 type TrafficDrop struct {
 	// Threshold is the drop against baseline that fires, as a fraction
 	// (0.4 fires at 40 % below baseline).
 	Threshold float64 `yaml:"threshold"`
+	// Noise is how many standard deviations of the series' own forecast
+	// error (at that hour of the day) a drop must also exceed; 0 turns the
+	// noise bar off.
+	Noise float64 `yaml:"noise"`
 	// For is how long the drop must hold before the alert fires.
 	For Duration `yaml:"for"`
 	// Critical is a deeper drop that fires after a single bucket: a country
@@ -67,7 +90,7 @@ type TrafficDrop struct {
 // DefaultTrafficDrop returns the defaults that ship.
 func DefaultTrafficDrop() *TrafficDrop {
 	return &TrafficDrop{
-		Threshold: 0.4, For: Duration(10 * 60e9), Critical: 0.9,
+		Threshold: 0.4, Noise: 4, For: Duration(10 * 60e9), Critical: 0.9,
 		ResolveBelow: 0.2, ResolveFor: Duration(30 * 60e9),
 		MinBaseline: 0, SpikeRatio: 1.0, AdaptAfter: Duration(7 * 24 * 3600e9), MaxDays: 28,
 		FeedFaultShare: 0.8, FeedFaultMinEntities: 5,
@@ -79,6 +102,8 @@ func (p *TrafficDrop) Validate() error {
 	switch {
 	case p.Threshold <= 0 || p.Threshold >= 1:
 		return errors.New("threshold: must be a fraction between 0 and 1 (0.4 = 40 % drop)")
+	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
+		return errors.New("noise: must be a finite number of standard deviations, at least 0")
 	case p.Critical != 0 && (p.Critical < p.Threshold || p.Critical > 1):
 		return errors.New("critical: must be between threshold and 1, or 0 to disable")
 	case p.ResolveBelow < 0 || p.ResolveBelow >= p.Threshold:
@@ -113,8 +138,13 @@ type dropState struct {
 	RunStart       int64 // first bucket of the current anomalous run
 	Firing         bool
 	FireStart      int64
-	Substituted    int // consecutive buckets whose value the history did not keep
-	Recent         evidenceLog
+	Substituted    int // buckets of the current outlier run whose value the history did not keep
+	// Ratios holds the observed/baseline ratios of the last day of the
+	// current outlier run: the new level, should it last AdaptAfter.
+	Ratios []float32
+	// Noise is the learnt forecast error per hour of the day (UTC).
+	Noise  noiseModel
+	Recent evidenceLog
 	// Similar caches the ranking of past days, recomputed hourly.
 	Similar   []int
 	SimilarAt int64
@@ -144,6 +174,8 @@ type judged struct {
 	base      float64
 	method    string
 	drop      float64
+	sigma     float64 // forecast error at this hour (log scale); 0 while unknown
+	gate      float64 // the smallest log-drop that fires
 	anomalous bool
 }
 
@@ -166,7 +198,21 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			continue
 		}
 		drop := 1 - pt.Value/base
-		js = append(js, judged{p: pt, st: st, base: base, method: method, drop: drop, anomalous: drop >= d.p.Threshold})
+		sigma, known := st.Noise.sigma(c.Start, w)
+		gate := max(-math.Log(1-d.p.Threshold), d.p.Noise*sigma)
+		// Until the series' noise at this hour is known, it is learnt, not
+		// judged: a fresh series pages neither at its first troughs nor at
+		// its first weekend.
+		anomalous := logDrop(pt.Value, base) >= gate && (known || d.p.Noise == 0)
+		// A drop must also be one against the same time last week, where
+		// the history has it: the hours after midnight on a Saturday look
+		// like any weeknight's to the similar-days ranking, but not to last
+		// Saturday.
+		if wow, ok := smoothedAt(&pt.Series.Hist, c.Start-7*dayNs, w); ok && anomalous && method == "similar_days" {
+			anomalous = logDrop(pt.Value, wow) >= gate
+		}
+		js = append(js, judged{p: pt, st: st, base: base, method: method, drop: drop, sigma: sigma, gate: gate,
+			anomalous: anomalous})
 	}
 	if d.feedFault(c, js, emit) {
 		return
@@ -176,11 +222,18 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		st, pt := j.st, j.p
 		// Keep outliers out of the history until a new level has lasted.
 		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
-		if outlier && int64(st.Substituted)*w < int64(d.p.AdaptAfter) {
-			pt.Series.Hist.Put(c.Start, j.base)
+		switch {
+		case outlier:
 			st.Substituted++
-		} else {
-			st.Substituted = 0
+			st.addRatio(pt.Value / j.base)
+			if d.p.AdaptAfter > 0 && int64(st.Substituted)*w >= int64(d.p.AdaptAfter) {
+				d.adapt(c, j, emit)
+				continue
+			}
+			pt.Series.Hist.Put(c.Start, j.base)
+		case !st.Firing:
+			st.Substituted, st.Ratios = 0, st.Ratios[:0]
+			st.Noise.learn(c.Start, math.Log(max(pt.Value, 1e-9)/j.base))
 		}
 		if j.anomalous {
 			if st.Run == 0 {
@@ -207,7 +260,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if st.Recovered >= resolveN {
 			st.Firing = false
 			f := d.finding(Resolved, c, j)
-			f.End = c.Start - int64(resolveN-1)*w
+			f.End, f.Reason = c.Start-int64(resolveN-1)*w, "recovered"
 			emit(f)
 			st.Recovered = 0
 		}
@@ -254,6 +307,56 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 	return false
 }
 
+// adapt makes the level of the current outlier run the baseline: the
+// history is rescaled by the run's median ratio to it, so similar days
+// predict the new level with the old shape, and a firing alert resolves
+// as baseline_adapted.
+func (d *trafficDrop) adapt(c *aggregate.Closed, j judged, emit func(Finding)) {
+	st, r := j.st, &j.p.Series.Hist
+	ratios := make([]float64, len(st.Ratios))
+	for i, x := range st.Ratios {
+		ratios[i] = float64(x)
+	}
+	ratio := median(ratios)
+	for t := r.Oldest(); t < c.Start; t += c.End - c.Start {
+		if v, ok := r.Get(t); ok {
+			r.Put(t, v*ratio)
+		}
+	}
+	st.Substituted, st.Ratios, st.SimilarAt = 0, st.Ratios[:0], 0
+	st.Run, st.Recovered = 0, 0
+	if !st.Firing {
+		return
+	}
+	st.Firing = false
+	f := d.finding(Resolved, c, j)
+	f.End, f.Reason = c.End, ReasonBaselineAdapted
+	f.Details = map[string]any{"level_ratio": round(ratio, 3)}
+	f.Summary = fmt.Sprintf("%s of %s has stayed at %.0f%% of its old baseline for %s: the new level is the baseline now",
+		f.Signal, f.Entity, 100*ratio, fmtDuration(d.p.AdaptAfter))
+	emit(f)
+}
+
+// addRatio records one observed/baseline ratio of an outlier run, keeping
+// the last day of them.
+func (st *dropState) addRatio(r float64) {
+	const kept = 288
+	if len(st.Ratios) == kept {
+		copy(st.Ratios, st.Ratios[1:])
+		st.Ratios = st.Ratios[:kept-1]
+	}
+	st.Ratios = append(st.Ratios, float32(r))
+}
+
+// logDrop is how far v is under base on a log scale (ln(base/v)); a zero
+// is an unbounded drop.
+func logDrop(v, base float64) float64 {
+	if v <= 0 {
+		return math.Inf(1)
+	}
+	return math.Log(base / v)
+}
+
 func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Finding {
 	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
 		Start: j.st.FireStart, At: c.End, Observed: round(j.p.Value, 3), Baseline: round(j.base, 3),
@@ -263,6 +366,16 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.p.Value, wow)}
 	}
 	if status == Firing {
+		ld := logDrop(j.p.Value, j.base)
+		f.Confidence = confidence(ld, j.gate)
+		if f.Details == nil {
+			f.Details = map[string]any{}
+		}
+		f.Details["threshold_pct"] = round(100*(1-math.Exp(-j.gate)), 1)
+		if j.sigma > 0 {
+			f.Details["noise_pct"] = round(100*j.sigma, 1)
+			f.Details["sigmas"] = round(min(ld/j.sigma, 999), 1)
+		}
 		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method)
 	} else {
 		f.Summary = fmt.Sprintf("%s of %s recovered (%.1f%% against baseline)", f.Signal, f.Entity, f.ChangePct)

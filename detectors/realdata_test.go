@@ -1,0 +1,144 @@
+package detectors
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	rib "github.com/outagewatch/outagewatch/bgp"
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// seriesRun feeds one bucket at a time of arbitrary series to one detector.
+type seriesRun struct {
+	agg      *aggregate.Aggregator
+	det      Detector
+	findings []Finding
+}
+
+func newSeriesRun(p Params) *seriesRun {
+	if err := p.Validate(); err != nil {
+		panic(err)
+	}
+	return &seriesRun{agg: aggregate.New(aggregate.Config{}), det: p.Build("test")}
+}
+
+// feed renders n buckets from `from`; value(entity, t) gives each value.
+func (r *seriesRun) feed(from int64, n int, ents []string, value func(e string, t int64) float64) {
+	for i := 0; i < n; i++ {
+		t := from + int64(i)*w5
+		for _, e := range ents {
+			r.agg.Observe(&obs.Observation{Time: t + 1, Signal: obs.TrafficBytes, Entity: e, Value: value(e, t)})
+		}
+		r.agg.Advance(t+w5, func(c *aggregate.Closed) {
+			r.det.Bucket(c, c.Points, func(f Finding) { r.findings = append(r.findings, f) })
+		})
+	}
+}
+
+func (r *seriesRun) take() []Finding {
+	f := r.findings
+	r.findings = nil
+	return f
+}
+
+// weekend is the weekend factor of level (0.8), 1 on weekdays.
+func weekend(t int64) float64 {
+	if wd := time.Unix(0, t).UTC().Weekday(); wd == time.Saturday || wd == time.Sunday {
+		return 0.8
+	}
+	return 1
+}
+
+// noisy is level() with relative normal noise of sd, seeded per call site.
+func noisy(seed uint64, sd float64) func(e string, t int64) float64 {
+	rng := rand.New(rand.NewPCG(seed, 3))
+	return func(e string, t int64) float64 { return level(t, 1e6) * (1 + sd*rng.NormFloat64()) }
+}
+
+func TestTrafficDropLevelShiftBecomesTheBaseline(t *testing.T) {
+	p := DefaultTrafficDrop()
+	p.Threshold, p.ResolveBelow, p.AdaptAfter = 0.25, 0.1, Duration(2*dayNs)
+	r := newSeriesRun(p)
+	// A daily cycle with no weekend: weekend days would be the "similar
+	// days" of a weekday 30 % down, as they are in Radar's method.
+	rng := rand.New(rand.NewPCG(1, 3))
+	base := func(e string, t int64) float64 { return level(t, 1e6) / weekend(t) * (1 + 0.02*rng.NormFloat64()) }
+	r.feed(start, 15*288, []string{"asn:1"}, base)
+	if f := r.take(); len(f) != 0 {
+		t.Fatalf("quiet fortnight fired: %+v", f)
+	}
+	// A customer leaves: 30 % less from now on.
+	onset := start + 15*dayNs
+	r.feed(onset, 6*288, []string{"asn:1"}, func(e string, t int64) float64 { return 0.7 * base(e, t) })
+	f := r.take()
+	if len(f) != 2 {
+		t.Fatalf("got %d findings, want firing then baseline_adapted: %+v", len(f), f)
+	}
+	if g := f[0]; g.Status != Firing || g.Start != onset || g.At != onset+2*w5 || g.Confidence <= 0.5 {
+		t.Fatalf("firing %+v", g)
+	}
+	// The adapt_after clock runs from the first outlier bucket: two days
+	// of them end with the bucket that starts at onset + 2d − 5 min.
+	if g := f[1]; g.Status != Resolved || g.Reason != ReasonBaselineAdapted || g.At != onset+2*dayNs ||
+		math.Abs(g.Details["level_ratio"].(float64)-0.7) > 0.02 {
+		t.Fatalf("resolve %+v, want baseline_adapted at %d", g, onset+2*dayNs)
+	}
+	// And the new level stays quiet for the four days after.
+}
+
+func TestTrafficDropLongOutageStaysFiring(t *testing.T) {
+	p := DefaultTrafficDrop()
+	p.AdaptAfter = Duration(10 * dayNs) // longer than the outage
+	r := newSeriesRun(p)
+	base := noisy(2, 0.02)
+	r.feed(start, 15*288, []string{"country:XX"}, base)
+	onset := start + 15*dayNs
+	end := onset + 9*dayNs
+	r.feed(onset, 12*288, []string{"country:XX"}, func(e string, t int64) float64 {
+		if t >= onset && t < end {
+			return 0.04 * base(e, t)
+		}
+		return base(e, t)
+	})
+	f := r.take()
+	if len(f) != 2 || f[0].Status != Firing || f[0].Start != onset || f[1].Status != Resolved ||
+		f[1].Reason != "recovered" || f[1].End != end {
+		t.Fatalf("findings %+v, want one firing at %d and its resolve at %d", f, onset, end)
+	}
+	// The default adapt_after (a week) would have called the ninth day
+	// normal; 0 never adapts.
+	p.AdaptAfter = 0
+	r = newSeriesRun(p)
+	r.feed(start, 15*288, []string{"country:XX"}, base)
+	r.feed(onset, 30*288, []string{"country:XX"}, func(e string, t int64) float64 { return 0.04 * base(e, t) })
+	if f := r.take(); len(f) != 1 || f[0].Status != Firing {
+		t.Fatalf("adapt_after 0: %+v, want one firing and no resolve", f)
+	}
+}
+
+// IODA warns when visibility falls under 99 % of its moving median: the
+// history must hold announced space to better than 1 %.
+func TestPrefixWithdrawalOnePercent(t *testing.T) {
+	p := DefaultPrefixWithdrawal()
+	p.Threshold, p.ResolveBelow, p.MinBaseline = 0.01, 0.005, 1
+	r := newBGPRun(p)
+	vis := func(v float64) []cellv { return []cellv{{rib.AnnouncedV4, "country:XX", v}} }
+	for range 24 {
+		r.bucket(vis(10000)...)
+	}
+	onset := r.t
+	for range 6 {
+		r.bucket(vis(9850)...) // −1.5 %
+	}
+	back := r.t
+	for range 6 {
+		r.bucket(vis(9990)...) // −0.1 %: back
+	}
+	f := r.take()
+	if len(f) != 2 || f[0].Status != Firing || f[0].Start != onset || f[1].Status != Resolved || f[1].End != back {
+		t.Fatalf("findings %+v, want firing at %d, resolved from %d", f, onset, back)
+	}
+}
