@@ -184,9 +184,20 @@ type pathEntry struct {
 }
 
 type space struct {
-	v4, v6             uint64 // IPv4 addresses, IPv6 /64s
-	emitted4, emitted6 bool   // last emitted value was non-zero
+	v4, v6 uint64 // IPv4 addresses, IPv6 /64s
+	// emitted4 and emitted6 say the family had space and is reported,
+	// zero or not, until the entity has had none at all since zeroSince
+	// for zeroRetention.
+	emitted4, emitted6 bool
+	zeroSince          int64
 }
+
+// zeroRetention is how long a network (or country) that withdrew all its
+// routes keeps reporting a space of 0 while the collectors are healthy:
+// as long as the visibility history, so a detector sees the zeros, not
+// missing buckets it would skip, for as long as it remembers the space
+// before. A network gone longer is forgotten.
+const zeroRetention = int64(visibilityHistory)
 
 // Table is the routing table. It is safe for concurrent use: decoders of
 // other streams resolve origins (OriginAS) while the BGP decoders apply
@@ -741,8 +752,8 @@ func (t *Table) refresh() {
 }
 
 // EmitSpace emits, for event time at, the announced IPv4 and IPv6 space of
-// every origin AS and country with visible space, and a zero once for those
-// that lost it all. With no full-feed peer up nothing is emitted: the feed
+// every origin AS and country with visible space, and zeros for those
+// that had space and lost it (for zeroRetention). With no full-feed peer up nothing is emitted: the feed
 // is down, which is not the same as every origin withdrawing. The sink is
 // called with the table locked: it must not call back into the table. The cost is
 // one pass over the origins, not over the routes.
@@ -772,16 +783,15 @@ func (t *Table) EmitSpace(at int64, sink obs.Sink) {
 			c.v4 += s.v4
 			c.v6 += s.v6
 		}
-		if s.v4 == 0 && s.v6 == 0 {
+		if s.v4 == 0 && s.v6 == 0 && !s.emitted4 && !s.emitted6 {
 			delete(t.origins, a)
 		}
 	}
 	for cc, c := range t.countries {
 		if byCountry[cc] == nil {
-			byCountry[cc] = &space{emitted4: c.emitted4, emitted6: c.emitted6}
-		} else {
-			byCountry[cc].emitted4, byCountry[cc].emitted6 = c.emitted4, c.emitted6
+			byCountry[cc] = &space{}
 		}
+		byCountry[cc].emitted4, byCountry[cc].emitted6, byCountry[cc].zeroSince = c.emitted4, c.emitted6, c.zeroSince
 	}
 	ccs := make([]string, 0, len(byCountry))
 	for cc := range byCountry {
@@ -792,7 +802,7 @@ func (t *Table) EmitSpace(at int64, sink obs.Sink) {
 		c := byCountry[cc]
 		t.emitSpace(at, t.countryEntity(cc), c, sink)
 		if c.emitted4 || c.emitted6 {
-			t.countries[cc] = &space{emitted4: c.emitted4, emitted6: c.emitted6}
+			t.countries[cc] = &space{emitted4: c.emitted4, emitted6: c.emitted6, zeroSince: c.zeroSince}
 		} else {
 			delete(t.countries, cc)
 		}
@@ -803,12 +813,22 @@ func (t *Table) emitSpace(at int64, entity string, s *space, sink obs.Sink) {
 	if s.v4 > 0 || s.emitted4 {
 		t.o = obs.Observation{Time: at, Signal: AnnouncedV4, Entity: entity, Value: float64(s.v4) / 256}
 		sink.Observe(&t.o)
-		s.emitted4 = s.v4 > 0
+		s.emitted4 = true
 	}
 	if s.v6 > 0 || s.emitted6 {
 		t.o = obs.Observation{Time: at, Signal: AnnouncedV6, Entity: entity, Value: float64(s.v6) / 65536}
 		sink.Observe(&t.o)
-		s.emitted6 = s.v6 > 0
+		s.emitted6 = true
+	}
+	if s.v4 > 0 || s.v6 > 0 {
+		s.zeroSince = 0
+		return
+	}
+	if s.zeroSince == 0 {
+		s.zeroSince = at
+	}
+	if at-s.zeroSince >= zeroRetention {
+		s.emitted4, s.emitted6 = false, false
 	}
 }
 

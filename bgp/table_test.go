@@ -117,15 +117,9 @@ func TestVisibilityAndSpace(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("after withdrawal:\n got %q\nwant %q", got, want)
 	}
-	// The zero was sent once; next time only live values.
-	got = gauges(tab, 300)
-	want = []string{
-		"bgp_announced_v6 asn:64500=1",
-		"bgp_announced_v4 asn:64502=2560",
-		"bgp_announced_v4 country:GB=2560",
-		"bgp_announced_v6 country:PT=1",
-	}
-	if !slices.Equal(got, want) {
+	// While the collectors are healthy, space that is gone reads 0, not
+	// missing, bucket after bucket.
+	if got = gauges(tab, 300); !slices.Equal(got, want) {
 		t.Fatalf("third bucket:\n got %q\nwant %q", got, want)
 	}
 
@@ -353,5 +347,40 @@ func TestCheckpointRejectsGarbage(t *testing.T) {
 	}
 	if err := New(Config{}).UnmarshalBinary(append(b, 0)); err == nil {
 		t.Fatal("trailing byte accepted")
+	}
+}
+
+// A network that withdraws every route reports 0 while the collectors are
+// up, for as long as the history remembers its space, then is forgotten;
+// with no full feed up it reports nothing (no data).
+func TestWithdrawnEverythingReadsZero(t *testing.T) {
+	tab := New(Config{Map: testMap()})
+	ps := peers(tab, 2)
+	for _, p := range ps {
+		announce(tab, p, 1, 64502, "10.0.0.0/16")
+		announce(tab, p, 1, 64500, "2001:db8:1::/48")
+	}
+	gauges(tab, 5)
+	for _, p := range ps {
+		tab.Apply(&Update{Peer: p, Time: 10, Withdrawn: []netip.Prefix{pfx("2001:db8:1::/48")}}, nil)
+	}
+	want := []string{
+		"bgp_announced_v6 asn:64500=0",
+		"bgp_announced_v4 asn:64502=256",
+		"bgp_announced_v4 country:GB=256",
+		"bgp_announced_v6 country:PT=0",
+	}
+	for _, at := range []int64{100, 200, 100 + zeroRetention - 1} {
+		if got := gauges(tab, at); !slices.Equal(got, want) {
+			t.Fatalf("at %d:\n got %q\nwant %q", at, got, want)
+		}
+	}
+	// The last zero, then forgotten.
+	if got := gauges(tab, 100+zeroRetention); !slices.Equal(got, want) {
+		t.Fatalf("at retention:\n got %q\nwant %q", got, want)
+	}
+	want = []string{"bgp_announced_v4 asn:64502=256", "bgp_announced_v4 country:GB=256"}
+	if got := gauges(tab, 200+zeroRetention); !slices.Equal(got, want) {
+		t.Fatalf("after retention:\n got %q\nwant %q", got, want)
 	}
 }

@@ -142,3 +142,36 @@ func TestPrefixWithdrawalOnePercent(t *testing.T) {
 		t.Fatalf("findings %+v, want firing at %d, resolved from %d", f, onset, back)
 	}
 }
+
+// A national ISP's IPv6 is withdrawn completely during its outage (the
+// table reports 0 while the collectors are up, not missing), then half of
+// it returns: the alert keeps firing until the space is back near where
+// it was before.
+func TestPrefixWithdrawalFullWithdrawalThenHalfBack(t *testing.T) {
+	p := DefaultPrefixWithdrawal()
+	p.Threshold, p.ResolveBelow, p.MinBaseline = 0.3, 0.1, 4 // the shipped asn-prefix-withdrawal
+	r := newBGPRun(p)
+	r.sig = rib.AnnouncedV6
+	v6 := func(v float64) []cellv { return []cellv{{rib.AnnouncedV6, "asn:9", v}} }
+	for range 24 {
+		r.bucket(v6(4096)...)
+	}
+	onset := r.t
+	for range 36 { // three hours with nothing: 0, not missing
+		r.bucket(v6(0)...)
+	}
+	for range 144 { // twelve hours half back
+		r.bucket(v6(2048)...)
+	}
+	f := r.take()
+	if len(f) != 1 || f[0].Status != Firing || f[0].Start != onset {
+		t.Fatalf("findings %+v, want one firing at %d and no resolve while half the space is gone", f, onset)
+	}
+	back := r.t
+	for range 6 {
+		r.bucket(v6(4090)...)
+	}
+	if f := r.take(); len(f) != 1 || f[0].Status != Resolved || f[0].End != back {
+		t.Fatalf("findings %+v, want the resolve from %d", f, back)
+	}
+}
