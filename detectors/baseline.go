@@ -123,3 +123,51 @@ func robustSpread(xs []float64, m float64) float64 {
 	}
 	return 1.4826 * median(dev)
 }
+
+// levelRun follows a run of outlier buckets whose values the history did
+// not keep, so that a new level which lasts a rule's adapt_after becomes
+// the baseline instead of firing (or flapping) forever.
+type levelRun struct {
+	// Substituted counts the buckets of the run.
+	Substituted int
+	// Ratios holds the observed/baseline ratios of the run's last day: the
+	// new level, should it last.
+	Ratios []float32
+}
+
+// add records one outlier bucket.
+func (l *levelRun) add(ratio float64) {
+	const kept = 288
+	if len(l.Ratios) == kept {
+		copy(l.Ratios, l.Ratios[1:])
+		l.Ratios = l.Ratios[:kept-1]
+	}
+	l.Ratios = append(l.Ratios, float32(ratio))
+	l.Substituted++
+}
+
+// due reports whether the run has lasted after (0: never).
+func (l *levelRun) due(w int64, after Duration) bool {
+	return after > 0 && int64(l.Substituted)*w >= int64(after)
+}
+
+func (l *levelRun) reset() { l.Substituted, l.Ratios = 0, l.Ratios[:0] }
+
+// adapt makes the run's level the baseline: every bucket of the history
+// before t is multiplied by the run's median ratio, so the history keeps
+// its shape (a daily cycle, a weekly one) at the new level. It returns
+// the ratio and ends the run.
+func (l *levelRun) adapt(r *series.Ring, t int64) float64 {
+	ratios := make([]float64, len(l.Ratios))
+	for i, x := range l.Ratios {
+		ratios[i] = float64(x)
+	}
+	ratio := median(ratios)
+	for x := r.Oldest(); x < t; x += r.Width() {
+		if v, ok := r.Get(x); ok {
+			r.Put(x, v*ratio)
+		}
+	}
+	l.reset()
+	return ratio
+}

@@ -135,6 +135,16 @@ func changePct(v, b float64) float64 {
 	return math.Round((v-b)/b*1000) / 10
 }
 
+// adaptedFinding turns a resolve into one that says the new level, at
+// ratio to the old baseline, has lasted after and is the baseline now.
+func adaptedFinding(f Finding, c *aggregate.Closed, ratio float64, after Duration) Finding {
+	f.End, f.Reason = c.End, ReasonBaselineAdapted
+	f.Details = map[string]any{"level_ratio": round(ratio, 3)}
+	f.Summary = fmt.Sprintf("%s of %s has stayed at %.0f%% of its old baseline for %s: the new level is the baseline now",
+		f.Signal, f.Entity, 100*ratio, fmtDuration(after))
+	return f
+}
+
 // confidence maps a change against the smallest change that fires (gate)
 // to 1 − ½·(gate/change)²: 0.5 at the gate, 0.875 at twice it, towards 1
 // beyond. A change as large as the series' noise allows never reaches 1.

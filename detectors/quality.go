@@ -35,7 +35,8 @@ func init() {
 // rise must fall under ResolveBelow (or under half the floor) for
 // ResolveFor before the alert resolves. As with traffic_drop, anomalous
 // buckets are kept out of the history (the baseline stands in for them)
-// until a new level has lasted AdaptAfter.
+// until a new level has lasted AdaptAfter; then the history is rescaled to
+// it and a firing alert resolves as baseline_adapted.
 type Latency struct {
 	// Threshold is the rise over baseline that counts, as a fraction (0.3
 	// = 30 % above baseline).
@@ -202,8 +203,9 @@ type shiftState struct {
 	RunStart       int64
 	Firing         bool
 	FireStart      int64
-	Substituted    int
-	Recent         evidenceLog
+	// Adapt follows the current run of shifted buckets.
+	Adapt  levelRun
+	Recent evidenceLog
 }
 
 func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -233,12 +235,23 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		}
 		anomalous := rel >= d.threshold && delta >= d.minDelta
 		recovered := rel < d.p.ResolveBelow || delta < d.minDelta/2
-		// Keep shifted buckets out of the history until the level has lasted.
-		if (anomalous || (st.Firing && !recovered)) && int64(st.Substituted)*w < int64(d.p.AdaptAfter) {
+		// Keep shifted buckets out of the history until the level has
+		// lasted AdaptAfter; then it is the baseline.
+		switch {
+		case anomalous || (st.Firing && !recovered):
+			st.Adapt.add(pt.Value / base)
+			if st.Adapt.due(w, d.p.AdaptAfter) {
+				ratio := st.Adapt.adapt(&pt.Series.Hist, c.Start)
+				st.Run, st.Recovered = 0, 0
+				if st.Firing {
+					st.Firing = false
+					emit(adaptedFinding(d.finding(Resolved, c, pt, st, base, delta), c, ratio, d.p.AdaptAfter))
+				}
+				continue
+			}
 			pt.Series.Hist.Put(c.Start, base)
-			st.Substituted++
-		} else {
-			st.Substituted = 0
+		case !st.Firing:
+			st.Adapt.reset()
 		}
 		if anomalous {
 			if st.Run == 0 {
@@ -264,7 +277,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		if st.Recovered >= resolveN {
 			st.Firing, st.Recovered = false, 0
 			f := d.finding(Resolved, c, pt, st, base, delta)
-			f.End = c.Start - int64(resolveN-1)*w
+			f.End, f.Reason = c.Start-int64(resolveN-1)*w, "recovered"
 			emit(f)
 		}
 	}

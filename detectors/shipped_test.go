@@ -92,8 +92,9 @@ func TestShippedRegionRuleCatchesAQuietRegion(t *testing.T) {
 		f[1].Status != detectors.Resolved || f[1].End != onset+6*int64(time.Hour) {
 		t.Fatalf("region rule: %+v, want region:XX-01 firing at %d and resolved 6 h later", f, onset)
 	}
-	if f[0].Details["noise_pct"] == nil || f[0].Details["sigmas"].(float64) < 4 || f[0].Confidence <= 0.5 {
-		t.Fatalf("firing details %v confidence %v: want the learnt noise, how many sigmas, a confidence", f[0].Details, f[0].Confidence)
+	// The region is quiet: its own threshold is the bar, not its noise.
+	if f[0].Details["bar"] != "threshold" || f[0].Details["threshold_pct"] != 35.0 || f[0].Confidence < 0.6 || f[0].Confidence > 0.7 {
+		t.Fatalf("firing details %v confidence %v: want the 35 %% threshold as the bar, confidence about 0.65 (a 40 %% drop against a 35 %% bar)", f[0].Details, f[0].Confidence)
 	}
 	rng = rand.New(rand.NewPCG(4, 4))
 	if f := runShipped(t, "country-traffic-drop", nil, ents, 17*288, value); len(f) != 0 {

@@ -138,10 +138,8 @@ type dropState struct {
 	RunStart       int64 // first bucket of the current anomalous run
 	Firing         bool
 	FireStart      int64
-	Substituted    int // buckets of the current outlier run whose value the history did not keep
-	// Ratios holds the observed/baseline ratios of the last day of the
-	// current outlier run: the new level, should it last AdaptAfter.
-	Ratios []float32
+	// Adapt follows the current outlier run.
+	Adapt levelRun
 	// Noise is the learnt forecast error per hour of the day (UTC).
 	Noise  noiseModel
 	Recent evidenceLog
@@ -224,15 +222,14 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
 		switch {
 		case outlier:
-			st.Substituted++
-			st.addRatio(pt.Value / j.base)
-			if d.p.AdaptAfter > 0 && int64(st.Substituted)*w >= int64(d.p.AdaptAfter) {
+			st.Adapt.add(pt.Value / j.base)
+			if st.Adapt.due(w, d.p.AdaptAfter) {
 				d.adapt(c, j, emit)
 				continue
 			}
 			pt.Series.Hist.Put(c.Start, j.base)
 		case !st.Firing:
-			st.Substituted, st.Ratios = 0, st.Ratios[:0]
+			st.Adapt.reset()
 			st.Noise.learn(c.Start, math.Log(max(pt.Value, 1e-9)/j.base))
 		}
 		if j.anomalous {
@@ -307,45 +304,17 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 	return false
 }
 
-// adapt makes the level of the current outlier run the baseline: the
-// history is rescaled by the run's median ratio to it, so similar days
-// predict the new level with the old shape, and a firing alert resolves
-// as baseline_adapted.
+// adapt makes the level of the current outlier run the baseline; a
+// firing alert resolves as baseline_adapted.
 func (d *trafficDrop) adapt(c *aggregate.Closed, j judged, emit func(Finding)) {
-	st, r := j.st, &j.p.Series.Hist
-	ratios := make([]float64, len(st.Ratios))
-	for i, x := range st.Ratios {
-		ratios[i] = float64(x)
-	}
-	ratio := median(ratios)
-	for t := r.Oldest(); t < c.Start; t += c.End - c.Start {
-		if v, ok := r.Get(t); ok {
-			r.Put(t, v*ratio)
-		}
-	}
-	st.Substituted, st.Ratios, st.SimilarAt = 0, st.Ratios[:0], 0
-	st.Run, st.Recovered = 0, 0
+	st := j.st
+	ratio := st.Adapt.adapt(&j.p.Series.Hist, c.Start)
+	st.SimilarAt, st.Run, st.Recovered = 0, 0, 0
 	if !st.Firing {
 		return
 	}
 	st.Firing = false
-	f := d.finding(Resolved, c, j)
-	f.End, f.Reason = c.End, ReasonBaselineAdapted
-	f.Details = map[string]any{"level_ratio": round(ratio, 3)}
-	f.Summary = fmt.Sprintf("%s of %s has stayed at %.0f%% of its old baseline for %s: the new level is the baseline now",
-		f.Signal, f.Entity, 100*ratio, fmtDuration(d.p.AdaptAfter))
-	emit(f)
-}
-
-// addRatio records one observed/baseline ratio of an outlier run, keeping
-// the last day of them.
-func (st *dropState) addRatio(r float64) {
-	const kept = 288
-	if len(st.Ratios) == kept {
-		copy(st.Ratios, st.Ratios[1:])
-		st.Ratios = st.Ratios[:kept-1]
-	}
-	st.Ratios = append(st.Ratios, float32(r))
+	emit(adaptedFinding(d.finding(Resolved, c, j), c, ratio, d.p.AdaptAfter))
 }
 
 // logDrop is how far v is under base on a log scale (ln(base/v)); a zero
@@ -371,10 +340,16 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 		if f.Details == nil {
 			f.Details = map[string]any{}
 		}
+		// The bar that applied: the rule's threshold, or the series' noise
+		// where that is higher (then with the learnt noise and how many
+		// standard deviations of it this drop is).
 		f.Details["threshold_pct"] = round(100*(1-math.Exp(-j.gate)), 1)
-		if j.sigma > 0 {
+		if j.gate > -math.Log(1-d.p.Threshold) {
+			f.Details["bar"] = "noise"
 			f.Details["noise_pct"] = round(100*j.sigma, 1)
 			f.Details["sigmas"] = round(min(ld/j.sigma, 999), 1)
+		} else {
+			f.Details["bar"] = "threshold"
 		}
 		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method)
 	} else {

@@ -125,8 +125,9 @@ type spaceState struct {
 	// FireBase is the baseline the alert fired against, Low the least
 	// space seen while firing.
 	FireBase, Low float64
-	Substituted   int
-	Recent        evidenceLog
+	// Adapt follows the current run of buckets short of space.
+	Adapt  levelRun
+	Recent evidenceLog
 }
 
 type spaceJudged struct {
@@ -151,9 +152,8 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			d.bySeries[pt.Series] = st
 		}
 		if pt.Missing {
-			// The table emits a zero once when an origin loses all its
-			// space, then nothing; and nothing at all while no full-feed
-			// peer is up. Neither is news: hold the state.
+			// The table emits nothing while no full-feed peer is up (a
+			// space that is gone reads 0): not news, hold the state.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
@@ -186,14 +186,23 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, j := range js {
 		st, pt := j.st, j.p
-		// Keep the outage out of the baseline until it has lasted AdaptAfter.
-		if j.anomalous || (st.Firing && j.drop >= d.p.ResolveBelow) {
-			if int64(st.Substituted)*w < int64(d.p.AdaptAfter) {
-				pt.Series.Hist.Put(c.Start, j.base)
-				st.Substituted++
+		// Keep the outage out of the baseline until it has lasted
+		// AdaptAfter; then the new level is the baseline.
+		switch {
+		case j.anomalous || (st.Firing && j.drop >= d.p.ResolveBelow):
+			st.Adapt.add(pt.Value / j.base)
+			if st.Adapt.due(w, d.p.AdaptAfter) {
+				ratio := st.Adapt.adapt(&pt.Series.Hist, c.Start)
+				st.Run, st.Recovered = 0, 0
+				if st.Firing {
+					st.Firing = false
+					emit(adaptedFinding(d.finding(Resolved, c, j), c, ratio, d.p.AdaptAfter))
+				}
+				continue
 			}
-		} else {
-			st.Substituted = 0
+			pt.Series.Hist.Put(c.Start, j.base)
+		case !st.Firing:
+			st.Adapt.reset()
 		}
 		if j.anomalous {
 			if st.Run == 0 {
