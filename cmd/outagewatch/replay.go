@@ -166,6 +166,18 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		return p, err
 	}
 	p.Finish() // the input is over: the routing table takes its last updates
+	sums, ferr := replay.Summaries(srcs)
+	for i := range sums {
+		sum := &sums[i]
+		if sum.SkippedTotal() > 0 {
+			slog.Warn("input: "+sum.String(), "file", sum.File)
+		} else {
+			slog.Info("input: "+sum.String(), "file", sum.File)
+		}
+	}
+	if ferr != nil {
+		return p, ferr
+	}
 	st := p.Stats()
 	var recs, bad int64
 	for _, n := range st.Records {
