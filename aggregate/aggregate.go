@@ -91,12 +91,24 @@ type Point struct {
 
 // Closed is everything that one bucket produced, in a stable order (by
 // signal, then entity), so that detectors and alerts are deterministic.
+//
+// Series of signals with a cadence coarser than the aggregator's width
+// (declared in the signal) are bucketed at their cadence: when the
+// watermark passes the end of one of their buckets, they arrive in a Closed
+// of their own, after the base bucket with the same End, with Start = End −
+// cadence and Coarse set. Detectors read the bucket width as End − Start,
+// so a 30-minute series is judged every 30 minutes against a history kept
+// at 30 minutes, and its empty 5-minute slots are never read as missing.
 type Closed struct {
 	Start, End int64
 	Points     []Point
 	// FeedObservations counts the observations each feed contributed to the
-	// bucket; a feed absent here sent nothing.
+	// bucket (for a coarse bucket, over its whole span); a feed absent here
+	// sent nothing.
 	FeedObservations map[obs.Feed]int64
+	// Coarse marks the bucket of series with a coarser cadence. Feed health
+	// reads only the base buckets.
+	Coarse bool
 }
 
 // Stats are the aggregator's counters.
@@ -139,6 +151,27 @@ type Aggregator struct {
 	// slab is where new series take their history storage from: one
 	// allocation for many rings, so no ring is rounded up to a size class.
 	slab []byte
+	// coarse lists the bucket widths of coarse series, ascending; recent
+	// keeps the feed counts of the base buckets that the widest of them
+	// spans, so that a coarse bucket knows which feeds delivered in it.
+	coarse []int64
+	recent []closedFeeds
+}
+
+type closedFeeds struct {
+	start int64
+	feeds map[obs.Feed]int64
+}
+
+// WidthOf returns the bucket width of a signal's series: the aggregator's
+// width, or the signal's declared cadence rounded up to a whole number of
+// those, so that every coarse bucket ends where a base bucket ends.
+func (a *Aggregator) WidthOf(sig obs.Signal) int64 {
+	w := a.cfg.Width
+	if c := sig.Def().Cadence; c > w {
+		return (c + w - 1) / w * w
+	}
+	return w
 }
 
 const cacheSize = 1024
@@ -258,9 +291,13 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 	}
 	s := a.lookup(o.Signal, o.Entity)
 	start := o.Time - o.Time%a.cfg.Width
-	b := s.bucket(start)
+	sstart := start
+	if w := s.Hist.Width(); w != a.cfg.Width {
+		sstart = o.Time - o.Time%w
+	}
+	b := s.bucket(sstart)
 	if b == nil {
-		b = s.openBucket(start, o.Signal)
+		b = s.openBucket(sstart, o.Signal)
 	}
 	if a.lastFeeds == nil || a.lastStart != start {
 		f := a.feeds[start]
@@ -300,7 +337,13 @@ func (a *Aggregator) newSeries(k Key) *Series {
 	if len(a.slab) < need {
 		a.slab = make([]byte, need*slabSeries)
 	}
-	s.Hist.Init(a.slab[:need:need], a.cfg.History, a.cfg.Width)
+	w := a.WidthOf(k.Signal)
+	if w != a.cfg.Width {
+		if i, ok := slices.BinarySearch(a.coarse, w); !ok {
+			a.coarse = slices.Insert(a.coarse, i, w)
+		}
+	}
+	s.Hist.Init(a.slab[:need:need], a.cfg.History, w)
 	a.slab = a.slab[need:]
 	a.series[k] = s
 	a.sorted = append(a.sorted, s)
@@ -437,31 +480,82 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 		a.starts = slices.Delete(a.starts, i, i+1)
 	}
 	c := &Closed{Start: start, End: end, FeedObservations: feeds, Points: make([]Point, 0, len(a.sorted))}
+	var coarse []*Closed
+	if len(a.coarse) > 0 {
+		coarse = a.coarseBuckets(start, end, feeds)
+	}
 	for _, s := range a.sorted {
-		v, n, ok := s.take(start)
-		def := s.Signal.Def()
-		p := Point{Series: s, Value: v, Count: n}
-		switch {
-		case ok:
-		case def.ZeroWhenAbsent && feeds[def.Feed] > 0:
-			p.Value = 0
-		default:
-			p.Value, p.Missing = math.NaN(), true
+		cl := c
+		if w := s.Hist.Width(); w != a.cfg.Width {
+			if end%w != 0 {
+				continue // its bucket is still open
+			}
+			cl = coarse[slices.Index(a.coarse, w)]
 		}
-		c.Points = append(c.Points, p)
+		cl.Points = append(cl.Points, s.point(cl.Start, cl.FeedObservations))
 	}
 	a.closedTo = end
 	a.stats.BucketsClosed++
-	if fn != nil {
-		fn(c)
-	}
-	// Store after the callback, so that detectors read the history up to the
-	// previous bucket and can substitute a prediction (Store) for an outlier.
-	for _, p := range c.Points {
-		if p.Series.Hist.Last() < start {
-			p.Series.Hist.Put(start, p.Value)
+	for _, cl := range append([]*Closed{c}, coarse...) {
+		if cl == nil || (cl.Coarse && len(cl.Points) == 0) {
+			continue
+		}
+		if fn != nil {
+			fn(cl)
+		}
+		// Store after the callback, so that detectors read the history up
+		// to the previous bucket and can substitute a prediction (Store)
+		// for an outlier.
+		for _, p := range cl.Points {
+			if p.Series.Hist.Last() < cl.Start {
+				p.Series.Hist.Put(cl.Start, p.Value)
+			}
 		}
 	}
+}
+
+// point takes the series' bucket starting at start as a Point.
+func (s *Series) point(start int64, feeds map[obs.Feed]int64) Point {
+	v, n, ok := s.take(start)
+	def := s.Signal.Def()
+	p := Point{Series: s, Value: v, Count: n}
+	switch {
+	case ok:
+	case def.ZeroWhenAbsent && feeds[def.Feed] > 0:
+		p.Value = 0
+	default:
+		p.Value, p.Missing = math.NaN(), true
+	}
+	return p
+}
+
+// coarseBuckets remembers the feed counts of the base bucket closing now
+// and returns, for each coarse width, the bucket that ends with it (nil for
+// widths whose bucket does not end here), with the feed counts of its span.
+func (a *Aggregator) coarseBuckets(start, end int64, feeds map[obs.Feed]int64) []*Closed {
+	widest := a.coarse[len(a.coarse)-1]
+	a.recent = append(a.recent, closedFeeds{start, feeds})
+	i := 0
+	for i < len(a.recent) && a.recent[i].start < end-widest {
+		i++
+	}
+	a.recent = a.recent[i:]
+	out := make([]*Closed, len(a.coarse))
+	for k, w := range a.coarse {
+		if end%w != 0 {
+			continue
+		}
+		cl := &Closed{Start: end - w, End: end, Coarse: true, FeedObservations: map[obs.Feed]int64{}}
+		for _, r := range a.recent {
+			if r.start >= cl.Start {
+				for f, n := range r.feeds {
+					cl.FeedObservations[f] += n
+				}
+			}
+		}
+		out[k] = cl
+	}
+	return out
 }
 
 // SortedSeries returns all series in stable order.
