@@ -236,3 +236,22 @@ var (
 	TrafficBytes   = Register(SignalDef{Name: "traffic_bytes", Unit: "bytes", Feed: FeedFlows, Agg: Sum, ZeroWhenAbsent: true})
 	TrafficPackets = Register(SignalDef{Name: "traffic_packets", Unit: "packets", Feed: FeedFlows, Agg: Sum, ZeroWhenAbsent: true})
 )
+
+// FeedCadence is the cadence at which a feed reports when every signal of
+// it declares one (the shortest of them), else 0: feed health then learns
+// the feed's rhythm from the data instead.
+func FeedCadence(f Feed) int64 {
+	var c int64
+	for _, d := range defsNow()[1:] {
+		if d.Feed != f {
+			continue
+		}
+		if d.Cadence <= 0 {
+			return 0
+		}
+		if c == 0 || d.Cadence < c {
+			c = d.Cadence
+		}
+	}
+	return c
+}
