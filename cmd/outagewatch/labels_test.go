@@ -74,8 +74,14 @@ func recordUganda(t *testing.T) (rec, mapFile, labels string) {
 	for a, cc := range m.Countries {
 		mf.ASNs[a] = asn{cc, m.Names[a]}
 	}
-	m.Origins.Walk(func(p netip.Prefix, v uint32) bool { mf.Prefixes = append(mf.Prefixes, pfx{Prefix: p.String(), Origin: v}); return true })
-	m.Regions.Walk(func(p netip.Prefix, v string) bool { mf.Prefixes = append(mf.Prefixes, pfx{Prefix: p.String(), Region: v}); return true })
+	m.Origins.Walk(func(p netip.Prefix, v uint32) bool {
+		mf.Prefixes = append(mf.Prefixes, pfx{Prefix: p.String(), Origin: v})
+		return true
+	})
+	m.Regions.Walk(func(p netip.Prefix, v string) bool {
+		mf.Prefixes = append(mf.Prefixes, pfx{Prefix: p.String(), Region: v})
+		return true
+	})
 	b, err := yaml.Marshal(&mf)
 	if err != nil {
 		t.Fatal(err)
