@@ -2,6 +2,7 @@ package obs
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -188,6 +189,9 @@ func Declare(d SignalDef) (Signal, error) {
 				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent)
 		}
 		return s, nil
+	}
+	if len(defsNow()) >= math.MaxUint16 {
+		return 0, fmt.Errorf("signal %s: too many signals declared", d.Name)
 	}
 	return add(d), nil
 }

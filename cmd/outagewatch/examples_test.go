@@ -118,3 +118,18 @@ func TestLabelsErrorsCarryFileAndLine(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 }
+
+// The Atlas example: one probe of three towards k-root degrades; its own
+// series (probe:6002>193.0.14.0/24) alerts, and no other.
+func TestAtlasExampleScoresAgainstItsLabels(t *testing.T) {
+	captureLog(t)
+	rs, err := scoreJSON(t, "--rules", "../../examples/atlas/atlas.yaml", "--labels", "../../examples/atlas/labels.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rs[0]
+	want := "latency_p50 probe:6002>193.0.14.0/24 fired 2024-03-07T18:15:00Z resolved 2024-03-07T20:30:00Z\n"
+	if !r.Pass || r.Events != 2 || detections(r) != want {
+		t.Fatalf("pass %v, %d events, detections\n%s\nwant\n%s", r.Pass, r.Events, detections(r), want)
+	}
+}
