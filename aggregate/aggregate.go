@@ -68,6 +68,47 @@ type Series struct {
 	openBase int64
 	// free is the accumulator of the last closed bucket, kept for reuse.
 	free obs.Accumulator
+	// The series' own rhythm, detected from the buckets it had data in:
+	// lastData is the start of the latest, step the greatest common divisor
+	// of the gaps between them (every gap is a multiple of it), gaps how
+	// many gaps were seen, up to minGaps.
+	lastData, step int64
+	gaps           int32
+}
+
+// minGaps is how many gaps between buckets with data a series must show
+// before its step is trusted to skip buckets that were not due.
+const minGaps = 3
+
+// due reports whether a value was due in the bucket starting at start,
+// which has no data: always, unless the series has shown a step coarser
+// than the bucket (a 30-minute export replayed without a declared cadence)
+// and start is off that step. A bucket that was not due is not a missing
+// value, and never a zero.
+func (s *Series) due(start int64) bool {
+	w := s.Hist.Width()
+	if s.gaps < minGaps || s.step <= w || s.lastData == 0 {
+		return true
+	}
+	return (start-s.lastData)%s.step == 0
+}
+
+// sawData records that the bucket starting at start had data.
+func (s *Series) sawData(start int64) {
+	if s.lastData != 0 && start > s.lastData {
+		g := start - s.lastData
+		if s.step == 0 {
+			s.step = g
+		} else {
+			for g != 0 {
+				s.step, g = g, s.step%g
+			}
+		}
+		if s.gaps < minGaps {
+			s.gaps++
+		}
+	}
+	s.lastData = start
 }
 
 type openBucket struct {
@@ -492,7 +533,10 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 			}
 			cl = coarse[slices.Index(a.coarse, w)]
 		}
-		cl.Points = append(cl.Points, s.point(cl.Start, cl.FeedObservations))
+		p, ok := s.point(cl.Start, cl.FeedObservations)
+		if ok {
+			cl.Points = append(cl.Points, p)
+		}
 	}
 	a.closedTo = end
 	a.stats.BucketsClosed++
@@ -514,19 +558,25 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 	}
 }
 
-// point takes the series' bucket starting at start as a Point.
-func (s *Series) point(start int64, feeds map[obs.Feed]int64) Point {
-	v, n, ok := s.take(start)
+// point takes the series' bucket starting at start as a Point; ok is false
+// when the bucket had no data and none was due.
+func (s *Series) point(start int64, feeds map[obs.Feed]int64) (p Point, ok bool) {
+	v, n, had := s.take(start)
+	p = Point{Series: s, Value: v, Count: n}
+	if had {
+		s.sawData(start)
+		return p, true
+	}
+	if !s.due(start) {
+		return p, false
+	}
 	def := s.Signal.Def()
-	p := Point{Series: s, Value: v, Count: n}
-	switch {
-	case ok:
-	case def.ZeroWhenAbsent && feeds[def.Feed] > 0:
+	if def.ZeroWhenAbsent && feeds[def.Feed] > 0 {
 		p.Value = 0
-	default:
+	} else {
 		p.Value, p.Missing = math.NaN(), true
 	}
-	return p
+	return p, true
 }
 
 // coarseBuckets remembers the feed counts of the base bucket closing now

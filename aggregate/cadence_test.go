@@ -112,3 +112,33 @@ func TestCoarseBucketFeedCountsCoverTheSpan(t *testing.T) {
 		t.Fatalf("points %s", got)
 	}
 }
+
+// An export of a traffic volume every 30 minutes, with no cadence declared,
+// beside a series of the same feed every 5 minutes: once the series has
+// shown its step, the buckets between its reports are neither zero (which
+// would read as traffic gone) nor missing; a report that does not come
+// when due is a zero, as for any volume whose feed delivered.
+func TestDetectedStepSkipsBucketsThatWereNotDue(t *testing.T) {
+	a := New(Config{})
+	var got []string
+	for m := int64(0); m < 240; m += 5 {
+		a.Observe(obsAt(t30+m*min1+1e9, obs.TrafficBytes, "asn:1", 1))
+		if m%30 == 0 && m != 180 { // the report of 03:00 never comes
+			a.Observe(obsAt(t30+m*min1+2e9, obs.TrafficBytes, "country:XX", 500))
+		}
+	}
+	a.Advance(t30+240*min1, func(c *Closed) {
+		for _, p := range c.Points {
+			if p.Series.Entity == "country:XX" {
+				got = append(got, fmt.Sprintf("%d=%v", (c.Start-t30)/min1, p.Value))
+			}
+		}
+	})
+	// Until three gaps are seen, every bucket is due: zeros between the
+	// first reports; from 01:30 on only the reports' buckets are judged.
+	want := "0=500 5=0 10=0 15=0 20=0 25=0 30=500 35=0 40=0 45=0 50=0 55=0 60=500 65=0 70=0 75=0 80=0 85=0 " +
+		"90=500 120=500 150=500 180=0 210=500"
+	if g := strings.Join(got, " "); g != want {
+		t.Fatalf("points of the 30-minute export\n got %s\nwant %s", g, want)
+	}
+}

@@ -26,6 +26,9 @@ type seriesSnap struct {
 	Entity string
 	Ring   []byte
 	Open   []openSnap
+	// LastData, Step and Gaps are the series' detected rhythm.
+	LastData, Step int64
+	Gaps           int32
 }
 
 type openSnap struct {
@@ -51,7 +54,7 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring}
+		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: s.gaps}
 		for _, b := range s.open {
 			if !b.used {
 				continue
@@ -107,6 +110,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			continue
 		}
 		s := a.newSeries(Key{sig, ss.Entity})
+		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, ss.Gaps
 		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
 			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
 		}
