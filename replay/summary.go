@@ -127,6 +127,9 @@ type Summarized interface {
 func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadStats, error)) (*FileSource, error) {
 	var recs []*ingest.Record
 	st, err := read(func(r ingest.Record) error {
+		if r.Topic == "" {
+			r.Topic = path // so that the pipeline's decode warnings name the file
+		}
 		recs = append(recs, &r)
 		return nil
 	})
