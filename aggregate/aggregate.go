@@ -93,6 +93,18 @@ func (s *Series) due(start int64) bool {
 	return (start-s.lastData)%s.step == 0
 }
 
+// Step is how often the series reports (ns): its bucket width (the
+// aggregator's, or its signal's declared cadence), or the coarser step it
+// has shown by itself. Closed points of a detected step arrive once per
+// step, so a detector that counts points to measure a duration should
+// count Step, not the bucket width.
+func (s *Series) Step() int64 {
+	if w := s.Hist.Width(); s.gaps < minGaps || s.step <= w {
+		return w
+	}
+	return s.step
+}
+
 // sawData records that the bucket starting at start had data.
 func (s *Series) sawData(start int64) {
 	if s.lastData != 0 && start > s.lastData {

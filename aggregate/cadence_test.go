@@ -142,3 +142,22 @@ func TestDetectedStepSkipsBucketsThatWereNotDue(t *testing.T) {
 		t.Fatalf("points of the 30-minute export\n got %s\nwant %s", g, want)
 	}
 }
+
+func TestStepIsTheWidthOrTheDetectedStep(t *testing.T) {
+	a := New(Config{})
+	for m := int64(0); m <= 120; m += 5 {
+		a.Observe(obsAt(t30+m*min1, obs.TrafficBytes, "asn:1", 1))
+		if m%20 == 0 {
+			a.Observe(obsAt(t30+m*min1, obs.TrafficBytes, "asn:2", 1))
+		}
+	}
+	a.Observe(obsAt(t30+12*min1, halfHourly, "country:UG", 1))
+	a.Advance(t30+125*min1, nil)
+	for k, want := range map[Key]int64{
+		{obs.TrafficBytes, "asn:1"}: min5, {obs.TrafficBytes, "asn:2"}: 20 * min1, {halfHourly, "country:UG"}: 30 * min1,
+	} {
+		if got := a.Series(k).Step(); got != want {
+			t.Errorf("%s: step %d, want %d", k, got, want)
+		}
+	}
+}
