@@ -121,6 +121,11 @@ func (d *FeedSilence) Bucket(c *aggregate.Closed, emit func(Finding)) {
 		st.Empty++
 		if lim := d.limit(st); lim > 0 && st.Empty >= lim && !st.Firing {
 			st.Firing = true
+			if st.Step > 1 {
+				// The silence began with the first report that did not
+				// come, not with the empty bucket after the last one.
+				st.Since = st.Last + int64(st.Step)*w
+			}
 			emit(Finding{Status: Firing, Detector: "feed_health", Signal: "records", Entity: entity,
 				Start: st.Since, At: c.End, ChangePct: -100,
 				Details: map[string]any{"empty_buckets": st.Empty, "step_buckets": st.Step},
