@@ -29,7 +29,11 @@ type FileSummary struct {
 	File string `json:"file"`
 	// Unit is what the file is made of: "line" for text formats, "record"
 	// for binary ones.
-	Unit     string           `json:"unit"`
+	Unit string `json:"unit"`
+	// Recorded marks a file of Kafka records (outagewatch record): a bad
+	// record is named by its topic, partition and offset, not by a number
+	// in the file.
+	Recorded bool             `json:"-"`
 	Read     int64            `json:"read"`
 	Replayed int64            `json:"replayed"`
 	Skipped  map[string]int64 `json:"skipped,omitempty"`
@@ -54,8 +58,11 @@ func (s *FileSummary) skip(reason string, n int64, at int64, msg string) {
 		s.Skipped = map[string]int64{}
 	}
 	s.Skipped[reason] += n
-	if at > 0 && (s.FirstBad == 0 || at < s.FirstBad) {
+	switch {
+	case at > 0 && (s.FirstBad == 0 || at < s.FirstBad):
 		s.FirstBad, s.FirstErr = at, msg
+	case at == 0 && s.FirstErr == "":
+		s.FirstErr = msg
 	}
 }
 
@@ -65,11 +72,14 @@ func (s *FileSummary) count(rec *ingest.Record, err error) {
 		s.Replayed++
 		return
 	}
-	at := rec.Offset
-	if s.Unit != "line" {
+	at, msg := rec.Offset, err.Error()
+	switch {
+	case s.Recorded:
+		at, msg = 0, fmt.Sprintf("%s[%d]@%d: %s", rec.Topic, rec.Partition, rec.Offset, msg)
+	case s.Unit != "line":
 		at++ // binary readers number records from 0
 	}
-	s.skip(ingest.Reason(err), 1, at, err.Error())
+	s.skip(ingest.Reason(err), 1, at, msg)
 }
 
 // String is the summary as one line of a log or a report:
@@ -83,11 +93,14 @@ func (s *FileSummary) String() string {
 			parts = append(parts, fmt.Sprintf("%s %d", r, s.Skipped[r]))
 		}
 		fmt.Fprintf(&b, ", %d skipped (%s)", n, strings.Join(parts, ", "))
-		if s.FirstBad > 0 {
+		switch {
+		case s.FirstBad > 0:
 			fmt.Fprintf(&b, ", first bad %s %d", s.Unit, s.FirstBad)
 			if s.FirstErr != "" {
 				fmt.Fprintf(&b, ": %s", s.FirstErr)
 			}
+		case s.FirstErr != "":
+			fmt.Fprintf(&b, ", first bad %s: %s", s.Unit, s.FirstErr)
 		}
 	}
 	return b.String()

@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/replay"
 )
 
 // captureLog sends the default logger to a buffer for the test.
@@ -67,5 +70,27 @@ not json
 		`observations/obs-json record: value: value \"ten\" is not a number`
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("log has no summary %q:\n%s", want, logs)
+	}
+}
+
+// A recording whose records all fail to decode fails the same way, naming
+// the first bad record by its topic, partition and offset.
+func TestReplayOfARecordingThatDoesNotDecodeFails(t *testing.T) {
+	captureLog(t)
+	f := filepath.Join(t.TempDir(), "bad.owrec")
+	var b bytes.Buffer
+	for i, v := range []string{"2021-01-13T00:00:00Z,country:UG,no_such_signal,1", "not,a,line"} {
+		rec := &ingest.Record{Stream: "observations", Format: "obs-csv", Topic: "ioda", Partition: 2, Offset: int64(7 + i),
+			Time: int64(1610496000+i) * 1e9, Value: []byte(v)}
+		if err := replay.WriteRecord(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(f, b.Bytes(), 0o644)
+	_, _, err := run(t, "replay", f)
+	want := "no record decodes: " + f + ": 2 records read, 0 replayed, 2 skipped (csv 1, signal 1), " +
+		`first bad record: ioda[2]@7: observations/obs-csv record: signal: unknown signal "no_such_signal"`
+	if err == nil || err.Error() != want {
+		t.Fatalf("error\n got  %v\n want %s", err, want)
 	}
 }

@@ -37,6 +37,8 @@ type replayOpts struct {
 	localASNs []uint
 	// label names the fixture or labelled incident in log lines.
 	label string
+	// inputs, when set, receives the summary of every input file.
+	inputs *[]replay.FileSummary
 	// recorder keeps observed values for the report.
 	recorder *report.Recorder
 }
@@ -179,6 +181,9 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	p.Finish() // the input is over: the routing table takes its last updates
 	sums, ferr := replay.Summaries(srcs)
+	if o.inputs != nil {
+		*o.inputs = sums
+	}
 	for i := range sums {
 		sum := &sums[i]
 		if sum.SkippedTotal() > 0 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/fixtures"
+	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/score"
 )
 
@@ -147,6 +148,8 @@ func ruleSetName(rules string) string {
 // replayAndScore replays inputs through one pipeline and scores its alerts.
 func replayAndScore(inputs []string, o replayOpts, judge func([]alerting.Event) score.Result) (score.Result, error) {
 	var events []alerting.Event
+	var files []replay.FileSummary
+	o.inputs = &files
 	p, err := runReplay(inputs, o, func(ev *alerting.Event) { events = append(events, *ev) })
 	if err != nil {
 		return score.Result{}, err
@@ -155,6 +158,9 @@ func replayAndScore(inputs []string, o replayOpts, judge func([]alerting.Event) 
 	r := judge(events)
 	r.Stats = map[string]any{"records": st.Records, "decode_errors": st.DecodeErrors,
 		"series": st.Series, "buckets_closed": st.BucketsClosed}
+	if len(files) > 0 {
+		r.Stats["inputs"] = files
+	}
 	slog.Info("scored", "fixture", r.Fixture, "pass", r.Pass, "detected", len(r.Detected), "missed", len(r.Missed),
 		"false", len(r.False))
 	return r, nil
