@@ -161,3 +161,51 @@ func TestStepIsTheWidthOrTheDetectedStep(t *testing.T) {
 		}
 	}
 }
+
+// A checkpoint taken inside a coarse bucket restores it: its open value,
+// its width and the feed counts of its span so far.
+func TestCoarseSeriesSurviveACheckpoint(t *testing.T) {
+	run := func(restartAt int64) []string {
+		a := New(Config{})
+		var l closedLog
+		for m := int64(0); m < 60; m += 5 {
+			if m == restartAt {
+				b, err := a.MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				a = New(Config{})
+				if err := a.UnmarshalBinary(b); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The feed delivers in the first 5 minutes only (asn:1), before
+			// the restart; asn:2 appears after it.
+			if m == 0 {
+				a.Observe(obsAt(t30+m*min1+1e9, sevenMin, "asn:1", 3))
+			}
+			if m == 10 {
+				a.Observe(obsAt(t30+m*min1+1e9, sevenMin, "asn:2", 4))
+			}
+			if m >= 30 {
+				a.Observe(obsAt(t30+m*min1+2e9, halfHourly, "country:UG", float64(100+m)))
+			}
+			a.Advance(t30+m*min1, l.fn)
+		}
+		a.Advance(t30+60*min1, l.fn)
+		var coarse []string
+		for _, s := range l {
+			if strings.Contains(s, "coarse") {
+				coarse = append(coarse, s)
+			}
+		}
+		return coarse
+	}
+	want := run(-1)
+	if got := run(10); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("after a restart inside the coarse buckets\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if len(want) != 8 || want[0] != "0-10 coarse: test_seven_min{asn:1}=3 test_seven_min{asn:2}=0" {
+		t.Fatalf("coarse buckets %q", want)
+	}
+}

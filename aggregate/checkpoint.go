@@ -19,6 +19,9 @@ type snapshot struct {
 	ClosedTo        int64
 	Series          []seriesSnap
 	Feeds           map[int64]map[string]int64
+	// Recent is the feed counts of the closed base buckets that coarse
+	// buckets still open span.
+	Recent map[int64]map[string]int64
 }
 
 type seriesSnap struct {
@@ -48,6 +51,16 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 			m[string(k)] = v
 		}
 		sn.Feeds[start] = m
+	}
+	if len(a.recent) > 0 {
+		sn.Recent = map[int64]map[string]int64{}
+		for _, r := range a.recent {
+			m := map[string]int64{}
+			for k, v := range r.feeds {
+				m[string(k)] = v
+			}
+			sn.Recent[r.start] = m
+		}
 	}
 	for _, s := range a.SortedSeries() {
 		ring, err := s.Hist.MarshalBinary()
@@ -101,6 +114,14 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 		}
 		a.feeds[start] = m
 		a.addStart(start)
+	}
+	a.recent = nil
+	for _, start := range slices.Sorted(maps.Keys(sn.Recent)) {
+		m := map[obs.Feed]int64{}
+		for k, v := range sn.Recent[start] {
+			m[obs.Feed(k)] = v
+		}
+		a.recent = append(a.recent, closedFeeds{start, m})
 	}
 	var unknown []string
 	for _, ss := range sn.Series {
