@@ -68,6 +68,59 @@ type Series struct {
 	openBase int64
 	// free is the accumulator of the last closed bucket, kept for reuse.
 	free obs.Accumulator
+	// The series' own rhythm, detected from the buckets it had data in:
+	// lastData is the start of the latest, step the greatest common divisor
+	// of the gaps between them (every gap is a multiple of it), gaps how
+	// many gaps were seen, up to minGaps.
+	lastData, step int64
+	gaps           int32
+}
+
+// minGaps is how many gaps between buckets with data a series must show
+// before its step is trusted to skip buckets that were not due.
+const minGaps = 3
+
+// due reports whether a value was due in the bucket starting at start,
+// which has no data: always, unless the series has shown a step coarser
+// than the bucket (a 30-minute export replayed without a declared cadence)
+// and start is off that step. A bucket that was not due is not a missing
+// value, and never a zero.
+func (s *Series) due(start int64) bool {
+	w := s.Hist.Width()
+	if s.gaps < minGaps || s.step <= w || s.lastData == 0 {
+		return true
+	}
+	return (start-s.lastData)%s.step == 0
+}
+
+// Step is how often the series reports (ns): its bucket width (the
+// aggregator's, or its signal's declared cadence), or the coarser step it
+// has shown by itself. Closed points of a detected step arrive once per
+// step, so a detector that counts points to measure a duration should
+// count Step, not the bucket width.
+func (s *Series) Step() int64 {
+	if w := s.Hist.Width(); s.gaps < minGaps || s.step <= w {
+		return w
+	}
+	return s.step
+}
+
+// sawData records that the bucket starting at start had data.
+func (s *Series) sawData(start int64) {
+	if s.lastData != 0 && start > s.lastData {
+		g := start - s.lastData
+		if s.step == 0 {
+			s.step = g
+		} else {
+			for g != 0 {
+				s.step, g = g, s.step%g
+			}
+		}
+		if s.gaps < minGaps {
+			s.gaps++
+		}
+	}
+	s.lastData = start
 }
 
 type openBucket struct {
@@ -91,12 +144,24 @@ type Point struct {
 
 // Closed is everything that one bucket produced, in a stable order (by
 // signal, then entity), so that detectors and alerts are deterministic.
+//
+// Series of signals with a cadence coarser than the aggregator's width
+// (declared in the signal) are bucketed at their cadence: when the
+// watermark passes the end of one of their buckets, they arrive in a Closed
+// of their own, after the base bucket with the same End, with Start = End −
+// cadence and Coarse set. Detectors read the bucket width as End − Start,
+// so a 30-minute series is judged every 30 minutes against a history kept
+// at 30 minutes, and its empty 5-minute slots are never read as missing.
 type Closed struct {
 	Start, End int64
 	Points     []Point
 	// FeedObservations counts the observations each feed contributed to the
-	// bucket; a feed absent here sent nothing.
+	// bucket (for a coarse bucket, over its whole span); a feed absent here
+	// sent nothing.
 	FeedObservations map[obs.Feed]int64
+	// Coarse marks the bucket of series with a coarser cadence. Feed health
+	// reads only the base buckets.
+	Coarse bool
 }
 
 // Stats are the aggregator's counters.
@@ -139,6 +204,27 @@ type Aggregator struct {
 	// slab is where new series take their history storage from: one
 	// allocation for many rings, so no ring is rounded up to a size class.
 	slab []byte
+	// coarse lists the bucket widths of coarse series, ascending; recent
+	// keeps the feed counts of the base buckets that the widest of them
+	// spans, so that a coarse bucket knows which feeds delivered in it.
+	coarse []int64
+	recent []closedFeeds
+}
+
+type closedFeeds struct {
+	start int64
+	feeds map[obs.Feed]int64
+}
+
+// WidthOf returns the bucket width of a signal's series: the aggregator's
+// width, or the signal's declared cadence rounded up to a whole number of
+// those, so that every coarse bucket ends where a base bucket ends.
+func (a *Aggregator) WidthOf(sig obs.Signal) int64 {
+	w := a.cfg.Width
+	if c := sig.Def().Cadence; c > w {
+		return (c + w - 1) / w * w
+	}
+	return w
 }
 
 const cacheSize = 1024
@@ -258,9 +344,13 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 	}
 	s := a.lookup(o.Signal, o.Entity)
 	start := o.Time - o.Time%a.cfg.Width
-	b := s.bucket(start)
+	sstart := start
+	if w := s.Hist.Width(); w != a.cfg.Width {
+		sstart = o.Time - o.Time%w
+	}
+	b := s.bucket(sstart)
 	if b == nil {
-		b = s.openBucket(start, o.Signal)
+		b = s.openBucket(sstart, o.Signal)
 	}
 	if a.lastFeeds == nil || a.lastStart != start {
 		f := a.feeds[start]
@@ -296,20 +386,26 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 
 func (a *Aggregator) newSeries(k Key) *Series {
 	s := &Series{Key: k}
+	w := a.WidthOf(k.Signal)
+	if w != a.cfg.Width {
+		if i, ok := slices.BinarySearch(a.coarse, w); !ok {
+			a.coarse = slices.Insert(a.coarse, i, w)
+		}
+	}
 	def := k.Signal.Def()
 	n := a.cfg.History
 	if def.History > 0 {
-		n = max(1, int(int64(def.History)/a.cfg.Width))
+		n = max(1, int(int64(def.History)/w))
 	}
 	if f := series.FormatFor(def.Precision); f != series.Default || n != a.cfg.History {
 		// A signal with a history of its own: rare enough to allocate.
-		s.Hist.Init(f, make([]byte, f.StorageBytes(n)), n, a.cfg.Width)
+		s.Hist.Init(f, make([]byte, f.StorageBytes(n)), n, w)
 	} else {
 		need := series.StorageBytes(a.cfg.History)
 		if len(a.slab) < need {
 			a.slab = make([]byte, need*slabSeries)
 		}
-		s.Hist.Init(series.Default, a.slab[:need:need], a.cfg.History, a.cfg.Width)
+		s.Hist.Init(series.Default, a.slab[:need:need], a.cfg.History, w)
 		a.slab = a.slab[need:]
 	}
 	a.series[k] = s
@@ -447,31 +543,91 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 		a.starts = slices.Delete(a.starts, i, i+1)
 	}
 	c := &Closed{Start: start, End: end, FeedObservations: feeds, Points: make([]Point, 0, len(a.sorted))}
+	var coarse []*Closed
+	if len(a.coarse) > 0 {
+		coarse = a.coarseBuckets(start, end, feeds)
+	}
 	for _, s := range a.sorted {
-		v, n, ok := s.take(start)
-		def := s.Signal.Def()
-		p := Point{Series: s, Value: v, Count: n}
-		switch {
-		case ok:
-		case def.ZeroWhenAbsent && feeds[def.Feed] > 0:
-			p.Value = 0
-		default:
-			p.Value, p.Missing = math.NaN(), true
+		cl := c
+		if w := s.Hist.Width(); w != a.cfg.Width {
+			if end%w != 0 {
+				continue // its bucket is still open
+			}
+			cl = coarse[slices.Index(a.coarse, w)]
 		}
-		c.Points = append(c.Points, p)
+		p, ok := s.point(cl.Start, cl.FeedObservations)
+		if ok {
+			cl.Points = append(cl.Points, p)
+		}
 	}
 	a.closedTo = end
 	a.stats.BucketsClosed++
-	if fn != nil {
-		fn(c)
-	}
-	// Store after the callback, so that detectors read the history up to the
-	// previous bucket and can substitute a prediction (Store) for an outlier.
-	for _, p := range c.Points {
-		if p.Series.Hist.Last() < start {
-			p.Series.Hist.Put(start, p.Value)
+	for _, cl := range append([]*Closed{c}, coarse...) {
+		if cl == nil || (cl.Coarse && len(cl.Points) == 0) {
+			continue
+		}
+		if fn != nil {
+			fn(cl)
+		}
+		// Store after the callback, so that detectors read the history up
+		// to the previous bucket and can substitute a prediction (Store)
+		// for an outlier.
+		for _, p := range cl.Points {
+			if p.Series.Hist.Last() < cl.Start {
+				p.Series.Hist.Put(cl.Start, p.Value)
+			}
 		}
 	}
+}
+
+// point takes the series' bucket starting at start as a Point; ok is false
+// when the bucket had no data and none was due.
+func (s *Series) point(start int64, feeds map[obs.Feed]int64) (p Point, ok bool) {
+	v, n, had := s.take(start)
+	p = Point{Series: s, Value: v, Count: n}
+	if had {
+		s.sawData(start)
+		return p, true
+	}
+	if !s.due(start) {
+		return p, false
+	}
+	def := s.Signal.Def()
+	if def.ZeroWhenAbsent && feeds[def.Feed] > 0 {
+		p.Value = 0
+	} else {
+		p.Value, p.Missing = math.NaN(), true
+	}
+	return p, true
+}
+
+// coarseBuckets remembers the feed counts of the base bucket closing now
+// and returns, for each coarse width, the bucket that ends with it (nil for
+// widths whose bucket does not end here), with the feed counts of its span.
+func (a *Aggregator) coarseBuckets(start, end int64, feeds map[obs.Feed]int64) []*Closed {
+	widest := a.coarse[len(a.coarse)-1]
+	a.recent = append(a.recent, closedFeeds{start, feeds})
+	i := 0
+	for i < len(a.recent) && a.recent[i].start < end-widest {
+		i++
+	}
+	a.recent = a.recent[i:]
+	out := make([]*Closed, len(a.coarse))
+	for k, w := range a.coarse {
+		if end%w != 0 {
+			continue
+		}
+		cl := &Closed{Start: end - w, End: end, Coarse: true, FeedObservations: map[obs.Feed]int64{}}
+		for _, r := range a.recent {
+			if r.start >= cl.Start {
+				for f, n := range r.feeds {
+					cl.FeedObservations[f] += n
+				}
+			}
+		}
+		out[k] = cl
+	}
+	return out
 }
 
 // SortedSeries returns all series in stable order.

@@ -19,6 +19,9 @@ type snapshot struct {
 	ClosedTo        int64
 	Series          []seriesSnap
 	Feeds           map[int64]map[string]int64
+	// Recent is the feed counts of the closed base buckets that coarse
+	// buckets still open span.
+	Recent map[int64]map[string]int64
 }
 
 type seriesSnap struct {
@@ -26,6 +29,9 @@ type seriesSnap struct {
 	Entity string
 	Ring   []byte
 	Open   []openSnap
+	// LastData, Step and Gaps are the series' detected rhythm.
+	LastData, Step int64
+	Gaps           int32
 }
 
 type openSnap struct {
@@ -46,12 +52,22 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		}
 		sn.Feeds[start] = m
 	}
+	if len(a.recent) > 0 {
+		sn.Recent = map[int64]map[string]int64{}
+		for _, r := range a.recent {
+			m := map[string]int64{}
+			for k, v := range r.feeds {
+				m[string(k)] = v
+			}
+			sn.Recent[r.start] = m
+		}
+	}
 	for _, s := range a.SortedSeries() {
 		ring, err := s.Hist.MarshalBinary()
 		if err != nil {
 			return nil, err
 		}
-		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring}
+		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: s.gaps}
 		for _, b := range s.open {
 			if !b.used {
 				continue
@@ -99,6 +115,14 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 		a.feeds[start] = m
 		a.addStart(start)
 	}
+	a.recent = nil
+	for _, start := range slices.Sorted(maps.Keys(sn.Recent)) {
+		m := map[obs.Feed]int64{}
+		for k, v := range sn.Recent[start] {
+			m[obs.Feed(k)] = v
+		}
+		a.recent = append(a.recent, closedFeeds{start, m})
+	}
 	var unknown []string
 	for _, ss := range sn.Series {
 		sig, ok := obs.Lookup(ss.Signal)
@@ -107,6 +131,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			continue
 		}
 		s := a.newSeries(Key{sig, ss.Entity})
+		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, ss.Gaps
 		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
 			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
 		}

@@ -57,6 +57,10 @@ const (
 	KindDC      = "dc"
 	KindFeed    = "feed"
 	KindSite    = "site"
+	// KindProbe is one measurement probe towards one destination
+	// ("probe:6001>193.0.14.0/24"): a single vantage point judged on its
+	// own rather than folded into its network's series.
+	KindProbe = "probe"
 )
 
 // ASN returns the entity name of an autonomous system.

@@ -1,6 +1,9 @@
 package obs
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestEntityNames(t *testing.T) {
 	cases := map[string]string{
@@ -47,5 +50,46 @@ func TestASNCacheAllocations(t *testing.T) {
 	c.Entity(5089)
 	if n := testing.AllocsPerRun(100, func() { _ = c.Entity(5089) }); n != 0 {
 		t.Fatalf("cached lookup allocates %v times", n)
+	}
+}
+
+func TestDeclareIsIdempotentAndRefusesConflicts(t *testing.T) {
+	d := SignalDef{Name: "test_declared_gauge", Unit: "/24s", Kind: KindGauge, Feed: "test-ext", Agg: Last, Cadence: 600e9}
+	s1, err := Declare(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Declare(d)
+	if err != nil || s2 != s1 {
+		t.Fatalf("re-declaring the same definition: %v, %v (want %v)", s2, err, s1)
+	}
+	if got := s1.Def(); !got.Declared || got.Cadence != 600e9 || got.Feed != "test-ext" {
+		t.Fatalf("definition read back as %+v", got)
+	}
+	if s, ok := Lookup("test_declared_gauge"); !ok || s != s1 {
+		t.Fatalf("Lookup = %v %v", s, ok)
+	}
+	d.Cadence = 300e9
+	if _, err := Declare(d); err == nil || !strings.Contains(err.Error(), "already declared differently") {
+		t.Fatalf("a conflicting re-declaration: err %v", err)
+	}
+	if _, err := Declare(SignalDef{Name: "traffic_bytes", Unit: "bytes", Feed: FeedFlows, Agg: Sum}); err == nil ||
+		!strings.Contains(err.Error(), "built in") {
+		t.Fatalf("declaring a built-in name: err %v", err)
+	}
+	if _, err := Declare(SignalDef{Name: "x_no_feed", Agg: Sum}); err == nil {
+		t.Fatal("a declaration without a feed was accepted")
+	}
+}
+
+func TestParseAggregation(t *testing.T) {
+	for _, a := range []Aggregation{Sum, Mean, Max, Last} {
+		got, err := ParseAggregation(a.String())
+		if err != nil || got != a {
+			t.Errorf("ParseAggregation(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	if _, err := ParseAggregation("custom"); err == nil {
+		t.Error("custom accepted")
 	}
 }

@@ -2,7 +2,10 @@ package obs
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +32,26 @@ const (
 	Custom
 )
 
+var aggNames = map[Aggregation]string{Sum: "sum", Last: "last", Mean: "mean", Max: "max", Custom: "custom"}
+
+// String returns the aggregation's name as files spell it.
+func (a Aggregation) String() string {
+	if n, ok := aggNames[a]; ok {
+		return n
+	}
+	return fmt.Sprintf("aggregation(%d)", uint8(a))
+}
+
+// ParseAggregation reads sum, mean, max or last.
+func ParseAggregation(s string) (Aggregation, error) {
+	for a, n := range aggNames {
+		if n == s && a != Custom {
+			return a, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown aggregation %q (want sum, mean, max or last)", s)
+}
+
 // Accumulator folds the observations of one open bucket of a Custom signal.
 // Implementations must be cheap to Reset and reuse: the aggregator pools them.
 type Accumulator interface {
@@ -52,12 +75,32 @@ const (
 	FeedObs     Feed = "observations"
 )
 
+// Kind says what a signal measures, which decides how it is read: a volume
+// (bytes, queries) sums and may fall to zero; a gauge (announced space,
+// visible /24s) is a level sampled at its cadence; a ratio lies in [0, 1];
+// a distinct count (sources seen, clients) cannot be summed across buckets.
+type Kind string
+
+const (
+	KindVolume   Kind = "volume"
+	KindGauge    Kind = "gauge"
+	KindRatio    Kind = "ratio"
+	KindDistinct Kind = "distinct"
+)
+
 // SignalDef describes a signal.
 type SignalDef struct {
 	Name string
 	Unit string
+	Kind Kind
 	Feed Feed
 	Agg  Aggregation
+	// Cadence is how often the source reports a value (ns); 0 means at
+	// every bucket of the aggregator. A series whose cadence is coarser
+	// than the bucket is bucketed and judged at its own cadence, so an
+	// export that reports every 30 minutes is not read as five missing
+	// buckets out of six.
+	Cadence int64
 	// ZeroWhenAbsent says that an entity with no observation in a bucket whose
 	// feed did deliver data has the value 0 (traffic that stopped) rather than
 	// no value (a latency that was not measured).
@@ -74,12 +117,39 @@ type SignalDef struct {
 	// hours, not weeks, keep less, so that a finer precision stays within
 	// the same memory per series.
 	History time.Duration
+	// Declared marks a signal declared in a rules or signals file.
+	Declared bool
 }
 
+// The registry is read on every observation (Def) and written only while
+// signals are registered or declared, so readers load an immutable slice
+// and writers, under mu, publish a copy.
 var (
-	defs   = []SignalDef{{}} // index 0 is "no signal"
+	mu     sync.Mutex
+	table  = newTable()
 	byName = map[string]Signal{}
 )
+
+func newTable() *atomic.Pointer[[]SignalDef] {
+	var p atomic.Pointer[[]SignalDef]
+	t := []SignalDef{{}} // index 0 is "no signal"
+	p.Store(&t)
+	return &p
+}
+
+func defsNow() []SignalDef { return *table.Load() }
+
+// add appends d under mu and returns its Signal.
+func add(d SignalDef) Signal {
+	old := defsNow()
+	t := make([]SignalDef, len(old), len(old)+1)
+	copy(t, old)
+	t = append(t, d)
+	s := Signal(len(old))
+	byName[d.Name] = s
+	table.Store(&t)
+	return s
+}
 
 // Register adds a signal definition and returns its Signal. Packages register
 // their signals from package-level variables, so the set is fixed before main
@@ -91,39 +161,82 @@ func Register(d SignalDef) Signal {
 	if d.Agg == Custom && d.NewAccumulator == nil {
 		panic("obs.Register: custom signal " + d.Name + " without NewAccumulator")
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if _, dup := byName[d.Name]; dup {
 		panic("obs.Register: signal " + d.Name + " registered twice")
 	}
-	s := Signal(len(defs))
-	defs = append(defs, d)
-	byName[d.Name] = s
-	return s
+	return add(d)
+}
+
+// Declare registers a signal that an operator declared (in a rules or
+// signals file) rather than one built into a decoder. Declaring the same
+// definition again returns the same Signal, so a rules file can be loaded
+// twice (a reload, two rule sets compared); a different definition under a
+// name already taken, built in or declared, is an error, since series of
+// one name must mean one thing.
+func Declare(d SignalDef) (Signal, error) {
+	switch {
+	case d.Name == "":
+		return 0, fmt.Errorf("signal without a name")
+	case d.Agg == 0 || d.Agg == Custom:
+		return 0, fmt.Errorf("signal %s: want an aggregation of sum, mean, max or last", d.Name)
+	case d.Feed == "":
+		return 0, fmt.Errorf("signal %s: no feed", d.Name)
+	case d.Cadence < 0:
+		return 0, fmt.Errorf("signal %s: negative cadence", d.Name)
+	}
+	d.Declared = true
+	mu.Lock()
+	defer mu.Unlock()
+	if s, ok := byName[d.Name]; ok {
+		old := defsNow()[s]
+		if !old.Declared {
+			return 0, fmt.Errorf("signal %s is built in (%s, feed %s): declare another name", d.Name, old.Unit, old.Feed)
+		}
+		if old.Unit != d.Unit || old.Kind != d.Kind || old.Feed != d.Feed || old.Agg != d.Agg ||
+			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent {
+			return 0, fmt.Errorf("signal %s already declared differently (unit %q, kind %s, feed %s, %s, cadence %ds, missing_is_zero %v)",
+				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent)
+		}
+		return s, nil
+	}
+	if len(defsNow()) >= math.MaxUint16 {
+		return 0, fmt.Errorf("signal %s: too many signals declared", d.Name)
+	}
+	return add(d), nil
 }
 
 // Def returns the definition of s.
 func (s Signal) Def() *SignalDef {
-	if int(s) >= len(defs) {
-		return &defs[0]
+	t := defsNow()
+	if int(s) >= len(t) {
+		return &t[0]
 	}
-	return &defs[s]
+	return &t[s]
 }
 
 // String returns the signal's name.
 func (s Signal) String() string {
-	if s == 0 || int(s) >= len(defs) {
+	t := defsNow()
+	if s == 0 || int(s) >= len(t) {
 		return fmt.Sprintf("signal(%d)", uint16(s))
 	}
-	return defs[s].Name
+	return t[s].Name
 }
 
 // Lookup returns the signal with the given name.
 func Lookup(name string) (Signal, bool) {
+	mu.Lock()
+	defer mu.Unlock()
 	s, ok := byName[name]
 	return s, ok
 }
 
 // Names returns the names of all registered signals, sorted.
 func Names() []string {
+	mu.Lock()
+	defer mu.Unlock()
 	out := make([]string, 0, len(byName))
 	for n := range byName {
 		out = append(out, n)
@@ -138,3 +251,22 @@ var (
 	TrafficBytes   = Register(SignalDef{Name: "traffic_bytes", Unit: "bytes", Feed: FeedFlows, Agg: Sum, ZeroWhenAbsent: true})
 	TrafficPackets = Register(SignalDef{Name: "traffic_packets", Unit: "packets", Feed: FeedFlows, Agg: Sum, ZeroWhenAbsent: true})
 )
+
+// FeedCadence is the cadence at which a feed reports when every signal of
+// it declares one (the shortest of them), else 0: feed health then learns
+// the feed's rhythm from the data instead.
+func FeedCadence(f Feed) int64 {
+	var c int64
+	for _, d := range defsNow()[1:] {
+		if d.Feed != f {
+			continue
+		}
+		if d.Cadence <= 0 {
+			return 0
+		}
+		if c == 0 || d.Cadence < c {
+			c = d.Cadence
+		}
+	}
+	return c
+}

@@ -52,9 +52,10 @@ func WriteRecord(w io.Writer, r *ingest.Record) error {
 
 // RecordFileSource reads a record file (optionally gzipped). Records of one
 // file are replayed in file order; a file recorded from several partitions
-// is sorted by time first so the merge sees it in order.
+// is sorted by time first so the merge sees it in order. Its summary counts
+// what the pipeline made of the records.
 type RecordFileSource struct {
-	*SliceSource
+	*FileSource
 }
 
 // OpenRecordFile reads a whole record file.
@@ -94,5 +95,7 @@ func OpenRecordFile(path string) (*RecordFileSource, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	sortRecords(recs)
-	return &RecordFileSource{NewSliceSource(path, recs)}, nil
+	fs := &FileSource{SliceSource: NewSliceSource(path, recs),
+		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(len(recs))}}
+	return &RecordFileSource{fs}, nil
 }

@@ -31,19 +31,13 @@ func init() {
 	RegisterFileType(RecordFileExt+".gz", func(p string) (Source, error) { return OpenRecordFile(p) })
 }
 
-// FromCallback collects the records a reader yields into a sorted source;
-// the readers of file formats call back once per record.
+// FromCallback collects the records a reader yields into a sorted source
+// that keeps a summary of the file (records of a binary format); readers of
+// line formats that skip lines use FromFile to report them.
 func FromCallback(name string, read func(fn func(ingest.Record) error) error) (Source, error) {
-	var recs []*ingest.Record
-	err := read(func(r ingest.Record) error {
-		recs = append(recs, &r)
-		return nil
+	return FromFile(name, "record", func(fn func(ingest.Record) error) (ReadStats, error) {
+		return ReadStats{}, read(fn)
 	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	sortRecords(recs)
-	return NewSliceSource(name, recs), nil
 }
 
 // IsFixture reports whether path names a fixture spec.
@@ -104,7 +98,8 @@ type Progress func(eventTime int64, records int64)
 // buckets that the data has passed are closed, so a replay never judges a
 // half-filled last bucket; records of ordered streams in that last bucket
 // stay held, as they would live, until the caller calls p.Finish. Records
-// that do not decode are counted by the pipeline and skipped.
+// that do not decode are counted by the pipeline and skipped, and by the
+// summary of the file they came from (see Summaries).
 func Run(p *pipeline.Pipeline, srcs []Source, progress Progress) error {
 	m, err := NewMerge(srcs...)
 	if err != nil {
@@ -113,14 +108,17 @@ func Run(p *pipeline.Pipeline, srcs []Source, progress Progress) error {
 	lateness := p.Aggregator().Config().Lateness
 	var n, lastAdv, last int64
 	for {
-		rec, err := m.Next()
+		rec, src, err := m.next()
 		if err != nil {
 			return err
 		}
 		if rec == nil {
 			break
 		}
-		_ = p.Process(rec) // counted and logged by the pipeline
+		perr := p.Process(rec) // counted and logged by the pipeline
+		if fs, ok := src.(Summarized); ok {
+			fs.Summary().count(rec, perr)
+		}
 		n++
 		last = max(last, rec.Time)
 		if wm := last - lateness; wm-lastAdv >= 1e9 {

@@ -99,14 +99,20 @@ func NewMerge(srcs ...Source) (*Merge, error) {
 
 // Next returns the earliest pending record, nil at the end.
 func (m *Merge) Next() (*ingest.Record, error) {
+	r, _, err := m.next()
+	return r, err
+}
+
+// next is Next that also says which source the record came from.
+func (m *Merge) next() (*ingest.Record, Source, error) {
 	if len(m.h) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	top := &m.h[0]
-	out := top.rec
+	out, src := top.rec, top.src
 	r, err := top.src.Next()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", top.src.Name(), err)
+		return nil, nil, fmt.Errorf("%s: %w", top.src.Name(), err)
 	}
 	if r == nil {
 		heap.Pop(&m.h)
@@ -114,7 +120,7 @@ func (m *Merge) Next() (*ingest.Record, error) {
 		top.rec = r
 		heap.Fix(&m.h, 0)
 	}
-	return out, nil
+	return out, src, nil
 }
 
 // Name names the merge.

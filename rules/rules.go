@@ -82,6 +82,8 @@ func (r *Rule) Matches(sig obs.Signal, e string) bool {
 type Set struct {
 	File  string
 	Rules []*Rule
+	// Signals lists the signals the files declared, in file order.
+	Signals []obs.Signal
 }
 
 // Default returns the rules that ship with outagewatch.
@@ -90,12 +92,11 @@ func Default() (*Set, error) {
 	if err != nil {
 		return nil, err
 	}
-	return merge("rules/default", files, func(f string) (*Set, error) {
-		b, err := defaultFS.ReadFile(f)
-		if err != nil {
-			return nil, err
-		}
-		return Parse("rules/"+f, b)
+	for i, f := range files {
+		files[i] = "rules/" + f
+	}
+	return merge("rules/default", files, func(f string) ([]byte, error) {
+		return defaultFS.ReadFile(strings.TrimPrefix(f, "rules/"))
 	})
 }
 
@@ -110,17 +111,35 @@ func LoadAll(paths ...string) (*Set, error) {
 		}
 		files = append(files, p)
 	}
-	return merge(strings.Join(paths, ","), files, Load)
+	return merge(strings.Join(paths, ","), files, os.ReadFile)
 }
 
 // merge loads files in order into one set; a rule name may appear once.
-func merge(name string, files []string, load func(string) (*Set, error)) (*Set, error) {
+// The signals of every file are declared before any rule is read, so that
+// a rule may use a signal that a signals file later in name order declares.
+func merge(name string, files []string, read func(string) ([]byte, error)) (*Set, error) {
 	out := &Set{File: name}
 	defined := map[string]string{}
-	for _, f := range files {
-		set, err := load(f)
+	docs := make([][]byte, len(files))
+	for i, f := range files {
+		b, err := read(f)
+		if err != nil {
+			return nil, fmt.Errorf("rules: %w", err)
+		}
+		docs[i] = b
+		if _, err := parseSignals(f, b); err != nil {
+			return nil, err
+		}
+	}
+	for i, f := range files {
+		set, err := Parse(f, docs[i])
 		if err != nil {
 			return nil, err
+		}
+		for _, s := range set.Signals {
+			if !slices.Contains(out.Signals, s) {
+				out.Signals = append(out.Signals, s)
+			}
 		}
 		for _, r := range set.Rules {
 			if prev, dup := defined[r.Name]; dup {
@@ -178,14 +197,25 @@ func Parse(file string, b []byte) (*Set, error) {
 		return nil, &Error{file, top.Line, "want a mapping with a 'rules:' list"}
 	}
 	set := &Set{File: file}
-	var list *yaml.Node
+	var list, sigs *yaml.Node
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
 		switch k.Value {
 		case "rules":
 			list = v
+		case "signals":
+			sigs = v
 		default:
-			return nil, &Error{file, k.Line, fmt.Sprintf("unknown key %q (want: rules)", k.Value)}
+			return nil, &Error{file, k.Line, fmt.Sprintf("unknown key %q (want: signals, rules)", k.Value)}
+		}
+	}
+	if sigs != nil {
+		var err error
+		if set.Signals, err = declareSignals(file, sigs); err != nil {
+			return nil, err
+		}
+		if list == nil {
+			return set, nil // a signals file
 		}
 	}
 	if list == nil || list.Kind != yaml.SequenceNode {

@@ -34,7 +34,9 @@ type Miss struct {
 
 // Result of one fixture.
 type Result struct {
-	Fixture  string           `json:"fixture"`
+	Fixture string `json:"fixture"`
+	// Rules names the rule set scored when two are compared.
+	Rules    string           `json:"rules,omitempty"`
 	Detected []Detection      `json:"detected"`
 	Missed   []Miss           `json:"missed"`
 	False    []alerting.Event `json:"false_alerts"`
@@ -140,8 +142,12 @@ func Print(w io.Writer, rs []Result) {
 		if !r.Pass {
 			verdict = "FAIL"
 		}
+		name := r.Fixture
+		if r.Rules != "" {
+			name += " [rules " + r.Rules + "]"
+		}
 		fmt.Fprintf(w, "%s %s: %d detected, %d missed, %d false, %d allowed, %d events\n",
-			verdict, r.Fixture, len(r.Detected), len(r.Missed), len(r.False), r.Allowed, r.Events)
+			verdict, name, len(r.Detected), len(r.Missed), len(r.False), r.Allowed, r.Events)
 		for _, d := range r.Detected {
 			res := "not resolved"
 			if d.Resolved != nil {

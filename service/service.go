@@ -114,7 +114,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	set := opts.Rules
 	var err error
 	if set == nil && cfg.Rules != "" {
-		if set, err = rules.Load(cfg.resolve(cfg.Rules)); err != nil {
+		if set, err = rules.LoadAll(cfg.resolve(cfg.Rules)); err != nil {
 			return nil, err
 		}
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"log/slog"
-
 	"github.com/outagewatch/outagewatch/ingest"
 	_ "github.com/outagewatch/outagewatch/ingest/dcload"
 	"github.com/outagewatch/outagewatch/ingest/quality"
@@ -12,17 +10,16 @@ import (
 // Quality measurements replay from files of JSON lines: RIPE Atlas ping
 // results as downloaded from the Atlas API or result stream (".atlas.jsonl")
 // and outagewatch's own measurements (".quality.jsonl"), plain or gzipped.
-// The double extension keeps them apart from files of observations.
+// The double extension keeps them apart from files of observations. Lines
+// that do not parse are counted in the file's summary: before the first
+// good line as skipped for their time, after it as decode errors.
 func init() {
 	reader := func(format string) replay.FileReader {
 		return func(path string) (replay.Source, error) {
-			return replay.FromCallback(path, func(fn func(ingest.Record) error) error {
+			return replay.FromFile(path, "line", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 				st, err := quality.ReadFile(path, format, fn)
-				if st.NoTime > 0 || st.Malformed > 0 {
-					slog.Warn("quality file: lines that do not parse", "path", path,
-						"skipped_without_time", st.NoTime, "replayed_as_decode_errors", st.Malformed, "lines", st.Lines)
-				}
-				return err
+				return replay.ReadStats{Lines: st.Lines - st.Blank, Skipped: map[string]int64{"time": st.NoTime},
+					FirstBad: st.FirstNoTime}, err
 			})
 		}
 	}

@@ -33,6 +33,12 @@ type replayOpts struct {
 	mapFile string
 	out     string
 	report  string
+	// localASNs are the operator's own networks, for recorded flows.
+	localASNs []uint
+	// label names the fixture or labelled incident in log lines.
+	label string
+	// inputs, when set, receives the summary of every input file.
+	inputs *[]replay.FileSummary
 	// recorder keeps observed values for the report.
 	recorder *report.Recorder
 }
@@ -86,6 +92,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 	c.Flags().StringVar(&o.mapFile, "map", "", "mapping file: AS → country and name, prefix → origin AS and region")
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
 	c.Flags().StringVar(&o.report, "report", "", "also write an HTML report: the alerts and a chart of every alerted series")
+	c.Flags().UintSliceVar(&o.localASNs, "local-asn", nil, "your own AS numbers, for recorded flows (repeat or comma-separate)")
 	return c
 }
 
@@ -107,6 +114,13 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	var srcs []replay.Source
 	m := netmap.New()
 	var local []uint32
+	for _, a := range o.localASNs {
+		local = append(local, uint32(a))
+	}
+	log := slog.Default()
+	if o.label != "" {
+		log = log.With("fixture", o.label)
+	}
 	var set *rules.Set
 	var err error
 	if o.mapFile != "" {
@@ -152,7 +166,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		}
 		srcs = append(srcs, s)
 	}
-	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local}
+	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local, Logger: log}
 	if o.recorder != nil {
 		cfg.Tap = o.recorder.Bucket
 	}
@@ -166,6 +180,21 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		return p, err
 	}
 	p.Finish() // the input is over: the routing table takes its last updates
+	sums, ferr := replay.Summaries(srcs)
+	if o.inputs != nil {
+		*o.inputs = sums
+	}
+	for i := range sums {
+		sum := &sums[i]
+		if sum.SkippedTotal() > 0 {
+			log.Warn("input: "+sum.String(), "file", sum.File)
+		} else {
+			log.Info("input: "+sum.String(), "file", sum.File)
+		}
+	}
+	if ferr != nil {
+		return p, ferr
+	}
 	st := p.Stats()
 	var recs, bad int64
 	for _, n := range st.Records {
@@ -175,7 +204,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		bad += n
 	}
 	el := time.Since(start)
-	slog.Info("replay done", "records", recs, "decode_errors", bad, "series", st.Series,
+	log.Info("replay done", "records", recs, "decode_errors", bad, "series", st.Series,
 		"buckets", st.BucketsClosed, "alerts", st.Events, "elapsed", el.Round(time.Millisecond),
 		"records_per_s", int64(float64(recs)/el.Seconds()))
 	return p, nil

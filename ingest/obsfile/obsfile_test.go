@@ -239,7 +239,7 @@ not json at all
 		if c.format == FormatCSV {
 			offsets = []int64{2, 4, 7}
 		}
-		want := ReadStats{Lines: 6 + c.header, Records: 3, Blank: 1, Header: c.header, BadTime: 2}
+		want := ReadStats{Lines: 6 + c.header, Records: 3, Blank: 1, Header: c.header, BadTime: 2, FirstBadTime: 4 + c.header}
 		if st != want {
 			t.Errorf("%s: stats %+v, want %+v", c.name, st, want)
 		}

@@ -25,6 +25,8 @@ type ReadStats struct {
 	// them (which includes lines that are not JSON or CSV at all): without
 	// one a record cannot take its place in the replay's merge by time.
 	BadTime int64
+	// FirstBadTime is the number of the first line skipped for its time.
+	FirstBadTime int64
 }
 
 // maxLine bounds one line; an observation line is some hundred bytes, so a
@@ -107,6 +109,9 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 		t, ok := timeOf(line)
 		if !ok {
 			st.BadTime++
+			if st.FirstBadTime == 0 {
+				st.FirstBadTime = n
+			}
 			return nil
 		}
 		st.Records++

@@ -3,6 +3,7 @@ package quality
 import (
 	"math"
 	"net/netip"
+	"strconv"
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -26,7 +27,10 @@ import (
 //
 // Probes are attributed by their public address ("from", else "src_addr")
 // through netmap: origin AS, then that AS's country. Atlas names no transit,
-// so Atlas results give no transit or path entities.
+// so Atlas results give no transit or path entities; each probe and
+// destination gets an entity of its own (probe:<prb_id>><destination /24 or
+// /48>), so that one probe's RTT series is judged on its own, as a RIPE
+// Atlas user watches it, beside the series of its network and country.
 type AtlasDecoder struct {
 	emitter
 	sc scanner
@@ -100,7 +104,12 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 			}
 		case "timestamp":
 			m.Time, err = s.timestamp()
-		case "prb_id", "msm_id":
+		case "prb_id":
+			var v uint64
+			if v, err = s.uint(math.MaxUint32); err == nil {
+				m.Probe = d.probeName(v)
+			}
+		case "msm_id":
 			_, err = s.uint(math.MaxUint32)
 		case "from":
 			from, err = s.addr()
@@ -145,6 +154,12 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 		return true, nil
 	}
 	return false, m.Validate()
+}
+
+// probeName returns the decimal name of an Atlas probe id, interned.
+func (d *AtlasDecoder) probeName(id uint64) string {
+	var buf [20]byte
+	return d.ent.intern(strconv.AppendUint(buf[:0], id, 10))
 }
 
 // atlasPackets reads the result array of a ping result: the RTTs of the

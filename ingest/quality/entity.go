@@ -105,6 +105,60 @@ func validSite(s string) bool {
 	return true
 }
 
+// ProbeEntity names the series of one probe towards one destination:
+//
+//	probe:<probe>><destination>
+//	probe:6001>193.0.14.0/24
+//	probe:lis-fibre-3>as15169
+//
+// The destination is aggregated as for path entities. A probe name must be
+// letters, digits, '-', '_' and '.'; ok is false otherwise, or when dest
+// is empty.
+func ProbeEntity(probe, dest string) (string, bool) {
+	if probe == "" || dest == "" || !validSite(probe) {
+		return "", false
+	}
+	return obs.KindProbe + ":" + probe + ">" + normalizeDest(dest), true
+}
+
+type probeKey struct {
+	probe  string
+	dstASN uint32
+	prefix netip.Prefix
+}
+
+// probeEntity names the series of probe towards dst (or, without an
+// address, dstASN); "" when the probe name cannot be part of an entity or
+// no destination is known.
+func (c *entities) probeEntity(probe string, dst netip.Addr, dstASN uint32) string {
+	k := probeKey{probe: probe}
+	switch {
+	case dst.IsValid():
+		k.prefix = destPrefix(dst, -1)
+	case dstASN != 0:
+		k.dstASN = dstASN
+	default:
+		return ""
+	}
+	if e, ok := c.probes[k]; ok {
+		return e
+	}
+	if !validSite(probe) {
+		return ""
+	}
+	if len(c.probes) >= cacheLimit {
+		clear(c.probes)
+	}
+	e := obs.KindProbe + ":" + probe + ">"
+	if k.prefix.IsValid() {
+		e += k.prefix.String()
+	} else {
+		e += "as" + strconv.FormatUint(uint64(dstASN), 10)
+	}
+	c.probes[k] = e
+	return e
+}
+
 // Entity caches bound the memory a hostile stream can make a decoder hold;
 // when one fills it is emptied, and names are built afresh.
 const cacheLimit = 1 << 16
@@ -116,7 +170,8 @@ type entities struct {
 	countries map[string]country // code as received → its names
 	sites     map[string]*site   // site name → its transits and paths
 	strs      map[string]string  // interned probe names
-	last      *site              // the site of the measurement being decoded
+	probes    map[probeKey]string
+	last      *site // the site of the measurement being decoded
 }
 
 type site struct {
@@ -133,7 +188,8 @@ type pathKey struct {
 }
 
 func newEntities() entities {
-	return entities{asn: obs.ASNCache{}, countries: map[string]country{}, sites: map[string]*site{}, strs: map[string]string{}}
+	return entities{asn: obs.ASNCache{}, countries: map[string]country{}, sites: map[string]*site{}, strs: map[string]string{},
+		probes: map[probeKey]string{}}
 }
 
 // intern returns b as a string, shared with earlier equal strings.

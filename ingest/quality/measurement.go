@@ -25,12 +25,12 @@ const (
 // per record:
 //
 //	{"time": "2025-04-28T10:35:00Z",  // required: RFC 3339, or Unix seconds (fractions allowed)
-//	 "probe": "lis01-p3",             // probe name; informational
+//	 "probe": "lis01-p3",             // probe name; with dst and no transit_asn, names a probe entity
 //	 "site": "lis01",                 // site the probe runs at; names the transit entity
 //	 "src": "203.0.113.9",            // the probe's public address, for netmap lookups
 //	 "src_asn": 3243,                 // the probe's network; else netmap's origin AS of src
 //	 "country": "PT",                 // the probe's country; else netmap's country of the AS
-//	 "dst": "198.51.100.7",           // destination address, aggregated to /24 or /48 in path entities
+//	 "dst": "198.51.100.7",           // destination address, aggregated to /24 or /48 in path and probe entities
 //	 "dst_asn": 15169,                // destination network; names the path when dst is absent
 //	 "transit_asn": 1299,             // transit the probe's traffic leaves the site through
 //	 "rtt_ms": [21.9, 22.4],          // round-trip times of answered packets, ms (or one number)
@@ -131,7 +131,7 @@ var _ ingest.Decoder = (*Decoder)(nil)
 
 // Decode turns one measurement into observations.
 func (d *Decoder) Decode(value []byte, sink obs.Sink) error {
-	if err := d.parse(value, &d.m, false); err != nil {
+	if err := d.parse(value, &d.m, true); err != nil {
 		return err
 	}
 	d.emit(&d.m, sink)
@@ -144,8 +144,8 @@ func (d *Decoder) Parse(value []byte, m *Measurement) error {
 	return d.parse(value, m, true)
 }
 
-// parse is Parse; Decode has no use for the probe name and skips interning
-// it (keepProbe false).
+// parse is Parse; keepProbe false skips interning the probe name (the
+// file reader only wants the time).
 func (d *Decoder) parse(value []byte, m *Measurement, keepProbe bool) error {
 	rtts := m.RTTms[:0]
 	*m = Measurement{RTTms: rtts}
@@ -302,7 +302,7 @@ func newEmitter(nm *netmap.Map) emitter {
 func (e *emitter) Stats() Stats { return e.stats }
 
 func (e *emitter) emit(m *Measurement, sink obs.Sink) {
-	var ents [3]string // source AS, country, transit
+	var ents [4]string // source AS, country, transit or probe
 	n := 0
 	asn := m.SrcASN
 	if asn == 0 && m.Src.IsValid() {
@@ -330,6 +330,14 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 		n++
 		if m.Sent > 0 {
 			path = st.pathEntity(m.TransitASN, m.Dst, m.DstASN)
+		}
+	}
+	// A probe towards a destination, not through a named transit (whose
+	// path entity already is that series), is a series of its own.
+	if m.TransitASN == 0 && m.Probe != "" {
+		if pe := e.ent.probeEntity(m.Probe, m.Dst, m.DstASN); pe != "" {
+			ents[n] = pe
+			n++
 		}
 	}
 	e.stats.Measurements++

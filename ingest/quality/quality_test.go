@@ -255,8 +255,11 @@ func TestAtlasRecordedResults(t *testing.T) {
 		{Time: t1, Signal: LatencyP95, Entity: "asn:33915", Value: 27.300999999999998},
 		{Time: t1, Signal: LatencyP50, Entity: "country:NL", Value: 27.300999999999998},
 		{Time: t1, Signal: LatencyP95, Entity: "country:NL", Value: 27.300999999999998},
+		{Time: t1, Signal: LatencyP50, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
+		{Time: t1, Signal: LatencyP95, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
 		{Time: t1, Signal: PacketLoss, Entity: "asn:33915", Value: 2.0 / 3, Hash: 3},
 		{Time: t1, Signal: PacketLoss, Entity: "country:NL", Value: 2.0 / 3, Hash: 3},
+		{Time: t1, Signal: PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 2.0 / 3, Hash: 3},
 	}
 	if !slices.Equal(per[0], want1) {
 		t.Errorf("line 1:\n got %v\nwant %v", per[0], want1)
@@ -267,6 +270,7 @@ func TestAtlasRecordedResults(t *testing.T) {
 	want7 := obs.Slice{
 		{Time: t7, Signal: PacketLoss, Entity: "asn:33915", Value: 1, Hash: 1},
 		{Time: t7, Signal: PacketLoss, Entity: "country:NL", Value: 1, Hash: 1},
+		{Time: t7, Signal: PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 1, Hash: 1},
 	}
 	if !slices.Equal(per[6], want7) {
 		t.Errorf("line 7:\n got %v\nwant %v", per[6], want7)
@@ -297,8 +301,14 @@ func TestAtlasRecordedResults(t *testing.T) {
 			t.Errorf("%s RTTs %v, want %v", e, rtts[e], w)
 		}
 	}
-	if len(all) != 84 {
-		t.Errorf("%d observations, want 84 (17 RTTs × 2 entities × 2 signals + 8 results × 2 loss)", len(all))
+	// Each probe's own series: probe 202 towards 62.2.16.12 and .24 is one
+	// series (destinations are taken by /24), the same samples as its AS
+	// 33915 here, since it is the only probe of that network.
+	if !slices.Equal(rtts["probe:202>62.2.16.0/24"], wantRTT["asn:33915"]) {
+		t.Errorf("probe 202 RTTs %v, want %v", rtts["probe:202>62.2.16.0/24"], wantRTT["asn:33915"])
+	}
+	if len(all) != 126 {
+		t.Errorf("%d observations, want 126 (17 RTTs × 3 entities × 2 signals + 8 results × 3 loss)", len(all))
 	}
 	result := func(sig, ent string) (float64, int64) { return accs[[2]string{sig, ent}].Result() }
 	for _, c := range []struct {
@@ -322,7 +332,7 @@ func TestAtlasRecordedResults(t *testing.T) {
 	if v, n := result("latency_p50", "country:NL"); n != 7 || v < 35.679 || v > 36.66 {
 		t.Errorf("NL median %v (n=%d), want within [35.679, 36.66] from 7 samples", v, n)
 	}
-	if s := d.Stats(); s != (Stats{Measurements: 8, Observations: 84}) {
+	if s := d.Stats(); s != (Stats{Measurements: 8, Observations: 126}) {
 		t.Errorf("stats %+v", s)
 	}
 }

@@ -44,6 +44,8 @@ type ReadStats struct {
 	// at the time of the line before, so that the pipeline counts them as
 	// decode errors with their reason, as it would live.
 	Malformed int64
+	// FirstNoTime is the number of the first line skipped without a time.
+	FirstNoTime int64
 }
 
 // maxLine bounds one line; a measurement is a few hundred bytes and an
@@ -97,6 +99,9 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 			last = t
 		case last == 0:
 			st.NoTime++
+			if st.FirstNoTime == 0 {
+				st.FirstNoTime = n
+			}
 			return nil
 		default:
 			st.Malformed++

@@ -43,7 +43,7 @@ func TestReadTimesAndMalformedLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ReadStats{Lines: 5, Records: 3, Blank: 1, NoTime: 1, Malformed: 1}
+	want := ReadStats{Lines: 5, Records: 3, Blank: 1, NoTime: 1, Malformed: 1, FirstNoTime: 1}
 	if st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bufio"
+	"compress/gzip"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/scenario"
+)
+
+// recordUganda writes what `outagewatch record` would have written had the
+// Uganda fixture's streams run through Kafka, the mapping file an operator
+// would keep beside it, and labels with the fixture's expectations, and
+// returns their paths.
+func recordUganda(t *testing.T) (rec, mapFile, labels string) {
+	t.Helper()
+	spec, err := scenario.Load("../../fixtures/uganda-2021-01-13.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := replay.RenderSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := replay.Collect(srcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	rec = filepath.Join(dir, "uganda.owrec.gz")
+	f, err := os.Create(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	bw := bufio.NewWriterSize(zw, 1<<20)
+	for i, r := range recs {
+		r.Topic, r.Offset = r.Stream, int64(i)
+		if err := replay.WriteRecord(bw, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	m := spec.Map()
+	type asn struct {
+		Country string `yaml:"country"`
+		Name    string `yaml:"name"`
+	}
+	type pfx struct {
+		Prefix string `yaml:"prefix"`
+		Origin uint32 `yaml:"origin,omitempty"`
+		Region string `yaml:"region,omitempty"`
+	}
+	mf := struct {
+		ASNs     map[uint32]asn `yaml:"asns"`
+		Prefixes []pfx          `yaml:"prefixes"`
+	}{ASNs: map[uint32]asn{}}
+	for a, cc := range m.Countries {
+		mf.ASNs[a] = asn{cc, m.Names[a]}
+	}
+	m.Origins.Walk(func(p netip.Prefix, v uint32) bool {
+		mf.Prefixes = append(mf.Prefixes, pfx{Prefix: p.String(), Origin: v})
+		return true
+	})
+	m.Regions.Walk(func(p netip.Prefix, v string) bool {
+		mf.Prefixes = append(mf.Prefixes, pfx{Prefix: p.String(), Region: v})
+		return true
+	})
+	b, err := yaml.Marshal(&mf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapFile = filepath.Join(dir, "map.yaml")
+	os.WriteFile(mapFile, b, 0o644)
+
+	lb, err := yaml.Marshal(map[string]any{"name": "uganda-recorded", "inputs": []string{"uganda.owrec.gz"},
+		"expect": spec.Expect, "allow": spec.Allow})
+	if err != nil {
+		t.Fatal(err)
+	}
+	labels = filepath.Join(dir, "labels.yaml")
+	os.WriteFile(labels, lb, 0o644)
+	return rec, mapFile, labels
+}
+
+// A recording of the Uganda shutdown, scored against labels with the
+// fixture's expectations, passes as the fixture does; without the DNS rules
+// it misses the three DNS expectations, and the diff lists exactly the DNS
+// alerts as the ones only the shipped rules raised.
+func TestScoreLabelsOnARecordingComparesRuleSets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays four weeks of the Uganda fixture twice")
+	}
+	captureLog(t)
+	_, mapFile, labels := recordUganda(t)
+	noDNS := t.TempDir()
+	for _, f := range []string{"10-traffic.yaml", "30-bgp.yaml", "40-quality.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../rules/default", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(noDNS, f), b, 0o644)
+	}
+	out, _, err := run(t, "score", "--json", "--labels", labels, "--map", mapFile, "--local-asn", "64500",
+		"--rules", "../../rules/default", "--rules-b", noDNS)
+	if err == nil || exitCode(err) != 2 {
+		t.Fatalf("rule set B misses the DNS alerts, yet: %v", err)
+	}
+	var s scoredLabels
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	a, b := s.Results[0], s.Results[1]
+	if !a.Pass || len(a.Detected) != 9 || a.Rules != "../../rules/default" {
+		t.Fatalf("shipped rules on the recording: pass %v, %d detected, missed %+v, false %+v", a.Pass, len(a.Detected), a.Missed, a.False)
+	}
+	var missed []string
+	for _, m := range b.Missed {
+		missed = append(missed, m.Entity)
+	}
+	slices.Sort(missed)
+	if b.Pass || len(b.Detected) != 6 || strings.Join(missed, " ") != "asn:20294 asn:36977 country:UG" || len(b.False) != 0 {
+		t.Fatalf("without DNS rules: pass %v, %d detected, missed %v, %d false", b.Pass, len(b.Detected), missed, len(b.False))
+	}
+	d := s.Diff
+	var only []string
+	for _, ev := range d.OnlyA {
+		only = append(only, ev.Signal)
+	}
+	if len(d.OnlyB) != 0 || len(d.Shifts) != 0 || len(only) == 0 || slices.ContainsFunc(only, func(s string) bool { return !strings.HasPrefix(s, "dns_") }) {
+		t.Fatalf("diff: only A %v, only B %d, shifts %d", only, len(d.OnlyB), len(d.Shifts))
+	}
+	// The shipped rules raise 21 firing alerts on the recording; four are
+	// DNS query drops (UG, its two main networks, and a smaller one that
+	// the labels allow), the rest the same under both sets.
+	if len(only) != 4 || d.Same != 17 {
+		t.Fatalf("diff: %d the same, only with the shipped rules %v", d.Same, only)
+	}
+}

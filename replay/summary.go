@@ -1,0 +1,186 @@
+package replay
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/outagewatch/outagewatch/ingest"
+)
+
+// ReadStats is what a file reader reports of the lines it read and of those
+// it could not hand on (no readable time, say): the summary adds them to
+// the records the pipeline refused.
+type ReadStats struct {
+	// Lines is the number of lines (or records of a binary format) read.
+	Lines int64
+	// Skipped counts lines left out before decoding, by reason.
+	Skipped map[string]int64
+	// FirstBad is the number of the first line left out, 0 when none.
+	FirstBad int64
+}
+
+// FileSummary says what became of one input file: how much was read, how
+// much reached the series, and what was skipped and why, with the first bad
+// line, so that an export that was half wrong is noticed and can be fixed.
+type FileSummary struct {
+	File string `json:"file"`
+	// Unit is what the file is made of: "line" for text formats, "record"
+	// for binary ones.
+	Unit string `json:"unit"`
+	// Recorded marks a file of Kafka records (outagewatch record): a bad
+	// record is named by its topic, partition and offset, not by a number
+	// in the file.
+	Recorded bool             `json:"-"`
+	Read     int64            `json:"read"`
+	Replayed int64            `json:"replayed"`
+	Skipped  map[string]int64 `json:"skipped,omitempty"`
+	FirstBad int64            `json:"first_bad,omitempty"`
+	FirstErr string           `json:"first_error,omitempty"`
+}
+
+// SkippedTotal is the number of lines skipped for any reason.
+func (s *FileSummary) SkippedTotal() int64 {
+	var n int64
+	for _, v := range s.Skipped {
+		n += v
+	}
+	return n
+}
+
+func (s *FileSummary) skip(reason string, n int64, at int64, msg string) {
+	if n == 0 {
+		return
+	}
+	if s.Skipped == nil {
+		s.Skipped = map[string]int64{}
+	}
+	s.Skipped[reason] += n
+	switch {
+	case at > 0 && (s.FirstBad == 0 || at < s.FirstBad):
+		s.FirstBad, s.FirstErr = at, msg
+	case at == 0 && s.FirstErr == "":
+		s.FirstErr = msg
+	}
+}
+
+// count books one record handed to the pipeline and what it said of it.
+func (s *FileSummary) count(rec *ingest.Record, err error) {
+	if err == nil {
+		s.Replayed++
+		return
+	}
+	at, msg := rec.Offset, err.Error()
+	switch {
+	case s.Recorded:
+		at, msg = 0, fmt.Sprintf("%s[%d]@%d: %s", rec.Topic, rec.Partition, rec.Offset, msg)
+	case s.Unit != "line":
+		at++ // binary readers number records from 0
+	}
+	s.skip(ingest.Reason(err), 1, at, msg)
+}
+
+// String is the summary as one line of a log or a report:
+// "x.csv: 1200 lines read, 1180 replayed, 20 skipped (signal 12, time 8), first bad line 7: ...".
+func (s *FileSummary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %d %ss read, %d replayed", s.File, s.Read, s.Unit, s.Replayed)
+	if n := s.SkippedTotal(); n > 0 {
+		var parts []string
+		for _, r := range slices.Sorted(maps.Keys(s.Skipped)) {
+			parts = append(parts, fmt.Sprintf("%s %d", r, s.Skipped[r]))
+		}
+		fmt.Fprintf(&b, ", %d skipped (%s)", n, strings.Join(parts, ", "))
+		switch {
+		case s.FirstBad > 0:
+			fmt.Fprintf(&b, ", first bad %s %d", s.Unit, s.FirstBad)
+			if s.FirstErr != "" {
+				fmt.Fprintf(&b, ": %s", s.FirstErr)
+			}
+		case s.FirstErr != "":
+			fmt.Fprintf(&b, ", first bad %s: %s", s.Unit, s.FirstErr)
+		}
+	}
+	return b.String()
+}
+
+// Err is an error naming the file when nothing in it could be replayed:
+// an empty file, or one whose every line was refused, must not pass for a
+// quiet incident.
+func (s *FileSummary) Err() error {
+	switch {
+	case s.Replayed > 0:
+		return nil
+	case s.Read == 0:
+		return fmt.Errorf("%s: empty: no %s to replay", s.File, s.Unit)
+	}
+	return fmt.Errorf("no %s decodes: %s", s.Unit, s.String())
+}
+
+// FileSource is a source read from one file, with its summary.
+type FileSource struct {
+	*SliceSource
+	sum FileSummary
+}
+
+// Summary returns the file's summary; Run fills in what the pipeline said
+// of each record.
+func (f *FileSource) Summary() *FileSummary { return &f.sum }
+
+// Summarized is a source that keeps a FileSummary.
+type Summarized interface {
+	Source
+	Summary() *FileSummary
+}
+
+// FromFile reads a whole file into a sorted source that keeps a summary.
+// unit is "line" for text formats and "record" for binary ones.
+func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadStats, error)) (*FileSource, error) {
+	var recs []*ingest.Record
+	st, err := read(func(r ingest.Record) error {
+		if r.Topic == "" {
+			r.Topic = path // so that the pipeline's decode warnings name the file
+		}
+		recs = append(recs, &r)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	sortRecords(recs)
+	fs := &FileSource{SliceSource: NewSliceSource(path, recs), sum: FileSummary{File: path, Unit: unit, Read: st.Lines}}
+	if fs.sum.Read == 0 {
+		fs.sum.Read = int64(len(recs))
+	}
+	for _, r := range slices.Sorted(maps.Keys(st.Skipped)) {
+		fs.sum.skip(r, st.Skipped[r], st.FirstBad, "")
+	}
+	if st.FirstBad > 0 && fs.sum.FirstErr == "" {
+		fs.sum.FirstErr = "left out before decoding (" + strings.Join(slices.Sorted(maps.Keys(st.Skipped)), ", ") + ")"
+		if len(st.Skipped) == 1 && st.Skipped["time"] > 0 {
+			fs.sum.FirstErr = "no readable time"
+		}
+	}
+	return fs, nil
+}
+
+// Summaries returns the summaries of the sources that keep one, in order,
+// and an error naming every file of which nothing could be replayed.
+func Summaries(srcs []Source) ([]FileSummary, error) {
+	var out []FileSummary
+	var errs []error
+	for _, s := range srcs {
+		fs, ok := s.(Summarized)
+		if !ok {
+			continue
+		}
+		sum := *fs.Summary()
+		out = append(out, sum)
+		if err := sum.Err(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return out, errors.Join(errs...)
+}

@@ -1,0 +1,65 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/obsfile"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// An IODA export of declared signals, produced line by line to a topic,
+// gives the live service exactly the alerts that replay of the file gives.
+func TestDeclaredSignalsFromKafkaAlertAsReplayDoes(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []*ingest.Record
+	if _, err := obsfile.ReadFileStats("../examples/ioda/uganda-2021-01-13.csv.gz", func(r ingest.Record) error {
+		recs = append(recs, &r)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	sink := alerting.NewJSONL("replay", &out)
+	p, err := pipeline.New(pipeline.Config{Rules: set, Logger: quietLog()},
+		func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("ioda", append([]*ingest.Record(nil), recs...))}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := lines(out.String())
+	if len(want) != 6 || !strings.Contains(want[0], `"signal":"bgp_visible_slash24"`) {
+		t.Fatalf("replay gave %d alerts: %q", len(want), want)
+	}
+
+	c := startBroker(t, 0, "", "ioda")
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	produce(t, addr, "ioda", recs)
+	dir := t.TempDir()
+	cfg := mustValidate(t, testConfig(addr, dir, Topic{Name: "ioda", Stream: obsfile.Stream, Format: obsfile.FormatCSV}))
+	r := startService(t, cfg, &fixture{set: set, m: netmap.New()})
+	waitFor(t, "every record and the final watermark", 60*time.Second, func() bool {
+		st := r.svc.Pipeline().Stats()
+		return totalRecords(st) >= int64(len(recs)) && st.Watermark >= p.Stats().Watermark
+	})
+	waitFor(t, "the alerts delivered", 30*time.Second, func() bool {
+		return len(readLines(t, filepath.Join(dir, "alerts.jsonl"))) >= len(want)
+	})
+	r.shutdown(t)
+	assertSameAlerts(t, readLines(t, filepath.Join(dir, "alerts.jsonl")), want)
+}
