@@ -120,11 +120,12 @@ type levelState struct {
 }
 
 func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
-	w := c.End - c.Start
-	n := d.p.For.buckets(w)
-	resolveN := d.p.ResolveFor.buckets(w)
 	for _, pt := range pts {
 		st := stateOf(d.states, pt.Series.Key.String())
+		// A probe that reports every step, not every bucket, is read on
+		// its own grid.
+		w := pt.Series.Step()
+		n, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue

@@ -210,9 +210,10 @@ type shiftState struct {
 
 func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
 	w := c.End - c.Start
-	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, pt := range pts {
 		st := stateOf(d.states, pt.Series.Key.String())
+		step := pt.Series.Step()
+		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
 			// No data, or too little to judge: hold the state.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
@@ -240,7 +241,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		switch {
 		case anomalous || (st.Firing && !recovered):
 			st.Adapt.add(pt.Value / base)
-			if st.Adapt.due(w, d.p.AdaptAfter) {
+			if st.Adapt.due(step, d.p.AdaptAfter) {
 				ratio := st.Adapt.adapt(&pt.Series.Hist, c.Start)
 				st.Run, st.Recovered = 0, 0
 				if st.Firing {
@@ -277,7 +278,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		if st.Recovered >= resolveN {
 			st.Firing, st.Recovered = false, 0
 			f := d.finding(Resolved, c, pt, st, base, delta)
-			f.End, f.Reason = c.Start-int64(resolveN-1)*w, "recovered"
+			f.End, f.Reason = c.Start-int64(resolveN-1)*step, "recovered"
 			emit(f)
 		}
 	}

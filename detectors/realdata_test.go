@@ -30,7 +30,9 @@ func (r *seriesRun) feed(from int64, n int, ents []string, value func(e string, 
 	for i := 0; i < n; i++ {
 		t := from + int64(i)*w5
 		for _, e := range ents {
-			r.agg.Observe(&obs.Observation{Time: t + 1, Signal: obs.TrafficBytes, Entity: e, Value: value(e, t)})
+			if v := value(e, t); !math.IsNaN(v) { // NaN: the source sent nothing
+				r.agg.Observe(&obs.Observation{Time: t + 1, Signal: obs.TrafficBytes, Entity: e, Value: v})
+			}
 		}
 		r.agg.Advance(t+w5, func(c *aggregate.Closed) {
 			r.det.Bucket(c, c.Points, func(f Finding) { r.findings = append(r.findings, f) })
@@ -173,5 +175,38 @@ func TestPrefixWithdrawalFullWithdrawalThenHalfBack(t *testing.T) {
 	}
 	if f := r.take(); len(f) != 1 || f[0].Status != Resolved || f[0].End != back {
 		t.Fatalf("findings %+v, want the resolve from %d", f, back)
+	}
+}
+
+// A source that reports every 30 minutes: the detector learns its step
+// and `for` counts time, not points: an hour's `for` is two reports (not
+// twelve), so the alert fires with the second low report.
+func TestTrafficDropCountsTimeOnACoarseSeries(t *testing.T) {
+	p := DefaultTrafficDrop()
+	p.For, p.Critical = Duration(60*60e9), 0
+	r := newSeriesRun(p)
+	base := noisy(9, 0.01)
+	every30 := func(f func(string, int64) float64) func(string, int64) float64 {
+		return func(e string, t int64) float64 {
+			if t%(6*w5) != 0 {
+				return math.NaN()
+			}
+			return f(e, t)
+		}
+	}
+	r.feed(start, 15*288, []string{"asn:1"}, every30(base))
+	if f := r.take(); len(f) != 0 {
+		t.Fatalf("quiet fortnight fired: %+v", f)
+	}
+	onset := start + 15*dayNs + 12*3600e9
+	r.feed(start+15*dayNs, 288, []string{"asn:1"}, every30(func(e string, t int64) float64 {
+		if t >= onset {
+			return 0.2 * base(e, t)
+		}
+		return base(e, t)
+	}))
+	f := r.take()
+	if len(f) == 0 || f[0].Status != Firing || f[0].Start != onset || f[0].At != onset+6*w5+w5 {
+		t.Fatalf("findings %+v, want firing at the second low report (%d)", f, onset+6*w5+w5)
 	}
 }

@@ -215,15 +215,18 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 	if d.feedFault(c, js, emit) {
 		return
 	}
-	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, j := range js {
 		st, pt := j.st, j.p
+		// A series that reports every step, not every bucket, counts its
+		// points as step-long.
+		step := pt.Series.Step()
+		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
 		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
 		switch {
 		case outlier:
 			st.Adapt.add(pt.Value / j.base)
-			if st.Adapt.due(w, d.p.AdaptAfter) {
+			if st.Adapt.due(step, d.p.AdaptAfter) {
 				d.adapt(c, j, emit)
 				continue
 			}
@@ -257,7 +260,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if st.Recovered >= resolveN {
 			st.Firing = false
 			f := d.finding(Resolved, c, j)
-			f.End, f.Reason = c.Start-int64(resolveN-1)*w, "recovered"
+			f.End, f.Reason = c.Start-int64(resolveN-1)*step, "recovered"
 			emit(f)
 			st.Recovered = 0
 		}

@@ -183,15 +183,16 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		}
 		return
 	}
-	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, j := range js {
 		st, pt := j.st, j.p
+		step := pt.Series.Step()
+		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		// Keep the outage out of the baseline until it has lasted
 		// AdaptAfter; then the new level is the baseline.
 		switch {
 		case j.anomalous || (st.Firing && j.drop >= d.p.ResolveBelow):
 			st.Adapt.add(pt.Value / j.base)
-			if st.Adapt.due(w, d.p.AdaptAfter) {
+			if st.Adapt.due(step, d.p.AdaptAfter) {
 				ratio := st.Adapt.adapt(&pt.Series.Hist, c.Start)
 				st.Run, st.Recovered = 0, 0
 				if st.Firing {
@@ -230,7 +231,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		}
 		if st.Recovered >= resolveN {
 			f := d.finding(Resolved, c, j)
-			f.End = c.Start - int64(resolveN-1)*w
+			f.End = c.Start - int64(resolveN-1)*step
 			emit(f)
 			st.Firing, st.Recovered, st.FireBase, st.Low = false, 0, 0, 0
 		}
