@@ -1,102 +1,62 @@
 package trafficmanager
 
 import (
-	"bytes"
-	"os"
-	"sort"
 	"strings"
 	"testing"
-
-	"go.yaml.in/yaml/v3"
 )
 
-type scenario struct {
-	Thresholds Thresholds                    `yaml:"thresholds"`
-	Latency    map[string]map[string]float64 `yaml:"latency"`
-	Failover   map[string]map[string]float64 `yaml:"failover"`
-	Units      map[string]struct {
-		Capacity float64            `yaml:"capacity"`
-		Load     map[string]float64 `yaml:"load"`
-	} `yaml:"units"`
-	Ticks []struct {
-		Name      string             `yaml:"name"`
-		Capacity  map[string]float64 `yaml:"capacity"`
-		Moves     []string           `yaml:"moves"`
-		Changes   []string           `yaml:"changes"`
-		Withdrawn []string           `yaml:"withdrawn"`
-	} `yaml:"ticks"`
-}
-
-func (t *Thresholds) UnmarshalYAML(n *yaml.Node) error {
-	var raw struct{ Max, Target, Acceptable float64 }
-	if err := n.Decode(&raw); err != nil {
-		return err
-	}
-	*t = Thresholds(raw)
-	return nil
-}
-
 func TestScenarioSectionsAndLoss(t *testing.T) {
-	b, err := os.ReadFile("testdata/sections-and-loss.yaml")
+	sc, err := LoadScenario("testdata/sections-and-loss.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var sc scenario
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&sc); err != nil {
-		t.Fatal(err)
+	if len(sc.Ticks) != 7 {
+		t.Fatalf("%d ticks", len(sc.Ticks))
 	}
-	if err := sc.Thresholds.Valid(); err != nil {
-		t.Fatal(err)
-	}
-	ids := make([]string, 0, len(sc.Units))
-	for id := range sc.Units {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	capa := map[string]float64{}
-	for id, u := range sc.Units {
-		capa[id] = u.Capacity
-	}
-	var st State
-	for i, tick := range sc.Ticks {
-		for id, c := range tick.Capacity {
-			if _, ok := sc.Units[id]; !ok {
-				t.Fatalf("tick %d: unknown unit %s", i, id)
-			}
-			capa[id] = c
+	sc.Run(func(i int, tk *ScenarioTick, r Result) {
+		if tk.Moves == nil || tk.Changes == nil {
+			t.Fatalf("tick %d (%s): expectations missing", i, tk.Name)
 		}
-		in := Input{Latency: sc.Latency, Failover: sc.Failover}
-		for _, id := range ids {
-			loc, sec, _ := strings.Cut(id, "/")
-			u := Unit{Location: loc, Section: sec, Capacity: capa[id], Thresholds: sc.Thresholds}
-			for name, v := range sc.Units[id].Load {
-				p, err := ParsePlan(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				u.Load[p] = v
-			}
-			in.Units = append(in.Units, u)
-		}
-		r := Tick(in, st)
-		var changes []string
-		for _, c := range r.Changes {
-			changes = append(changes, c.String())
-		}
-		if got, want := movesString(r.State.Moves), strings.Join(tick.Moves, "\n"); got != want {
-			t.Errorf("tick %d (%s) moves:\n%s\nwant:\n%s", i, tick.Name, got, want)
-		}
-		if got, want := strings.Join(changes, "\n"), strings.Join(tick.Changes, "\n"); got != want {
-			t.Errorf("tick %d (%s) changes:\n%s\nwant:\n%s", i, tick.Name, got, want)
-		}
-		if got, want := strings.Join(r.State.Withdrawn, ","), strings.Join(tick.Withdrawn, ","); got != want {
-			t.Errorf("tick %d (%s) withdrawn %q, want %q", i, tick.Name, got, want)
+		if d := tk.Mismatch(r); d != "" {
+			t.Errorf("tick %d (%s, line %d):\n%s", i, tk.Name, tk.Line, d)
 		}
 		if len(r.Notes) != 0 {
-			t.Errorf("tick %d (%s) notes: %v", i, tick.Name, r.Notes)
+			t.Errorf("tick %d (%s) notes: %v", i, tk.Name, r.Notes)
 		}
-		st = r.State
+	})
+}
+
+func TestParseScenarioErrors(t *testing.T) {
+	base := "thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A: {capacity: 10}\n"
+	for _, c := range []struct{ doc, want string }{
+		{"thresholds: {max: 0.9, target: 0.95, acceptable: 0.7}\nunits:\n  A: {capacity: 10}\n", "s.yaml:1: thresholds acceptable 0.7, target 0.95, max 0.9"},
+		{base + "latency:\n  A: {B: 5}\n", "s.yaml:5: latency A→B: unknown location"},
+		{base + "ticks:\n  - capacity: {B: 5}\n", "s.yaml:5: tick 0: capacity B 5: want a known unit"},
+		{base + "ticks:\n  - {name: x, capcity: {A: 5}}\n", "s.yaml:5: field capcity not found"},
+		{"thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A: {capacity: 10, load: {Gold: 3}}\n", "s.yaml:3: unit A: load Gold 3"},
+		{"thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A: {capacity: 10}\n  B: {capacity: 10}\nfailover:\n  A: {B: 1.5}\n", "s.yaml:6: failover shares of A add up to 1.5"},
+	} {
+		_, err := ParseScenario("s.yaml", []byte(c.doc))
+		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%q:\nerror %v\nwant  %q", c.doc, err, c.want)
+		}
 	}
+}
+
+func FuzzParseScenario(f *testing.F) {
+	f.Add([]byte("thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A/s1: {capacity: 10, load: {Free: 9}}\n  B: {capacity: 10}\nlatency: {A: {B: 3}}\nticks:\n  - capacity: {A/s1: 0}\n"))
+	f.Add([]byte("units: [\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		sc, err := ParseScenario("f.yaml", b)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "f.yaml:") {
+				t.Fatalf("error without file:line: %v", err)
+			}
+			return
+		}
+		if len(sc.Ticks) > 20 || len(sc.Units) > 20 {
+			return
+		}
+		sc.Run(func(int, *ScenarioTick, Result) {}) // must not panic
+	})
 }
