@@ -237,7 +237,7 @@ func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string
 			return err
 		}
 		slog.Warn("transit shutdown refused", "site", site, "asn", asn, "reason", why, "alert", ev.ID)
-		t.emitRecord(&rec, ev)
+		t.emitRecord(&rec, ev, rec.Time)
 		return nil
 	}
 	switch {
@@ -277,7 +277,7 @@ func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string
 		}
 	}
 	slog.Info("transit shut", "mode", rec.Mode, "site", site, "asn", asn, "sessions", tr.Sessions, "action", rec.ID, "alert", ev.ID)
-	t.emitRecord(&rec, ev)
+	t.emitRecord(&rec, ev, rec.Time)
 	return nil
 }
 
@@ -292,7 +292,7 @@ func (t *Transits) failed(ctx context.Context, rec *Record, cause error) error {
 	if err := t.audit.append(&f); err != nil {
 		return errors.Join(cause, err)
 	}
-	t.emitRecord(&f, nil)
+	t.emitRecord(&f, nil, f.Time)
 	return fmt.Errorf("transit shutdown AS%d at %s: %w", rec.ASN, rec.Site, cause)
 }
 
@@ -343,7 +343,7 @@ func (t *Transits) restore(ctx context.Context, k key, s *tstate, at time.Time, 
 		return Record{}, err
 	}
 	slog.Info("transit restored", "mode", rec.Mode, "site", k.site, "asn", k.asn, "who", who, "action", rec.ID, "of", s.action)
-	t.emitRecord(&rec, nil)
+	t.emitRecord(&rec, nil, s.last)
 	return rec, nil
 }
 
@@ -401,7 +401,7 @@ func (t *Transits) Override(ctx context.Context, site string, asn uint32, keep, 
 // emitRecord sends an action as an alert event of its own: a shutdown
 // fires, its restore resolves the same ID; a refusal is a one-off
 // warning.
-func (t *Transits) emitRecord(r *Record, cause *alerting.Event) {
+func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time) {
 	entity := fmt.Sprintf("transit:%d@%s", r.ASN, r.Site)
 	rule := RuleShutdown
 	if r.Op == OpRefused {
@@ -410,7 +410,7 @@ func (t *Transits) emitRecord(r *Record, cause *alerting.Event) {
 	ev := &alerting.Event{
 		ID: alerting.AlertID(rule, "packet_loss", entity), Status: alerting.Firing, Rule: rule, Detector: "action",
 		Signal: "packet_loss", Entity: entity, Labels: map[string]string{"site": r.Site, "asn": strconv.Itoa(int(r.ASN)), "mode": r.Mode},
-		Start: r.Time, At: r.Time, Severity: "warning",
+		Start: start, At: r.Time, Severity: "warning",
 		Actions: []string{fmt.Sprintf("%s %s AS%d at %s (%s)", r.Mode, r.Op, r.ASN, r.Site, r.ID)},
 		Details: map[string]any{"action": r.ID, "op": r.Op, "who": r.Who, "why": r.Why, "sessions": r.Sessions, "alert": r.Alert},
 	}

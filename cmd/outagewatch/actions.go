@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outagewatch/outagewatch/actions"
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/trafficmanager"
+)
+
+func init() { extraCommands = append(extraCommands, actionsCmd) }
+
+func actionsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "actions",
+		Short: "Transit-port shutdown and Traffic Manager plans: dry-runs, audit log, undo",
+	}
+	var cfgPath, auditPath, who string
+	loadCfg := func() (*actions.Config, error) {
+		cfg, err := actions.LoadConfig(cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		if auditPath != "" {
+			cfg.Audit = auditPath
+		}
+		return cfg, nil
+	}
+	flags := func(cmd *cobra.Command) {
+		cmd.Flags().StringVar(&cfgPath, "config", "deploy/actions.yaml", "actions configuration")
+		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
+	}
+
+	check := &cobra.Command{
+		Use:   "check CONFIG",
+		Short: "Validate an actions configuration (file:line: reason on error)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := actions.LoadConfig(args[0])
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, s := range cfg.Sites {
+				n += len(s.Transits)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, mode %s, %d sites, %d transits\n", args[0], cfg.Mode, len(cfg.Sites), n)
+			return nil
+		},
+	}
+
+	var mode string
+	var memory, text bool
+	replayC := &cobra.Command{
+		Use:   "replay [--config F] [--mode M] [ALERTS.jsonl|-]",
+		Short: "Run the transit actions on alert events (JSON lines from `outagewatch replay`); prints the action events",
+		Long: `Feeds alert events, one JSON object per line (the output of outagewatch
+replay, or a file of it), to the transit-port shutdown actuator, and prints
+the events of the actions it takes or refuses. After the last event the
+clock moves on by the hold time, so restores show too. In dry-run (the
+configuration's default) nothing is changed and the audit log is kept in
+memory unless --audit is given.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			if mode != "" {
+				cfg.Mode = mode
+			}
+			if memory || (cfg.Mode != actions.ModeEnforce && auditPath == "") {
+				cfg.Audit = ""
+			}
+			in := cmd.InOrStdin()
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			sink := alerting.NewJSONL("actions", out)
+			emit := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+			if text {
+				emit = func(ev *alerting.Event) {
+					fmt.Fprintf(out, "%s  %-8s  %s  (action %v)\n", ev.At.Format(time.RFC3339), ev.Status, ev.Summary, ev.Details["action"])
+				}
+			}
+			tr, closeAll, err := newTransits(cfg, emit)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			ctx := cmd.Context()
+			var last time.Time
+			sc := bufio.NewScanner(in)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			line, bad := 0, 0
+			for sc.Scan() {
+				line++
+				if len(strings.TrimSpace(sc.Text())) == 0 {
+					continue
+				}
+				var ev alerting.Event
+				if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "line %d: not an alert event: %v\n", line, err)
+					continue
+				}
+				if err := tr.Send(ctx, &ev); err != nil {
+					return fmt.Errorf("line %d: %w", line, err)
+				}
+				last = ev.At
+			}
+			if err := sc.Err(); err != nil {
+				return err
+			}
+			if !last.IsZero() && cfg.Hold > 0 {
+				if err := tr.Advance(ctx, last.Add(cfg.Hold)); err != nil {
+					return err
+				}
+			}
+			if bad > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d lines skipped\n", bad)
+			}
+			return nil
+		},
+	}
+	replayC.Flags().StringVar(&mode, "mode", "", "override the configuration's mode (off, dry-run, enforce)")
+	replayC.Flags().BoolVar(&memory, "no-audit", false, "keep the audit log in memory even in enforce mode")
+	replayC.Flags().BoolVar(&text, "text", false, "one line per action instead of JSON events")
+	flags(replayC)
+
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list [--audit F]",
+		Short: "List the audit log: who did what, why, when, and the undo",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := auditPath
+			if path == "" {
+				cfg, err := loadCfg()
+				if err != nil {
+					return err
+				}
+				path = cfg.Audit
+			}
+			a, err := actions.OpenAudit(path)
+			if err != nil {
+				return err
+			}
+			recs, err := a.Records()
+			if err != nil {
+				return err
+			}
+			return printRecords(cmd.OutOrStdout(), recs, asJSON)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")
+	flags(list)
+
+	undo := &cobra.Command{
+		Use:   "undo ID",
+		Short: "Restore the sessions a shutdown took down",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			tr, closeAll, err := newTransits(cfg, nil)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			r, err := tr.Undo(cmd.Context(), args[0], who)
+			if err != nil {
+				return err
+			}
+			return printRecords(cmd.OutOrStdout(), []actions.Record{r}, false)
+		},
+	}
+	undo.Flags().StringVar(&who, "who", os.Getenv("USER"), "who undoes it, for the audit log")
+	flags(undo)
+
+	override := &cobra.Command{
+		Use:   "override SITE ASN up|down|auto",
+		Short: "Keep a transit up (restoring it now) or down whatever the alerts say; auto clears",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asn, err := strconv.ParseUint(strings.TrimPrefix(strings.ToUpper(args[1]), "AS"), 10, 32)
+			if err != nil {
+				return fmt.Errorf("asn %q: want a number such as 1299", args[1])
+			}
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			tr, closeAll, err := newTransits(cfg, nil)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			r, err := tr.Override(cmd.Context(), args[0], uint32(asn), args[2], who)
+			if err != nil {
+				return err
+			}
+			return printRecords(cmd.OutOrStdout(), []actions.Record{r}, false)
+		},
+	}
+	override.Flags().StringVar(&who, "who", os.Getenv("USER"), "who sets it, for the audit log")
+	flags(override)
+
+	c.AddCommand(check, replayC, list, undo, override, planCmd())
+	return c
+}
+
+// newTransits builds the actuator with a gobgpd connection per site in
+// enforce mode (and for undo or override, which act on past enforce
+// actions whatever the mode is now).
+func newTransits(cfg *actions.Config, emit func(*alerting.Event)) (*actions.Transits, func(), error) {
+	audit, err := actions.OpenAudit(cfg.Audit)
+	if err != nil {
+		return nil, nil, err
+	}
+	speakers := map[string]actions.Speaker{}
+	conns := map[string]*actions.GRPC{}
+	closeAll := func() {
+		for _, g := range conns {
+			g.Close()
+		}
+	}
+	for _, name := range cfg.SiteNames() {
+		addr := cfg.Sites[name].GoBGP
+		if addr == "" {
+			continue
+		}
+		if conns[addr] == nil {
+			g, err := actions.DialGoBGP(addr)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			conns[addr] = g
+		}
+		speakers[name] = conns[addr]
+	}
+	tr, err := actions.NewTransits(cfg, speakers, audit, emit)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return tr, closeAll, nil
+}
+
+func printRecords(w io.Writer, recs []actions.Record, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for i := range recs {
+			if err := enc.Encode(&recs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTIME\tWHO\tOP\tMODE\tSITE\tTRANSIT\tSESSIONS\tWHY\tUNDO")
+	for _, r := range recs {
+		what := r.Why
+		if r.Keep != "" {
+			what = "keep " + r.Keep
+		}
+		if r.Of != "" {
+			what += " (of " + r.Of + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\tAS%d %s\t%s\t%s\t%s\n", r.ID, r.Time.Format(time.RFC3339), r.Who, r.Op, r.Mode, r.Site,
+			r.ASN, r.Transit, strings.Join(r.Sessions, ","), what, r.Undo)
+	}
+	return tw.Flush()
+}
+
+func planCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "plan SCENARIO.yaml",
+		Short: "Dry-run the Traffic Manager on a scenario: each tick's plan changes; exit 2 if a tick's expectations differ",
+		Long: `Plays a Traffic Manager scenario (a topology, then ticks that change
+capacities and loads; see trafficmanager/testdata/sections-and-loss.yaml)
+through the planner and prints, per tick, the changes an actuator would
+apply: moves (plan, fraction, from, to), reverts, anycast withdrawals and
+announcements, and the notes (load that found no destination, learnt
+thresholds not used). Nothing is sent anywhere.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := trafficmanager.LoadScenario(args[0])
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			enc := json.NewEncoder(w)
+			var bad []string
+			sc.Run(func(i int, tk *trafficmanager.ScenarioTick, r trafficmanager.Result) {
+				if d := tk.Mismatch(r); d != "" {
+					bad = append(bad, fmt.Sprintf("%s:%d: tick %d (%s):\n%s", sc.File, tk.Line, i, tk.Name, d))
+				}
+				if asJSON {
+					_ = enc.Encode(map[string]any{"tick": i, "name": tk.Name, "changes": r.Changes, "plan": r.State, "notes": r.Notes, "util": r.Util})
+					return
+				}
+				fmt.Fprintf(w, "tick %d: %s\n", i, tk.Name)
+				for _, c := range r.Changes {
+					fmt.Fprintf(w, "  %s\n", c)
+				}
+				for _, n := range r.Notes {
+					fmt.Fprintf(w, "  note: %s\n", n)
+				}
+			})
+			if len(bad) > 0 {
+				return &exitError{2, "plan differs from the scenario's expectations:\n" + strings.Join(bad, "")}
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "one JSON object per tick")
+	return c
+}

@@ -1,0 +1,85 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func runActions(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	c := actionsCmd()
+	c.SetArgs(args)
+	c.SetIn(strings.NewReader(stdin))
+	c.SetOut(&out)
+	c.SetErr(&errOut)
+	err := c.Execute()
+	return out.String(), err
+}
+
+// The shipped scenario plays through `actions plan` and matches every
+// tick's expectations; a changed expectation exits 2 naming file:line.
+func TestActionsPlan(t *testing.T) {
+	out, err := runActions(t, "", "plan", "../../trafficmanager/testdata/sections-and-loss.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "tick 3: EWR lost, ORD would be flooded\n  move Pro IAD/s1→ATL 50%→100%\n  move Free ORD→ATL 0%→70%\n  revert Pro IAD/s1→EWR 50%→0%\n  withdraw EWR\n") {
+		t.Fatalf("plan output:\n%s", out)
+	}
+	b, err := os.ReadFile("../../trafficmanager/testdata/sections-and-loss.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(f, bytes.Replace(b, []byte("Free 70% ORD→ATL 140"), []byte("Free 60% ORD→ATL 120"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = runActions(t, "", "plan", f)
+	if exitCode(err) != 2 || !strings.Contains(err.Error(), "tick 3 (EWR lost, ORD would be flooded)") {
+		t.Fatalf("err %v", err)
+	}
+}
+
+// Alert events in, dry-run actions out; a line that is not an event is
+// skipped and the rest still acts.
+func TestActionsReplayDryRun(t *testing.T) {
+	alerts := `{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","signal":"packet_loss","entity":"transit:1299","at":"2019-06-20T12:15:00Z","start":"2019-06-20T12:10:00Z","summary":"loss","details":{"sites":["fra01","nowhere"]}}
+not json
+{"id":"d07c","status":"resolved","rule":"transit-packet-loss","detector":"packet_loss","signal":"packet_loss","entity":"transit:1299","at":"2019-06-20T12:45:00Z","start":"2019-06-20T12:10:00Z"}
+`
+	out, err := runActions(t, alerts, "replay", "--text", "--config", "../../deploy/actions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "2019-06-20T12:15:00Z  firing    dry-run: would have shut AS1299 Telia at fra01 (1 sessions): loss") ||
+		!strings.HasPrefix(lines[1], "2019-06-20T13:15:00Z  resolved  dry-run: would have restored AS1299 Telia at fra01") {
+		t.Fatalf("output:\n%s", out)
+	}
+	// With an audit log: list shows the shutdown with its undo, and undo of
+	// a dry-run shutdown records the restore without a speaker call.
+	audit := filepath.Join(t.TempDir(), "audit.jsonl")
+	if _, err := runActions(t, alerts[:strings.Index(alerts, "\n")+1], "replay", "--config", "../../deploy/actions.yaml", "--audit", audit); err != nil {
+		t.Fatal(err)
+	}
+	out, err = runActions(t, "", "list", "--config", "../../deploy/actions.yaml", "--audit", audit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(strings.TrimSpace(out), "\n")
+	if len(rows) != 2 || !strings.Contains(rows[1], "shutdown  dry-run  fra01") || !strings.Contains(rows[1], "outagewatch actions undo ") {
+		t.Fatalf("list:\n%s", out)
+	}
+	id := strings.Fields(rows[1])[0]
+	out, err = runActions(t, "", "undo", id, "--who", "alice", "--config", "../../deploy/actions.yaml", "--audit", audit)
+	if err != nil || !strings.Contains(out, "alice") || !strings.Contains(out, "restore") {
+		t.Fatalf("undo: %v\n%s", err, out)
+	}
+	if _, err := runActions(t, "", "undo", id, "--config", "../../deploy/actions.yaml", "--audit", audit); err == nil || !strings.Contains(err.Error(), "already restored") {
+		t.Fatalf("second undo: %v", err)
+	}
+}
