@@ -42,6 +42,21 @@ func (p Plan) String() string {
 	return planNames[p]
 }
 
+// MarshalText writes the plan's name, so JSON carries "Free", not 0.
+func (p Plan) MarshalText() ([]byte, error) {
+	if p < 0 || p >= numPlans {
+		return nil, fmt.Errorf("plan %d out of range", int(p))
+	}
+	return []byte(planNames[p]), nil
+}
+
+// UnmarshalText reads a plan's name.
+func (p *Plan) UnmarshalText(b []byte) error {
+	v, err := ParsePlan(string(b))
+	*p = v
+	return err
+}
+
 // ParsePlan returns the plan named s (case-insensitive).
 func ParsePlan(s string) (Plan, error) {
 	for i, n := range planNames {
