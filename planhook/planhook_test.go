@@ -50,35 +50,8 @@ func inputs(t *testing.T) ([]trafficmanager.Input, []string) {
 	for _, tk := range sc.Ticks {
 		changes = append(changes, strings.Join(tk.Changes, "; "))
 	}
-	return scenarioInputs(t, sc), changes
-}
-
-func scenarioInputs(t *testing.T, sc *trafficmanager.Scenario) []trafficmanager.Input {
-	var out []trafficmanager.Input
-	capa := map[string]float64{}
-	for id, u := range sc.Units {
-		capa[id] = u.Capacity
-	}
-	for _, tk := range sc.Ticks {
-		for id, c := range tk.Capacity {
-			capa[id] = c
-		}
-		in := trafficmanager.Input{Latency: sc.Latency, Failover: sc.Failover}
-		for id, u := range sc.Units {
-			loc, sec, _ := strings.Cut(id, "/")
-			unit := trafficmanager.Unit{Location: loc, Section: sec, Capacity: capa[id], Thresholds: sc.Thresholds}
-			for p, v := range u.Load {
-				pl, err := trafficmanager.ParsePlan(p)
-				if err != nil {
-					t.Fatal(err)
-				}
-				unit.Load[pl] = v
-			}
-			in.Units = append(in.Units, unit)
-		}
-		out = append(out, in)
-	}
-	return out
+	_, ins := sc.Inputs()
+	return ins, changes
 }
 
 func changeStrings(cs []trafficmanager.Change) string {

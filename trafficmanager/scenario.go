@@ -153,9 +153,9 @@ func ParseScenario(file string, b []byte) (*Scenario, error) {
 	return sc, nil
 }
 
-// Run plays the scenario through the planner; check is called after each
-// tick with its result.
-func (sc *Scenario) Run(check func(i int, tick *ScenarioTick, r Result)) {
+// Inputs returns the planner's input at the start (before any tick) and
+// after each tick's changes.
+func (sc *Scenario) Inputs() (start Input, ticks []Input) {
 	ids := make([]string, 0, len(sc.Units))
 	capa, load := map[string]float64{}, map[string][numPlans]float64{}
 	for id, u := range sc.Units {
@@ -169,7 +169,15 @@ func (sc *Scenario) Run(check func(i int, tick *ScenarioTick, r Result)) {
 		load[id] = l
 	}
 	sort.Strings(ids)
-	var st State
+	build := func() Input {
+		in := Input{Latency: sc.Latency, Failover: sc.Failover}
+		for _, id := range ids {
+			loc, sec, _ := strings.Cut(id, "/")
+			in.Units = append(in.Units, Unit{Location: loc, Section: sec, Capacity: capa[id], Load: load[id], Thresholds: sc.Thresholds})
+		}
+		return in
+	}
+	start = build()
 	for i := range sc.Ticks {
 		tk := &sc.Ticks[i]
 		for id, c := range tk.Capacity {
@@ -183,13 +191,19 @@ func (sc *Scenario) Run(check func(i int, tick *ScenarioTick, r Result)) {
 			}
 			load[id] = l
 		}
-		in := Input{Latency: sc.Latency, Failover: sc.Failover}
-		for _, id := range ids {
-			loc, sec, _ := strings.Cut(id, "/")
-			in.Units = append(in.Units, Unit{Location: loc, Section: sec, Capacity: capa[id], Load: load[id], Thresholds: sc.Thresholds})
-		}
+		ticks = append(ticks, build())
+	}
+	return start, ticks
+}
+
+// Run plays the scenario through the planner; check is called after each
+// tick with its result.
+func (sc *Scenario) Run(check func(i int, tick *ScenarioTick, r Result)) {
+	_, ins := sc.Inputs()
+	var st State
+	for i, in := range ins {
 		r := Tick(in, st)
-		check(i, tk, r)
+		check(i, &sc.Ticks[i], r)
 		st = r.State
 	}
 }

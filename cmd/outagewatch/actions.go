@@ -4,11 +4,16 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
+	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -226,7 +231,70 @@ memory unless --audit is given.`,
 	override.Flags().StringVar(&who, "who", os.Getenv("USER"), "who sets it, for the audit log")
 	flags(override)
 
-	c.AddCommand(check, replayC, list, undo, override, planCmd())
+	var listen, topology string
+	serve := &cobra.Command{
+		Use:   "serve [--config F] [--listen ADDR] [--topology SCENARIO.yaml]",
+		Short: "Act on alert events posted by outagewatch's webhook sink; serve the audit log, undo and capacity",
+		Long: `Listens for alert events from outagewatch run's webhook sink (POST
+/api/v1/alerts/webhook, HMAC-signed with $OUTAGEWATCH_WEBHOOK_SECRET) and
+runs the transit actions on them; restores fall due on the wall clock. It
+also serves GET /api/v1/actions (the audit log), POST
+/api/v1/actions/{id}/undo (bearer $OUTAGEWATCH_API_TOKEN) and, with
+--topology, GET /api/v1/capacity?dc=X&need=MS.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			tr, closeAll, err := newTransits(cfg, func(ev *alerting.Event) {
+				slog.Info("action", "summary", ev.Summary, "status", ev.Status, "id", ev.Details["action"])
+			})
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
+			if topology != "" {
+				sc, err := trafficmanager.LoadScenario(topology)
+				if err != nil {
+					return err
+				}
+				start, _ := sc.Inputs()
+				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, trafficmanager.State{} }
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			srv := &http.Server{Addr: listen, Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				tick := time.NewTicker(30 * time.Second)
+				defer tick.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						_ = srv.Shutdown(shut)
+						cancel()
+						return
+					case now := <-tick.C:
+						if err := tr.Advance(ctx, now.UTC()); err != nil {
+							slog.Error("actions: restore", "err", err)
+						}
+					}
+				}
+			}()
+			slog.Info("actions: listening", "addr", listen, "mode", cfg.Mode, "sites", len(cfg.Sites))
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:9320", "HTTP listen address")
+	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager scenario whose starting state answers capacity queries")
+	flags(serve)
+
+	c.AddCommand(check, replayC, list, undo, override, serve, planCmd())
 	return c
 }
 
