@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	gobgpconfig "github.com/osrg/gobgp/v3/pkg/config"
 )
 
 func TestParseConfigExample(t *testing.T) {
@@ -100,4 +102,30 @@ func FuzzParseRecord(f *testing.F) {
 			t.Fatalf("incomplete record accepted: %+v", r)
 		}
 	})
+}
+
+// The compose file's gobgpd knows every session deploy/actions.yaml would
+// shut, with the transit's AS: the two files describe one deployment.
+func TestGoBGPDConfigMatches(t *testing.T) {
+	c, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	set, err := gobgpconfig.ReadConfigFile("../deploy/gobgpd.toml", "toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peers := map[string]uint32{}
+	for _, n := range set.Neighbors {
+		peers[n.Config.NeighborAddress] = n.Config.PeerAs
+	}
+	for _, site := range c.SiteNames() {
+		for _, tr := range c.Sites[site].Transits {
+			for _, s := range tr.Sessions {
+				if peers[s] != tr.ASN {
+					t.Errorf("%s AS%d session %s: gobgpd.toml has it with AS %d", site, tr.ASN, s, peers[s])
+				}
+			}
+		}
+	}
 }
