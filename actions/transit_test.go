@@ -491,3 +491,39 @@ sites:
 		t.Fatalf("records %+v", recs)
 	}
 }
+
+// The gRPC speaker drives gobgpd's API: here an embedded server with its
+// gRPC listener on, as gobgpd runs it.
+func TestGRPCSpeaker(t *testing.T) {
+	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	s := startSpeaker(t, 64500, "192.0.2.1", -1, nil, server.GrpcListenAddress(addr), server.LoggerOption(&capture{comms: map[string][]string{}}))
+	ctx := context.Background()
+	if err := s.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{Conf: &api.PeerConf{NeighborAddress: "127.0.3.1", PeerAsn: 1299},
+		Transport: &api.Transport{PassiveMode: true}}}); err != nil {
+		t.Fatal(err)
+	}
+	g, err := DialGoBGP(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Close()
+	admin := func() api.PeerState_AdminState {
+		var st api.PeerState_AdminState = -1
+		_ = s.ListPeer(ctx, &api.ListPeerRequest{Address: "127.0.3.1"}, func(p *api.Peer) { st = p.State.AdminState })
+		return st
+	}
+	var err2 error
+	waitFor(t, "gobgp gRPC API", func() bool { err2 = g.DisablePeer(ctx, "127.0.3.1", "outagewatch: test"); return err2 == nil })
+	if got := admin(); got != api.PeerState_DOWN {
+		t.Fatalf("admin state %v after disable", got)
+	}
+	if err := g.EnablePeer(ctx, "127.0.3.1"); err != nil {
+		t.Fatal(err)
+	}
+	if got := admin(); got != api.PeerState_UP {
+		t.Fatalf("admin state %v after enable", got)
+	}
+	if err := g.DisablePeer(ctx, "127.0.3.99", "x"); err == nil || !strings.Contains(err.Error(), "127.0.3.99") {
+		t.Fatalf("unknown neighbour: %v", err)
+	}
+}
