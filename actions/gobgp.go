@@ -3,8 +3,12 @@ package actions
 import (
 	"context"
 	"fmt"
+	"net/netip"
+	"time"
 
 	api "github.com/osrg/gobgp/v3/api"
+	"github.com/osrg/gobgp/v3/pkg/apiutil"
+	"github.com/osrg/gobgp/v3/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -70,6 +74,81 @@ func (g *GRPC) DisablePeer(ctx context.Context, neighbor, communication string) 
 func (g *GRPC) EnablePeer(ctx context.Context, neighbor string) error {
 	if _, err := g.client.EnablePeer(ctx, &api.EnablePeerRequest{Address: neighbor}); err != nil {
 		return fmt.Errorf("gobgpd %s: enable %s: %w", g.Addr, neighbor, err)
+	}
+	return nil
+}
+
+// Router announces and withdraws prefixes: a drained data center's anycast
+// routes.
+type Router interface {
+	Announce(ctx context.Context, prefix netip.Prefix, nexthop netip.Addr) error
+	Withdraw(ctx context.Context, prefix netip.Prefix, nexthop netip.Addr) error
+}
+
+func apiPath(prefix netip.Prefix, nexthop netip.Addr, withdraw bool) (*api.Path, error) {
+	var nlri bgp.AddrPrefixInterface
+	if prefix.Addr().Is4() {
+		nlri = bgp.NewIPAddrPrefix(uint8(prefix.Bits()), prefix.Addr().String())
+	} else {
+		nlri = bgp.NewIPv6AddrPrefix(uint8(prefix.Bits()), prefix.Addr().String())
+	}
+	attrs := []bgp.PathAttributeInterface{bgp.NewPathAttributeOrigin(bgp.BGP_ORIGIN_ATTR_TYPE_IGP)}
+	if prefix.Addr().Is4() {
+		attrs = append(attrs, bgp.NewPathAttributeNextHop(nexthop.String()))
+	} else {
+		attrs = append(attrs, bgp.NewPathAttributeMpReachNLRI(nexthop.String(), []bgp.AddrPrefixInterface{nlri}))
+	}
+	p, err := apiutil.NewPath(nlri, withdraw, attrs, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("gobgp: path %s: %w", prefix, err)
+	}
+	return p, nil
+}
+
+// Announce adds prefix to the global table.
+func (e Embedded) Announce(ctx context.Context, prefix netip.Prefix, nexthop netip.Addr) error {
+	p, err := apiPath(prefix, nexthop, false)
+	if err != nil {
+		return err
+	}
+	if _, err := e.S.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: p}); err != nil {
+		return fmt.Errorf("gobgp: announce %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// Withdraw removes prefix from the global table.
+func (e Embedded) Withdraw(ctx context.Context, prefix netip.Prefix, nexthop netip.Addr) error {
+	p, err := apiPath(prefix, nexthop, true)
+	if err != nil {
+		return err
+	}
+	if err := e.S.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Path: p}); err != nil {
+		return fmt.Errorf("gobgp: withdraw %s: %w", prefix, err)
+	}
+	return nil
+}
+
+// Announce adds prefix to gobgpd's global table.
+func (g *GRPC) Announce(ctx context.Context, prefix netip.Prefix, nexthop netip.Addr) error {
+	p, err := apiPath(prefix, nexthop, false)
+	if err != nil {
+		return err
+	}
+	if _, err := g.client.AddPath(ctx, &api.AddPathRequest{TableType: api.TableType_GLOBAL, Path: p}); err != nil {
+		return fmt.Errorf("gobgpd %s: announce %s: %w", g.Addr, prefix, err)
+	}
+	return nil
+}
+
+// Withdraw removes prefix from gobgpd's global table.
+func (g *GRPC) Withdraw(ctx context.Context, prefix netip.Prefix, nexthop netip.Addr) error {
+	p, err := apiPath(prefix, nexthop, true)
+	if err != nil {
+		return err
+	}
+	if _, err := g.client.DeletePath(ctx, &api.DeletePathRequest{TableType: api.TableType_GLOBAL, Path: p}); err != nil {
+		return fmt.Errorf("gobgpd %s: withdraw %s: %w", g.Addr, prefix, err)
 	}
 	return nil
 }
