@@ -35,6 +35,9 @@ type Transits struct {
 	emit     func(*alerting.Event)
 	// Now is the wall clock for manual actions.
 	Now func() time.Time
+	// Owns says whether this instance decides for a site (see package
+	// decider); nil decides for every site.
+	Owns func(site string) bool
 
 	mu       sync.Mutex
 	now      time.Time            // the latest event time seen
@@ -138,6 +141,9 @@ func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 	case alerting.Firing:
 		delete(t.resolved, ev.ID)
 		for _, site := range sites {
+			if t.Owns != nil && !t.Owns(site) {
+				continue
+			}
 			if err := t.shutdown(ctx, ev, site, asn); err != nil {
 				errs = append(errs, err)
 			}
@@ -310,7 +316,7 @@ func (t *Transits) restoreDue(ctx context.Context) error {
 	for _, k := range sortedKeys(st) {
 		s := st[k]
 		at, ok := t.resolved[s.alert]
-		if !s.down || !ok || s.keep == "down" || t.now.Before(at.Add(t.cfg.Hold)) {
+		if !s.down || !ok || s.keep == "down" || t.now.Before(at.Add(t.cfg.Hold)) || (t.Owns != nil && !t.Owns(k.site)) {
 			continue
 		}
 		why := fmt.Sprintf("loss resolved at %s, held %s", at.Format(time.RFC3339), t.cfg.Hold)
