@@ -2,10 +2,16 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/outagewatch/outagewatch/alerting"
 )
 
 func runActions(t *testing.T, stdin string, args ...string) (string, error) {
@@ -81,5 +87,48 @@ not json
 	}
 	if _, err := runActions(t, "", "undo", id, "--config", "../../deploy/actions.yaml", "--audit", audit); err == nil || !strings.Contains(err.Error(), "already restored") {
 		t.Fatalf("second undo: %v", err)
+	}
+}
+
+// Recorded load reports through the Traffic Manager: dry-run prints, and
+// enforce posts each plan change, signed, to the webhook.
+func TestActionsTM(t *testing.T) {
+	reports := "../../trafficmanager/testdata/sections-and-loss.dcload.jsonl"
+	topo := "../../trafficmanager/testdata/sections-and-loss.yaml"
+	out, err := runActions(t, "", "tm", "--topology", topo, reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "2025-04-28T10:20:00Z plan 3 (dry-run)\n  move Pro IAD/s1→ATL 50%→100%\n  move Free ORD→ATL 0%→70%\n  revert Pro IAD/s1→EWR 50%→0%\n  withdraw EWR\n") {
+		t.Fatalf("output:\n%s", out)
+	}
+	var mu sync.Mutex
+	var bodies []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.Header.Get(alerting.HeaderSignature) != alerting.Sign("k", b) {
+			http.Error(w, "bad signature", http.StatusForbidden)
+			return
+		}
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	t.Setenv("TM_SECRET", "k")
+	// A malformed line is reported and skipped; the rest still plans.
+	b, err := os.ReadFile(reports)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "r.jsonl")
+	if err := os.WriteFile(f, append([]byte("{\"time\": \"yesterday\"}\n"), b...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runActions(t, "", "tm", "--topology", topo, "--mode", "enforce", "--webhook", srv.URL, "--webhook-secret-env", "TM_SECRET", f); err != nil {
+		t.Fatal(err)
+	}
+	if len(bodies) != 6 || !strings.Contains(bodies[2], `"op":"withdraw","location":"EWR"`) || !strings.Contains(bodies[2], `"seq":3`) {
+		t.Fatalf("%d bodies: %v", len(bodies), bodies)
 	}
 }
