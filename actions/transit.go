@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/outagewatch/outagewatch/alerting"
 )
 
@@ -38,6 +40,9 @@ type Transits struct {
 	// Owns says whether this instance decides for a site (see package
 	// decider); nil decides for every site.
 	Owns func(site string) bool
+	// Counter, if set, counts actions by op (shutdown, restore, refused,
+	// override) and mode.
+	Counter *prometheus.CounterVec
 
 	mu       sync.Mutex
 	now      time.Time            // the latest event time seen
@@ -408,6 +413,9 @@ func (t *Transits) Override(ctx context.Context, site string, asn uint32, keep, 
 // fires, its restore resolves the same ID; a refusal is a one-off
 // warning.
 func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time) {
+	if t.Counter != nil {
+		t.Counter.WithLabelValues(r.Op, r.Mode).Inc()
+	}
 	entity := fmt.Sprintf("transit:%d@%s", r.ASN, r.Site)
 	rule := RuleShutdown
 	if r.Op == OpRefused {
@@ -439,6 +447,14 @@ func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time)
 		ev.Observed, ev.Baseline = cause.Observed, cause.Baseline
 	}
 	t.emit(ev)
+}
+
+// NewCounter returns the actions counter, registered with reg.
+func NewCounter(reg prometheus.Registerer) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "outagewatch_actions_total",
+		Help: "Transit actions taken or refused, by op (shutdown, restore, refused) and mode (dry-run, enforce)."}, []string{"op", "mode"})
+	reg.MustRegister(c)
+	return c
 }
 
 // Records returns the audit log.

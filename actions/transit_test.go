@@ -17,6 +17,8 @@ import (
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 	"github.com/osrg/gobgp/v3/pkg/packet/bgp"
 	"github.com/osrg/gobgp/v3/pkg/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -387,6 +389,8 @@ func TestGuardrails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	reg := prometheus.NewPedanticRegistry()
+	tr.Counter = NewCounter(reg)
 	now := evs[2].At
 	tr.Now = func() time.Time { return now }
 	fire := evs[2]
@@ -456,6 +460,14 @@ func TestGuardrails(t *testing.T) {
 	}
 	if !slices.Equal(last, want) {
 		t.Fatalf("last records:\n%s", strings.Join(last, "\n"))
+	}
+	// Shut ams01, fra01, then ams01 again; restored ams01 (undo) and fra01
+	// (override); refused lon01 three times (last transit), Level 3 at
+	// ams01, ams01 in its cool-down, fra01 under the override.
+	for op, want := range map[string]float64{OpShutdown: 3, OpRestore: 2, OpRefused: 6} {
+		if got := testutil.ToFloat64(tr.Counter.WithLabelValues(op, ModeEnforce)); got != want {
+			t.Errorf("outagewatch_actions_total{op=%q} = %v, want %v", op, got, want)
+		}
 	}
 	l.waitEstablished(t, 5)
 }

@@ -134,8 +134,10 @@ func (k *Kafka) Close() error { return k.W.Close() }
 type Driver struct {
 	Mode       string
 	Publishers []Publisher
-	state      trafficmanager.State
-	seq        uint64
+	// Metrics, if set, is updated every tick.
+	Metrics *Metrics
+	state   trafficmanager.State
+	seq     uint64
 }
 
 // Tick plans in against the plan in force and, if anything changed,
@@ -144,6 +146,7 @@ type Driver struct {
 // next tick's difference.
 func (d *Driver) Tick(ctx context.Context, at time.Time, in trafficmanager.Input) (*Message, error) {
 	r := trafficmanager.Tick(in, d.state)
+	d.Metrics.observe(in, r)
 	if len(r.Changes) == 0 {
 		return nil, nil
 	}

@@ -17,6 +17,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/spf13/cobra"
 
 	"github.com/outagewatch/outagewatch/actions"
@@ -243,8 +245,9 @@ memory unless --audit is given.`,
 /api/v1/alerts/webhook, HMAC-signed with $OUTAGEWATCH_WEBHOOK_SECRET) and
 runs the transit actions on them; restores fall due on the wall clock. It
 also serves GET /api/v1/actions (the audit log), POST
-/api/v1/actions/{id}/undo (bearer $OUTAGEWATCH_API_TOKEN) and, with
---topology, GET /api/v1/capacity?dc=X&need=MS.`,
+/api/v1/actions/{id}/undo (bearer $OUTAGEWATCH_API_TOKEN), /metrics
+(outagewatch_actions_total) and, with --topology, GET
+/api/v1/capacity?dc=X&need=MS.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadCfg()
@@ -258,6 +261,8 @@ also serves GET /api/v1/actions (the audit log), POST
 				return err
 			}
 			defer closeAll()
+			reg := prometheus.NewRegistry()
+			tr.Counter = actions.NewCounter(reg)
 			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
 			if topology != "" {
 				sc, err := trafficmanager.LoadScenario(topology)
@@ -269,7 +274,10 @@ also serves GET /api/v1/actions (the audit log), POST
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			srv := &http.Server{Addr: listen, Handler: api.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			mux := http.NewServeMux()
+			mux.Handle("/api/", api.Handler())
+			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 			go func() {
 				tick := time.NewTicker(30 * time.Second)
 				defer tick.Stop()
