@@ -22,6 +22,10 @@ const (
 	OpRestore  = "restore"
 	OpRefused  = "refused"
 	OpOverride = "override"
+	// Notes, not actions: the loss behind a shutdown resolved (its hold
+	// starts) or came back.
+	OpLossResolved = "loss-resolved"
+	OpLossBack     = "loss-back"
 )
 
 // Record is one line of the audit log: who did what, why, when, to which
@@ -64,7 +68,7 @@ func ParseRecord(line []byte) (Record, error) {
 		return Record{}, fmt.Errorf("audit record: %w", err)
 	}
 	switch r.Op {
-	case OpShutdown, OpRestore, OpRefused, OpOverride:
+	case OpShutdown, OpRestore, OpRefused, OpOverride, OpLossResolved, OpLossBack:
 	default:
 		return Record{}, fmt.Errorf("audit record: unknown op %q", r.Op)
 	}

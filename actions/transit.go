@@ -44,9 +44,8 @@ type Transits struct {
 	// override) and mode.
 	Counter *prometheus.CounterVec
 
-	mu       sync.Mutex
-	now      time.Time            // the latest event time seen
-	resolved map[string]time.Time // alert ID → when it resolved
+	mu  sync.Mutex
+	now time.Time // the latest event time seen
 }
 
 type key struct {
@@ -61,6 +60,9 @@ type tstate struct {
 	alert  string
 	last   time.Time
 	keep   string
+	// resolved is when the alert that shut it resolved (zero while it
+	// fires): the start of the hold.
+	resolved time.Time
 }
 
 // NewTransits returns the actuator. speakers maps a site to the speaker
@@ -80,7 +82,7 @@ func NewTransits(cfg *Config, speakers map[string]Speaker, audit *Audit, emit fu
 			}
 		}
 	}
-	return &Transits{cfg: cfg, speakers: speakers, audit: audit, emit: emit, Now: time.Now, resolved: map[string]time.Time{}}, nil
+	return &Transits{cfg: cfg, speakers: speakers, audit: audit, emit: emit, Now: time.Now}, nil
 }
 
 // Name implements alerting.Sink.
@@ -105,7 +107,15 @@ func (t *Transits) state() (map[key]*tstate, error) {
 		s := get(r)
 		switch r.Op {
 		case OpShutdown:
-			s.down, s.mode, s.action, s.alert, s.last = true, r.Mode, r.ID, r.Alert, r.Time
+			s.down, s.mode, s.action, s.alert, s.last, s.resolved = true, r.Mode, r.ID, r.Alert, r.Time, time.Time{}
+		case OpLossResolved:
+			if s.down && r.Alert == s.alert {
+				s.resolved = r.Time
+			}
+		case OpLossBack:
+			if s.down && r.Alert == s.alert {
+				s.resolved = time.Time{}
+			}
 		case OpRestore:
 			if r.Of == s.action {
 				s.down, s.last = false, r.Time
@@ -142,9 +152,11 @@ func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 	if !ok {
 		return errors.Join(errs...)
 	}
+	if err := t.noteLoss(ev); err != nil {
+		return errors.Join(append(errs, err)...)
+	}
 	switch ev.Status {
 	case alerting.Firing:
-		delete(t.resolved, ev.ID)
 		for _, site := range sites {
 			if t.Owns != nil && !t.Owns(site) {
 				continue
@@ -154,12 +166,41 @@ func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 			}
 		}
 	case alerting.Resolved:
-		t.resolved[ev.ID] = ev.At
 		if err := t.restoreDue(ctx); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// noteLoss records, for the transits ev's alert shut, that the loss
+// resolved (the hold starts) or came back (the hold is off). The note goes
+// to the audit log, so a restart during the hold keeps it.
+func (t *Transits) noteLoss(ev *alerting.Event) error {
+	st, err := t.state()
+	if err != nil {
+		return err
+	}
+	for _, k := range sortedKeys(st) {
+		s := st[k]
+		if !s.down || s.alert != ev.ID {
+			continue
+		}
+		var op string
+		switch {
+		case ev.Status == alerting.Resolved && s.resolved.IsZero():
+			op = OpLossResolved
+		case ev.Status == alerting.Firing && !s.resolved.IsZero():
+			op = OpLossBack
+		default:
+			continue
+		}
+		rec := Record{Time: ev.At, Who: Who, Op: op, Mode: s.mode, Site: k.site, ASN: k.asn, Alert: ev.ID, Of: s.action, Why: ev.Status}
+		if err := t.audit.append(&rec); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Advance moves the clock to now without an event (the live service calls
@@ -310,7 +351,7 @@ func (t *Transits) failed(ctx context.Context, rec *Record, cause error) error {
 // restoreDue brings back every automatically shut transit whose alert has
 // stayed resolved for the hold time.
 func (t *Transits) restoreDue(ctx context.Context) error {
-	if t.cfg.Hold == 0 || len(t.resolved) == 0 {
+	if t.cfg.Hold == 0 {
 		return nil
 	}
 	st, err := t.state()
@@ -320,8 +361,8 @@ func (t *Transits) restoreDue(ctx context.Context) error {
 	var errs []error
 	for _, k := range sortedKeys(st) {
 		s := st[k]
-		at, ok := t.resolved[s.alert]
-		if !s.down || !ok || s.keep == "down" || t.now.Before(at.Add(t.cfg.Hold)) || (t.Owns != nil && !t.Owns(k.site)) {
+		at := s.resolved
+		if !s.down || at.IsZero() || s.keep == "down" || t.now.Before(at.Add(t.cfg.Hold)) || (t.Owns != nil && !t.Owns(k.site)) {
 			continue
 		}
 		why := fmt.Sprintf("loss resolved at %s, held %s", at.Format(time.RFC3339), t.cfg.Hold)

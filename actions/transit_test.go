@@ -331,6 +331,9 @@ func TestTeliaEnforce(t *testing.T) {
 	recs, _ := tr.Records()
 	var ops []string
 	for _, r := range recs {
+		if r.Op == OpLossResolved {
+			continue
+		}
 		ops = append(ops, fmt.Sprintf("%s %s %s AS%d %s", r.Time.Format("01-02T15:04"), r.Mode, r.Op, r.ASN, r.Site))
 	}
 	want := []string{
@@ -537,5 +540,64 @@ func TestGRPCSpeaker(t *testing.T) {
 	}
 	if err := g.DisablePeer(ctx, "127.0.3.99", "x"); err == nil || !strings.Contains(err.Error(), "127.0.3.99") {
 		t.Fatalf("unknown neighbour: %v", err)
+	}
+}
+
+// The hold survives a restart: the loss resolved before it, the restore
+// comes from the new process once the hold has passed.
+func TestHoldSurvivesRestart(t *testing.T) {
+	path := t.TempDir() + "/audit.jsonl"
+	cfg, err := ParseConfig("t.yaml", []byte(`mode: dry-run
+hold: 30m
+sites:
+  ams01:
+    transits:
+      - {asn: 1299, sessions: [192.0.2.11]}
+      - {asn: 3356, sessions: [192.0.2.12]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC)
+	ev := alerting.Event{ID: "loss", Status: alerting.Firing, Detector: "packet_loss", Entity: "transit:1299@ams01", At: at}
+	open := func() *Transits {
+		a, err := OpenAudit(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTransits(cfg, nil, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tr
+	}
+	first := open()
+	ctx := context.Background()
+	if err := first.Send(ctx, &ev); err != nil {
+		t.Fatal(err)
+	}
+	// Resolved, back, resolved again: the hold runs from the last resolve.
+	for i, st := range []string{alerting.Resolved, alerting.Firing, alerting.Resolved} {
+		e := ev
+		e.Status, e.At = st, at.Add(time.Duration(10*(i+1))*time.Minute)
+		if err := first.Send(ctx, &e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := open()
+	if err := second.Advance(ctx, at.Add(30*time.Minute+29*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Advance(ctx, at.Add(60*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := second.Records()
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Op+" "+r.Time.Format("15:04"))
+	}
+	want := []string{"shutdown 12:15", "loss-resolved 12:25", "loss-back 12:35", "loss-resolved 12:45", "restore 13:15"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit %v, want %v", got, want)
 	}
 }
