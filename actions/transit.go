@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/rules"
 )
 
 // Rule names of the events the transit actions emit.
@@ -40,6 +41,10 @@ type Transits struct {
 	// Owns says whether this instance decides for a site (see package
 	// decider); nil decides for every site.
 	Owns func(site string) bool
+	// RuleModes, if set, caps the mode by the alert rule's own actions
+	// setting (rule name → off, dry-run or enforce): the stricter of the
+	// two applies, and a rule not listed acts as off. See ModesFromRules.
+	RuleModes map[string]string
 	// Counter, if set, counts actions by op (shutdown, restore, refused,
 	// override) and mode.
 	Counter *prometheus.CounterVec
@@ -138,7 +143,8 @@ func (t *Transits) state() (map[key]*tstate, error) {
 func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.cfg.Mode == ModeOff {
+	mode := t.mode(ev.Rule)
+	if mode == ModeOff {
 		return nil
 	}
 	var errs []error
@@ -161,7 +167,7 @@ func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 			if t.Owns != nil && !t.Owns(site) {
 				continue
 			}
-			if err := t.shutdown(ctx, ev, site, asn); err != nil {
+			if err := t.shutdown(ctx, ev, site, asn, mode); err != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -269,7 +275,26 @@ func communication(asn uint32, site, alertID string) string {
 	return fmt.Sprintf("outagewatch: packet loss via AS%d at %s, alert %s", asn, site, alertID)
 }
 
-func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string, asn uint32) error {
+var strictness = map[string]int{ModeOff: 0, ModeDryRun: 1, ModeEnforce: 2}
+
+// mode is the mode for an alert of rule: the configuration's, capped by the
+// rule's own setting when RuleModes is set.
+func (t *Transits) mode(rule string) string {
+	m := t.cfg.Mode
+	if t.RuleModes == nil {
+		return m
+	}
+	rm, ok := t.RuleModes[rule]
+	if !ok {
+		return ModeOff
+	}
+	if strictness[rm] < strictness[m] {
+		return rm
+	}
+	return m
+}
+
+func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string, asn uint32, mode string) error {
 	st, err := t.state()
 	if err != nil {
 		return err
@@ -282,7 +307,7 @@ func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string
 	if s.down {
 		return nil
 	}
-	rec := Record{Time: ev.At, Who: Who, Mode: t.cfg.Mode, Site: site, ASN: asn, Transit: tr.Name, Sessions: tr.Sessions, Alert: ev.ID}
+	rec := Record{Time: ev.At, Who: Who, Mode: mode, Site: site, ASN: asn, Transit: tr.Name, Sessions: tr.Sessions, Alert: ev.ID}
 	refuse := func(why string) error {
 		rec.Op, rec.Why = OpRefused, why
 		if err := t.audit.append(&rec); err != nil {
@@ -320,7 +345,7 @@ func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string
 	if err := t.audit.append(&rec); err != nil {
 		return err
 	}
-	if t.cfg.Mode == ModeEnforce {
+	if mode == ModeEnforce {
 		msg := communication(asn, site, ev.ID)
 		for _, n := range tr.Sessions {
 			if err := t.speakers[site].DisablePeer(ctx, n, msg); err != nil {
@@ -488,6 +513,16 @@ func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time)
 		ev.Observed, ev.Baseline = cause.Observed, cause.Baseline
 	}
 	t.emit(ev)
+}
+
+// ModesFromRules maps each rule of a rules set to its actions setting, for
+// RuleModes.
+func ModesFromRules(set *rules.Set) map[string]string {
+	m := map[string]string{}
+	for _, r := range set.Rules {
+		m[r.Name] = r.Actions
+	}
+	return m
 }
 
 // NewCounter returns the actions counter, registered with reg.

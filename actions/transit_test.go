@@ -601,3 +601,54 @@ sites:
 		t.Fatalf("audit %v, want %v", got, want)
 	}
 }
+
+// tripwire fails the test if anything reaches the speaker.
+type tripwire struct{ t *testing.T }
+
+func (w tripwire) DisablePeer(context.Context, string, string) error {
+	w.t.Error("speaker called")
+	return nil
+}
+func (w tripwire) EnablePeer(context.Context, string) error { w.t.Error("speaker called"); return nil }
+
+// The rule's own actions setting caps the configuration's mode.
+func TestRuleModesCap(t *testing.T) {
+	cfg, err := ParseConfig("t.yaml", []byte(`mode: enforce
+sites:
+  ams01:
+    transits:
+      - {asn: 1299, sessions: [192.0.2.11]}
+      - {asn: 3356, sessions: [192.0.2.12]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC)
+	for _, c := range []struct {
+		rule  string
+		modes map[string]string
+		want  string // mode of the record, "" for none
+	}{
+		{"transit-packet-loss", map[string]string{"transit-packet-loss": ModeDryRun}, ModeDryRun},
+		{"transit-packet-loss", map[string]string{"transit-packet-loss": ModeOff}, ""},
+		{"other-rule", map[string]string{"transit-packet-loss": ModeEnforce}, ""},
+	} {
+		tr, err := NewTransits(cfg, map[string]Speaker{"ams01": tripwire{t}}, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.RuleModes = c.modes
+		ev := alerting.Event{ID: "l", Status: alerting.Firing, Rule: c.rule, Detector: "packet_loss", Entity: "transit:1299@ams01", At: at}
+		if err := tr.Send(context.Background(), &ev); err != nil {
+			t.Fatal(err)
+		}
+		recs, _ := tr.Records()
+		got := ""
+		if len(recs) > 0 {
+			got = recs[0].Mode
+		}
+		if got != c.want || len(recs) > 1 {
+			t.Errorf("rule %s, modes %v: records %+v, want one in mode %q", c.rule, c.modes, recs, c.want)
+		}
+	}
+}

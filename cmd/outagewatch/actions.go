@@ -26,6 +26,7 @@ import (
 	"github.com/outagewatch/outagewatch/ingest/dcload"
 	"github.com/outagewatch/outagewatch/ingest/linefile"
 	"github.com/outagewatch/outagewatch/planhook"
+	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/tmfeed"
 	"github.com/outagewatch/outagewatch/trafficmanager"
 )
@@ -37,7 +38,7 @@ func actionsCmd() *cobra.Command {
 		Use:   "actions",
 		Short: "Transit-port shutdown and Traffic Manager plans: dry-runs, audit log, undo",
 	}
-	var cfgPath, auditPath, who string
+	var cfgPath, auditPath, who, rulesPath string
 	loadCfg := func() (*actions.Config, error) {
 		cfg, err := actions.LoadConfig(cfgPath)
 		if err != nil {
@@ -51,6 +52,18 @@ func actionsCmd() *cobra.Command {
 	flags := func(cmd *cobra.Command) {
 		cmd.Flags().StringVar(&cfgPath, "config", "deploy/actions.yaml", "actions configuration")
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
+	}
+	// capByRules applies --rules: each rule's actions setting caps the mode.
+	capByRules := func(tr *actions.Transits) error {
+		if rulesPath == "" {
+			return nil
+		}
+		set, err := rules.LoadAll(rulesPath)
+		if err != nil {
+			return err
+		}
+		tr.RuleModes = actions.ModesFromRules(set)
+		return nil
 	}
 
 	check := &cobra.Command{
@@ -117,6 +130,9 @@ memory unless --audit is given.`,
 				return err
 			}
 			defer closeAll()
+			if err := capByRules(tr); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			var last time.Time
 			sc := bufio.NewScanner(in)
@@ -155,6 +171,7 @@ memory unless --audit is given.`,
 	replayC.Flags().StringVar(&mode, "mode", "", "override the configuration's mode (off, dry-run, enforce)")
 	replayC.Flags().BoolVar(&memory, "no-audit", false, "keep the audit log in memory even in enforce mode")
 	replayC.Flags().BoolVar(&text, "text", false, "one line per action instead of JSON events")
+	replayC.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
 	flags(replayC)
 
 	var asJSON bool
@@ -261,6 +278,9 @@ also serves GET /api/v1/actions (the audit log), POST
 				return err
 			}
 			defer closeAll()
+			if err := capByRules(tr); err != nil {
+				return err
+			}
 			reg := prometheus.NewRegistry()
 			tr.Counter = actions.NewCounter(reg)
 			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
@@ -304,6 +324,7 @@ also serves GET /api/v1/actions (the audit log), POST
 	}
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:9320", "HTTP listen address")
 	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager scenario whose starting state answers capacity queries")
+	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
 	flags(serve)
 
 	c.AddCommand(check, replayC, list, undo, override, serve, planCmd(), tmCmd())
