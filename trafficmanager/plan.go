@@ -392,19 +392,72 @@ func (p *planner) distance(from, to *Unit) float64 {
 }
 
 // shed moves load out of every unit above its maximum, most loaded first,
-// down to its target.
+// down to its target. A unit that holds others' load sends that back
+// first (the cheapest plans first): it lost capacity since it accepted, and
+// its own traffic should not travel to make room for someone else's. The
+// sources then shed elsewhere in the next round.
 func (p *planner) shed() {
-	var over []*Unit
-	for _, u := range p.units {
-		if !p.withdraw[u.Location] && p.util(u) > u.max()+eps {
-			over = append(over, u)
+	short := map[*Unit]float64{}
+	for round := 0; round < 2*len(p.units)+1; round++ {
+		var over []*Unit
+		for _, u := range p.units {
+			if !p.withdraw[u.Location] && p.util(u) > u.max()+eps {
+				over = append(over, u)
+			}
+		}
+		sort.SliceStable(over, func(i, j int) bool { return p.util(over[i]) > p.util(over[j]) })
+		changed := false
+		for _, u := range over {
+			need := p.eff[u.ID()] - u.Thresholds.Target*u.Capacity
+			if b := p.bounce(u, need); b > eps {
+				changed = true
+				need -= b
+			}
+			moved, rest := p.moveOut(u, need)
+			changed = changed || moved > eps
+			short[u] = rest
+		}
+		if !changed {
+			break
 		}
 	}
-	sort.SliceStable(over, func(i, j int) bool { return p.util(over[i]) > p.util(over[j]) })
-	for _, u := range over {
-		need := p.eff[u.ID()] - u.Thresholds.Target*u.Capacity
-		p.moveOut(u, need)
+	for _, u := range p.units {
+		if short[u] > 1e-6 {
+			p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s found no destination", u.ID(), num(short[u])))
+		}
 	}
+}
+
+// bounce sends up to need of the load moved into u back to its sources,
+// the cheapest plans first, the farthest source first within a plan, and
+// returns how much.
+func (p *planner) bounce(u *Unit, need float64) float64 {
+	var in []*Move
+	for _, m := range p.moves {
+		if m.To == u.ID() {
+			in = append(in, m)
+		}
+	}
+	sort.Slice(in, func(i, j int) bool {
+		if in[i].Plan != in[j].Plan {
+			return in[i].Plan < in[j].Plan
+		}
+		di, dj := p.distance(u, p.byID[in[i].From]), p.distance(u, p.byID[in[j].From])
+		if di != dj {
+			return di > dj
+		}
+		return in[i].From < in[j].From
+	})
+	done := 0.0
+	for _, m := range in {
+		if need-done <= eps {
+			break
+		}
+		back := math.Min(need-done, m.CPU)
+		p.shift(m, -back)
+		done += back
+	}
+	return done
 }
 
 // ToMove is the CPU time a data center serving cpu ms/s at utilisation util
@@ -520,9 +573,11 @@ func Assign(portions []Portion, dests []Destination) ([]Assignment, float64) {
 	return out, rest
 }
 
-func (p *planner) moveOut(u *Unit, need float64) {
+// moveOut moves need of u's own load to destinations and returns what it
+// moved and what found no room.
+func (p *planner) moveOut(u *Unit, need float64) (moved, rest float64) {
 	if need <= eps {
-		return
+		return 0, 0
 	}
 	var avail [numPlans]float64
 	for pl := range avail {
@@ -547,10 +602,9 @@ func (p *planner) moveOut(u *Unit, need float64) {
 			p.moves[m.key()] = m
 		}
 		p.shift(m, a.CPU)
+		moved += a.CPU
 	}
-	if rest > 1e-6 {
-		p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s found no destination", u.ID(), num(rest)))
-	}
+	return moved, rest
 }
 
 func (p *planner) result(prev State) Result {

@@ -105,3 +105,45 @@ func TestTickWorkedExample(t *testing.T) {
 		t.Fatalf("second tick changed: %v", r2.Changes)
 	}
 }
+
+// A destination that loses capacity while it holds others' load sends
+// that load back first, the cheapest plan first: D (400 ms/s of A's Free on
+// 2,000) drops to 400 of capacity, 100 %; down to its 80 % target is 80
+// ms/s, which goes back to A (now 1,180 on 2,200, under its maximum).
+func TestDestinationBouncesLoad(t *testing.T) {
+	in := workedInput()
+	st := Tick(in, State{}).State
+	in.Units[3].Capacity = 400
+	r := Tick(in, st)
+	var changes []string
+	for _, c := range r.Changes {
+		changes = append(changes, c.String())
+	}
+	if got := strings.Join(changes, "; "); got != "revert Free A→D 80%→64%" || len(r.Notes) != 0 {
+		t.Fatalf("changes %q notes %v", got, r.Notes)
+	}
+	if math.Abs(r.Util["D"]-0.8) > 1e-9 || math.Abs(r.Util["A"]-1180.0/2200) > 1e-9 {
+		t.Fatalf("util %v", r.Util)
+	}
+	// D down to 100: it keeps 80 (its target) and sends 240 more back. A
+	// has 1,420 on 2,200 (65 %): under its maximum, so it stays.
+	in.Units[3].Capacity = 100
+	r = Tick(in, r.State)
+	changes = nil
+	for _, c := range r.Changes {
+		changes = append(changes, c.String())
+	}
+	if got := strings.Join(changes, "; "); got != "revert Free A→D 64%→16%" || len(r.Notes) != 0 {
+		t.Fatalf("changes %q notes %v", got, r.Notes)
+	}
+}
+
+// A source with nowhere to go says so in the notes.
+func TestNoDestinationNote(t *testing.T) {
+	in := workedInput()
+	in.Units[3].Load[Free] = 1000 // D at its acceptable level: no room
+	r := Tick(in, State{})
+	if len(r.Notes) != 1 || r.Notes[0] != "A: 400 ms/s found no destination" {
+		t.Fatalf("notes %q moves %v", r.Notes, r.State.Moves)
+	}
+}
