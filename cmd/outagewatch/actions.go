@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
 
 	"github.com/outagewatch/outagewatch/actions"
@@ -254,9 +255,11 @@ memory unless --audit is given.`,
 	override.Flags().StringVar(&who, "who", os.Getenv("USER"), "who sets it, for the audit log")
 	flags(override)
 
-	var listen, topology string
+	var listen, topology, tmTopic, tmMode, tmWebhook, tmPlanTopic string
+	var tmBrokers []string
+	var tmLearn bool
 	serve := &cobra.Command{
-		Use:   "serve [--config F] [--listen ADDR] [--topology SCENARIO.yaml]",
+		Use:   "serve [--config F] [--listen ADDR] [--topology SCENARIO.yaml [--tm-topic dcload ...]]",
 		Short: "Act on alert events posted by outagewatch's webhook sink; serve the audit log, undo and capacity",
 		Long: `Listens for alert events from outagewatch run's webhook sink (POST
 /api/v1/alerts/webhook, HMAC-signed with $OUTAGEWATCH_WEBHOOK_SECRET) and
@@ -264,7 +267,13 @@ runs the transit actions on them; restores fall due on the wall clock. It
 also serves GET /api/v1/actions (the audit log), POST
 /api/v1/actions/{id}/undo (bearer $OUTAGEWATCH_API_TOKEN), /metrics
 (outagewatch_actions_total) and, with --topology, GET
-/api/v1/capacity?dc=X&need=MS.`,
+/api/v1/capacity?dc=X&need=MS.
+
+With --tm-topic it also runs the Traffic Manager live: dcload reports from
+that Kafka topic (consumer group outagewatch-tm) are planned on the
+topology every window, the changes go to --tm-webhook and --tm-plan-topic
+in enforce mode (--tm-mode), the capacity endpoint answers from the latest
+window, and /metrics carries the outagewatch_tm_* series.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadCfg()
@@ -284,6 +293,8 @@ also serves GET /api/v1/actions (the audit log), POST
 			reg := prometheus.NewRegistry()
 			tr.Counter = actions.NewCounter(reg)
 			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
 			if topology != "" {
 				sc, err := trafficmanager.LoadScenario(topology)
 				if err != nil {
@@ -291,9 +302,47 @@ also serves GET /api/v1/actions (the audit log), POST
 				}
 				start, _ := sc.Inputs()
 				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, trafficmanager.State{} }
+				if tmTopic != "" {
+					if tmMode != actions.ModeDryRun && tmMode != actions.ModeEnforce {
+						return fmt.Errorf("--tm-mode %q: want dry-run or enforce", tmMode)
+					}
+					d := &planhook.Driver{Mode: tmMode, Metrics: planhook.NewMetrics(reg)}
+					if tmWebhook != "" {
+						wh, err := planhook.NewWebhook(tmWebhook, os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"))
+						if err != nil {
+							return err
+						}
+						d.Publishers = append(d.Publishers, wh)
+					}
+					if tmPlanTopic != "" {
+						kp, err := planhook.NewKafka(tmBrokers, tmPlanTopic)
+						if err != nil {
+							return err
+						}
+						defer kp.Close()
+						d.Publishers = append(d.Publishers, kp)
+					}
+					feed := tmfeed.New(sc)
+					if tmLearn {
+						feed.Learn = &trafficmanager.LearnConfig{}
+					}
+					live := tmfeed.NewLive(feed, func(ctx context.Context, tk *tmfeed.Tick) (trafficmanager.State, error) {
+						m, err := d.Tick(ctx, tk.At, tk.Input)
+						if m != nil && err == nil {
+							slog.Info("tm: plan", "seq", m.Seq, "mode", m.Mode, "changes", len(m.Changes), "notes", m.Notes)
+						}
+						return d.State(), err
+					})
+					api.Capacity = live.Capacity
+					r := kafka.NewReader(kafka.ReaderConfig{Brokers: tmBrokers, Topic: tmTopic, GroupID: "outagewatch-tm"})
+					defer r.Close()
+					go func() {
+						if err := live.Run(ctx, r); err != nil {
+							slog.Error("tm: stopped", "err", err)
+						}
+					}()
+				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
 			mux := http.NewServeMux()
 			mux.Handle("/api/", api.Handler())
 			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
@@ -323,7 +372,13 @@ also serves GET /api/v1/actions (the audit log), POST
 		},
 	}
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:9320", "HTTP listen address")
-	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager scenario whose starting state answers capacity queries")
+	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology (a scenario file); its starting state answers capacity queries")
+	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic (needs --topology)")
+	serve.Flags().StringSliceVar(&tmBrokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers for --tm-topic and --tm-plan-topic")
+	serve.Flags().StringVar(&tmMode, "tm-mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce")
+	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here (enforce), signed with $OUTAGEWATCH_WEBHOOK_SECRET")
+	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic (enforce)")
+	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU")
 	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
 	flags(serve)
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +12,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outagewatch/outagewatch/alerting"
 )
@@ -154,5 +160,81 @@ func TestActionsReplayRules(t *testing.T) {
 	out, err = runActions(t, alert, "replay", "--text", "--config", "../../deploy/actions.yaml", "--rules", f)
 	if err != nil || !strings.Contains(out, "dry-run: would have shut AS1299 Telia at ams01") {
 		t.Fatalf("rules with dry-run: %v %q", err, out)
+	}
+}
+
+// actions serve with --tm-topic plans live from Kafka (kfake): /metrics
+// counts the changes and the capacity endpoint answers from the latest
+// window.
+func TestActionsServeTrafficManager(t *testing.T) {
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "dcload"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	b, err := os.ReadFile("../../trafficmanager/testdata/sections-and-loss.dcload.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var msgs []kafka.Message
+	for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		msgs = append(msgs, kafka.Message{Value: []byte(l)})
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(c.ListenAddrs()...), Topic: "dcload", BatchTimeout: time.Millisecond}
+	if err := w.WriteMessages(context.Background(), msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := actionsCmd()
+	cmd.SetArgs([]string{"serve", "--config", "../../deploy/actions.yaml", "--listen", addr, "--audit", filepath.Join(t.TempDir(), "a.jsonl"),
+		"--topology", "../../trafficmanager/testdata/sections-and-loss.yaml", "--tm-topic", "dcload",
+		"--kafka-brokers", strings.Join(c.ListenAddrs(), ",")})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	get := func(path string) string {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return ""
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return string(b)
+	}
+	// Six windows close (the seventh stays open): the last plan closed is
+	// tick 5's, with Free and Business half of s1's still in s2 and s3.
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(get("/metrics"), `outagewatch_tm_changes_total{op="revert"} 5`) {
+		select {
+		case err := <-done:
+			t.Fatalf("serve stopped: %v", err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("metrics:\n%s", get("/metrics"))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	m := get("/metrics")
+	for _, want := range []string{`outagewatch_tm_changes_total{op="move"} 7`, `outagewatch_tm_changes_total{op="withdraw"} 1`,
+		`outagewatch_tm_changes_total{op="announce"} 1`, `outagewatch_tm_max_threshold{source="static",unit="IAD/s1"} 0.9`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	// IAD/s1 still has load away, so IAD offers nothing (it takes its own
+	// back first); EWR, 5 ms away, has 100.
+	if got := get("/api/v1/capacity?dc=IAD&need=100"); got != `{"dc":"IAD","need_ms":100,"ok":false,"room_ms":0,"nearest":[{"dc":"EWR","latency_ms":5,"room_ms":100}]}`+"\n" {
+		t.Errorf("capacity: %s", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
