@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -650,5 +651,37 @@ sites:
 		if got != c.want || len(recs) > 1 {
 			t.Errorf("rule %s, modes %v: records %+v, want one in mode %q", c.rule, c.modes, recs, c.want)
 		}
+	}
+}
+
+// Anycast routes in and out of the speaker's table, IPv4 and IPv6.
+func TestRouterAnnounceWithdraw(t *testing.T) {
+	s := startSpeaker(t, 64500, "192.0.2.1", -1, nil, server.LoggerOption(&capture{comms: map[string][]string{}}))
+	r := Embedded{s}
+	ctx := context.Background()
+	table := func(afi api.Family_Afi) []string {
+		var out []string
+		_ = s.ListPath(ctx, &api.ListPathRequest{TableType: api.TableType_GLOBAL, Family: &api.Family{Afi: afi, Safi: api.Family_SAFI_UNICAST}},
+			func(d *api.Destination) { out = append(out, d.Prefix) })
+		return out
+	}
+	v4, v6 := netip.MustParsePrefix("198.51.100.0/24"), netip.MustParsePrefix("2001:db8:100::/48")
+	if err := r.Announce(ctx, v4, netip.MustParseAddr("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Announce(ctx, v6, netip.MustParseAddr("2001:db8::1")); err != nil {
+		t.Fatal(err)
+	}
+	if got4, got6 := table(api.Family_AFI_IP), table(api.Family_AFI_IP6); !slices.Equal(got4, []string{"198.51.100.0/24"}) || !slices.Equal(got6, []string{"2001:db8:100::/48"}) {
+		t.Fatalf("after announce: %v %v", got4, got6)
+	}
+	if err := r.Withdraw(ctx, v6, netip.MustParseAddr("2001:db8::1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Withdraw(ctx, v4, netip.MustParseAddr("192.0.2.1")); err != nil {
+		t.Fatal(err)
+	}
+	if got4, got6 := table(api.Family_AFI_IP), table(api.Family_AFI_IP6); len(got4)+len(got6) != 0 {
+		t.Fatalf("after withdraw: %v %v", got4, got6)
 	}
 }

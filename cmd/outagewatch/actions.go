@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -256,7 +257,7 @@ memory unless --audit is given.`,
 	flags(override)
 
 	var listen, topology, tmTopic, tmMode, tmWebhook, tmPlanTopic string
-	var tmBrokers []string
+	var tmBrokers, tmAnycast []string
 	var tmLearn bool
 	serve := &cobra.Command{
 		Use:   "serve [--config F] [--listen ADDR] [--topology SCENARIO.yaml [--tm-topic dcload ...]]",
@@ -322,6 +323,14 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 						defer kp.Close()
 						d.Publishers = append(d.Publishers, kp)
 					}
+					if len(tmAnycast) > 0 {
+						a, closeAny, err := anycastFromFlags(tmAnycast, cfg.GoBGP)
+						if err != nil {
+							return err
+						}
+						defer closeAny()
+						d.Publishers = append(d.Publishers, a)
+					}
 					feed := tmfeed.New(sc)
 					if tmLearn {
 						feed.Learn = &trafficmanager.LearnConfig{}
@@ -379,6 +388,7 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here (enforce), signed with $OUTAGEWATCH_WEBHOOK_SECRET")
 	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic (enforce)")
 	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU")
+	serve.Flags().StringArrayVar(&tmAnycast, "tm-anycast", nil, "LOCATION=PREFIX[,PREFIX]@NEXTHOP: withdraw these through gobgp (the config's gobgp) when the location is drained (enforce); repeat per location")
 	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
 	flags(serve)
 
@@ -619,4 +629,37 @@ lines are counted, reported and skipped.`,
 	c.Flags().StringSliceVar(&brokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers")
 	c.Flags().StringVar(&kafkaTopic, "kafka-topic", "", "write plan changes to this topic (enforce)")
 	return c
+}
+
+// anycastFromFlags reads --tm-anycast values, LOCATION=PREFIX[,PREFIX]@NEXTHOP,
+// into an anycast publisher on the gobgpd at addr.
+func anycastFromFlags(vals []string, addr string) (*planhook.Anycast, func(), error) {
+	if addr == "" {
+		return nil, nil, errors.New("--tm-anycast: the actions configuration names no gobgp address")
+	}
+	g, err := actions.DialGoBGP(addr)
+	if err != nil {
+		return nil, nil, err
+	}
+	a := &planhook.Anycast{Sites: map[string]planhook.AnycastSite{}}
+	for _, v := range vals {
+		loc, rest, ok1 := strings.Cut(v, "=")
+		list, nh, ok2 := strings.Cut(rest, "@")
+		hop, err := netip.ParseAddr(nh)
+		if !ok1 || !ok2 || loc == "" || err != nil {
+			g.Close()
+			return nil, nil, fmt.Errorf("--tm-anycast %q: want LOCATION=PREFIX[,PREFIX]@NEXTHOP", v)
+		}
+		site := planhook.AnycastSite{Router: g, NextHop: hop}
+		for _, p := range strings.Split(list, ",") {
+			pfx, err := netip.ParsePrefix(p)
+			if err != nil {
+				g.Close()
+				return nil, nil, fmt.Errorf("--tm-anycast %q: %w", v, err)
+			}
+			site.Prefixes = append(site.Prefixes, pfx)
+		}
+		a.Sites[loc] = site
+	}
+	return a, func() { g.Close() }, nil
 }

@@ -238,3 +238,19 @@ func TestActionsServeTrafficManager(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestAnycastFlags(t *testing.T) {
+	a, closeAny, err := anycastFromFlags([]string{"EWR=198.51.100.0/24,2001:db8:100::/48@192.0.2.1"}, "127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAny()
+	if s := a.Sites["EWR"]; len(s.Prefixes) != 2 || s.Prefixes[1].String() != "2001:db8:100::/48" || s.NextHop.String() != "192.0.2.1" {
+		t.Fatalf("%+v", a.Sites)
+	}
+	for _, bad := range []string{"EWR", "EWR=198.51.100.0/24", "=1.2.3.0/24@1.2.3.4", "EWR=198.51.100.0/33@192.0.2.1"} {
+		if _, _, err := anycastFromFlags([]string{bad}, "127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "--tm-anycast") {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}
