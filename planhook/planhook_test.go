@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -148,7 +149,7 @@ func TestWebhookAndKafka(t *testing.T) {
 		if err := json.Unmarshal(km.Value, &m); err != nil {
 			t.Fatal(err)
 		}
-		if string(km.Key) != "traffic-manager" || string(km.Headers[0].Value) != strconvU(m.Seq) {
+		if string(km.Key) != "traffic-manager" || string(km.Headers[0].Value) != strconv.FormatUint(m.Seq, 10) {
 			t.Fatalf("kafka message %s %v", km.Key, km.Headers)
 		}
 		seqs = append(seqs, m.Seq)
@@ -186,13 +187,10 @@ func TestDryRunPublishesNothing(t *testing.T) {
 	}
 }
 
-func strconvU(v uint64) string { return seqsString([]uint64{v}) }
-
 func seqsString(v []uint64) string {
 	var s []string
 	for _, x := range v {
-		b, _ := json.Marshal(x)
-		s = append(s, string(b))
+		s = append(s, strconv.FormatUint(x, 10))
 	}
 	return strings.Join(s, " ")
 }
