@@ -320,8 +320,21 @@ func TestTeliaEnforce(t *testing.T) {
 		if err := tr.Advance(ctx, resolve.At.Add(29*time.Minute)); err != nil {
 			t.Fatal(err)
 		}
-		if got := l.established(t); len(got) != 3 {
-			t.Fatalf("round %d: restored before the hold: %v", round, got)
+		recs, _ := tr.Records()
+		for _, r := range recs {
+			if r.Op == OpRestore && r.Time.After(fire.At) {
+				t.Fatalf("round %d: restored before the hold: %+v", round, r)
+			}
+		}
+		// The peer's admin state is what an early EnablePeer would change
+		// at once (the session itself takes a second to come back).
+		err := l.edge.ListPeer(ctx, &api.ListPeerRequest{}, func(p *api.Peer) {
+			if strings.HasPrefix(p.Conf.NeighborAddress, "127.0.1.") && p.State.AdminState != api.PeerState_DOWN {
+				t.Errorf("round %d: %s admin state %v before the hold", round, p.Conf.NeighborAddress, p.State.AdminState)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := tr.Advance(ctx, resolve.At.Add(30*time.Minute)); err != nil {
 			t.Fatal(err)
