@@ -3,6 +3,7 @@ package actions
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
@@ -20,6 +21,13 @@ import (
 type Speaker interface {
 	DisablePeer(ctx context.Context, neighbor, communication string) error
 	EnablePeer(ctx context.Context, neighbor string) error
+}
+
+// SessionChecker is a Speaker that can say whether a session is up, so
+// that a transit whose sessions are already down for another reason does
+// not count as the one left carrying traffic.
+type SessionChecker interface {
+	Established(ctx context.Context, neighbor string) (bool, error)
 }
 
 // Embedded drives a gobgp server running in this process (tests, small
@@ -40,6 +48,19 @@ func (e Embedded) EnablePeer(ctx context.Context, neighbor string) error {
 		return fmt.Errorf("gobgp: enable %s: %w", neighbor, err)
 	}
 	return nil
+}
+
+// Established reports whether the session with neighbor is established.
+func (e Embedded) Established(ctx context.Context, neighbor string) (bool, error) {
+	up, found := false, false
+	err := e.S.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor}, func(p *api.Peer) {
+		found = true
+		up = p.State.SessionState == api.PeerState_ESTABLISHED
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("gobgp: no neighbor %s", neighbor)
+	}
+	return up, err
 }
 
 // GRPC drives a gobgpd through its gRPC API.
@@ -68,6 +89,30 @@ func (g *GRPC) DisablePeer(ctx context.Context, neighbor, communication string) 
 		return fmt.Errorf("gobgpd %s: disable %s: %w", g.Addr, neighbor, err)
 	}
 	return nil
+}
+
+// Established reports whether the session with neighbor is established.
+func (g *GRPC) Established(ctx context.Context, neighbor string) (bool, error) {
+	stream, err := g.client.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor})
+	if err != nil {
+		return false, fmt.Errorf("gobgpd %s: list %s: %w", g.Addr, neighbor, err)
+	}
+	up, found := false, false
+	for {
+		r, err := stream.Recv()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return false, fmt.Errorf("gobgpd %s: list %s: %w", g.Addr, neighbor, err)
+		}
+		found = true
+		up = r.Peer.GetState().GetSessionState() == api.PeerState_ESTABLISHED
+	}
+	if !found {
+		return false, fmt.Errorf("gobgpd %s: no neighbor %s", g.Addr, neighbor)
+	}
+	return up, nil
 }
 
 // EnablePeer lets the session come back up.

@@ -324,16 +324,26 @@ func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string
 		return refuse(fmt.Sprintf("cool-down: last action %s ago, cool-down %s", ev.At.Sub(s.last), t.cfg.Cooldown))
 	}
 	up, downHere := 0, 0
+	var notCarrying []string
 	for _, o := range t.cfg.Sites[site].Transits {
-		if os := st[key{site, o.ASN}]; os != nil && os.down {
+		switch os := st[key{site, o.ASN}]; {
+		case os != nil && os.down:
 			downHere++
-		} else {
+		case o.ASN != asn && mode == ModeEnforce && !t.carrying(ctx, site, o):
+			// Down for another reason (a fibre cut, the provider's
+			// maintenance): it carries nothing, so it does not count.
+			notCarrying = append(notCarrying, fmt.Sprintf("AS%d", o.ASN))
+		default:
 			up++
 		}
 	}
 	switch {
 	case up <= 1:
-		return refuse(fmt.Sprintf("AS%d is the last transit up at %s", asn, site))
+		why := fmt.Sprintf("AS%d is the last transit up at %s", asn, site)
+		if len(notCarrying) > 0 {
+			why += fmt.Sprintf(" (%s: no session established)", strings.Join(notCarrying, ", "))
+		}
+		return refuse(why)
 	case downHere >= t.cfg.MaxDownPerSite:
 		return refuse(fmt.Sprintf("%d transit(s) already down at %s, limit %d", downHere, site, t.cfg.MaxDownPerSite))
 	}
@@ -356,6 +366,28 @@ func (t *Transits) shutdown(ctx context.Context, ev *alerting.Event, site string
 	slog.Info("transit shut", "mode", rec.Mode, "site", site, "asn", asn, "sessions", tr.Sessions, "action", rec.ID, "alert", ev.ID)
 	t.emitRecord(&rec, ev, rec.Time)
 	return nil
+}
+
+// carrying reports whether any of tr's sessions at site is established on
+// the speaker. A speaker that cannot say (an error) counts the transit as
+// carrying, so a monitoring glitch cannot block every shutdown; the
+// configured state still guards the last transit.
+func (t *Transits) carrying(ctx context.Context, site string, tr *Transit) bool {
+	sp, ok := t.speakers[site].(SessionChecker)
+	if !ok {
+		return true
+	}
+	for _, n := range tr.Sessions {
+		up, err := sp.Established(ctx, n)
+		if err != nil {
+			slog.Warn("actions: session state unknown", "site", site, "neighbor", n, "err", err)
+			return true
+		}
+		if up {
+			return true
+		}
+	}
+	return false
 }
 
 // failed records a shutdown that did not complete and re-enables the

@@ -555,6 +555,13 @@ func TestGRPCSpeaker(t *testing.T) {
 	if err := g.DisablePeer(ctx, "127.0.3.99", "x"); err == nil || !strings.Contains(err.Error(), "127.0.3.99") {
 		t.Fatalf("unknown neighbour: %v", err)
 	}
+	// The passive peer never connects: not established.
+	if up, err := g.Established(ctx, "127.0.3.1"); err != nil || up {
+		t.Fatalf("established %v %v", up, err)
+	}
+	if _, err := g.Established(ctx, "127.0.3.99"); err == nil || !strings.Contains(err.Error(), "no neighbor 127.0.3.99") {
+		t.Fatalf("unknown neighbour: %v", err)
+	}
 }
 
 // The hold survives a restart: the loss resolved before it, the restore
@@ -696,5 +703,39 @@ func TestRouterAnnounceWithdraw(t *testing.T) {
 	}
 	if got4, got6 := table(api.Family_AFI_IP), table(api.Family_AFI_IP6); len(got4)+len(got6) != 0 {
 		t.Fatalf("after withdraw: %v %v", got4, got6)
+	}
+}
+
+// A transit whose sessions are down for another reason does not count as
+// carrying traffic: with Level 3 already down at ams01, Telia is the last
+// transit there and stays up; at fra01 Level 3 carries, and Telia goes.
+func TestLastCarryingTransit(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	if err := l.edge.DisablePeer(ctx, &api.DisablePeerRequest{Address: "127.0.2.21", Communication: "maintenance"}); err != nil {
+		t.Fatal(err)
+	}
+	l.waitEstablished(t, 5)
+	tr, err := NewTransits(l.config(t, ModeEnforce, false), l.speakers(), nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := alerting.Event{ID: "loss", Status: alerting.Firing, Rule: "transit-packet-loss", Detector: "packet_loss", Entity: "transit:1299",
+		At: time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC), Details: map[string]any{"sites": []any{"ams01", "fra01"}}}
+	if err := tr.Send(ctx, &ev); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := tr.Records()
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Op+" "+r.Site+": "+r.Why)
+	}
+	want := []string{"refused ams01: AS1299 is the last transit up at ams01 (AS3356: no session established)", "shutdown fra01: packet loss alert loss"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records:\n%s", strings.Join(got, "\n"))
+	}
+	l.waitEstablished(t, 4)
+	if got := l.established(t); !slices.Equal(got, []string{"127.0.1.11", "127.0.1.13", "127.0.2.22", "127.0.2.23"}) {
+		t.Fatalf("established %v", got)
 	}
 }
