@@ -83,3 +83,29 @@ func TestAPI(t *testing.T) {
 		t.Fatalf("unknown dc: %d", code)
 	}
 }
+
+// Whatever arrives at the webhook, the handler answers 204 or a 4xx, and
+// never panics.
+func FuzzWebhook(f *testing.F) {
+	f.Add([]byte(`{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","entity":"transit:1299","at":"2019-06-20T12:15:00Z","details":{"sites":["ams01","fra01"]}}`))
+	f.Add([]byte(`{"id":"d07c","status":"resolved","detector":"packet_loss","entity":"transit:1299@ams01","at":"2019-06-20T12:45:00Z"}`))
+	f.Add([]byte(`{"detector":"packet_loss","entity":"transit:99999999999","details":{"sites":[1,null,{}]}}`))
+	f.Add([]byte(`not json`))
+	cfg, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg.Rules = nil
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tr, err := NewTransits(cfg, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := (&API{Transits: tr}).Handler()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/alerts/webhook", bytes.NewReader(body)))
+		if rec.Code != http.StatusNoContent && rec.Code != http.StatusBadRequest {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}

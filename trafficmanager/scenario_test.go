@@ -57,6 +57,30 @@ func FuzzParseScenario(f *testing.F) {
 		if len(sc.Ticks) > 20 || len(sc.Units) > 20 {
 			return
 		}
-		sc.Run(func(int, *ScenarioTick, Result) {}) // must not panic
+		// Whatever the topology, a plan never moves more of a plan than a
+		// unit has, and nothing moves into or out of a withdrawn location.
+		sc.Run(func(i int, _ *ScenarioTick, r Result) {
+			sum := map[string]float64{}
+			gone := map[string]bool{}
+			for _, l := range r.State.Withdrawn {
+				gone[l] = true
+			}
+			for _, m := range r.State.Moves {
+				if !(m.Fraction > 0 && m.Fraction <= 1+1e-9) || m.From == m.To {
+					t.Fatalf("tick %d: bad move %v", i, m)
+				}
+				sum[m.From+"\x00"+m.Plan.String()] += m.Fraction
+				from, _, _ := strings.Cut(m.From, "/")
+				to, _, _ := strings.Cut(m.To, "/")
+				if gone[from] || gone[to] {
+					t.Fatalf("tick %d: move %v touches a withdrawn location", i, m)
+				}
+			}
+			for k, v := range sum {
+				if v > 1+1e-6 {
+					t.Fatalf("tick %d: %q moves %v of its load", i, k, v)
+				}
+			}
+		})
 	})
 }
