@@ -24,6 +24,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/decider"
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/tmfeed"
@@ -253,7 +254,7 @@ memory unless --audit is given.`,
 	override.Flags().StringVar(&who, "who", os.Getenv("USER"), "who sets it, for the audit log")
 	flags(override)
 
-	var listen, topology, tmTopic, tmMode, tmWebhook, tmPlanTopic string
+	var listen, topology, tmTopic, tmMode, tmWebhook, tmPlanTopic, deciderTopic string
 	var tmBrokers, tmAnycast []string
 	var tmLearn bool
 	serve := &cobra.Command{
@@ -290,6 +291,14 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 			}
 			reg := prometheus.NewRegistry()
 			tr.Counter = actions.NewCounter(reg)
+			if deciderTopic != "" {
+				d, err := decider.Start(cmd.Context(), decider.Config{Brokers: tmBrokers, Topic: deciderTopic, GroupID: "outagewatch-actions"})
+				if err != nil {
+					return err
+				}
+				defer d.Close()
+				tr.Owns = d.Owns
+			}
 			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -379,6 +388,7 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 	}
 	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:9320", "HTTP listen address")
 	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology (a scenario file); its starting state answers capacity queries")
+	serve.Flags().StringVar(&deciderTopic, "decider-topic", "", "share the sites with other instances: each site's transit actions are taken by the instance owning its partition of this topic")
 	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic (needs --topology)")
 	serve.Flags().StringSliceVar(&tmBrokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers for --tm-topic and --tm-plan-topic")
 	serve.Flags().StringVar(&tmMode, "tm-mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce")
