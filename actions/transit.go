@@ -68,6 +68,10 @@ type tstate struct {
 	// resolved is when the alert that shut it resolved (zero while it
 	// fires): the start of the hold.
 	resolved time.Time
+	// before is last as it was before the latest shutdown, for a shutdown
+	// that failed: a failed attempt must not start a cool-down that would
+	// refuse the retry.
+	before time.Time
 }
 
 // NewTransits returns the actuator. speakers maps a site to the speaker
@@ -112,6 +116,7 @@ func (t *Transits) state() (map[key]*tstate, error) {
 		s := get(r)
 		switch r.Op {
 		case OpShutdown:
+			s.before = s.last
 			s.down, s.mode, s.action, s.alert, s.last, s.resolved = true, r.Mode, r.ID, r.Alert, r.Time, time.Time{}
 		case OpLossResolved:
 			if s.down && r.Alert == s.alert {
@@ -127,7 +132,7 @@ func (t *Transits) state() (map[key]*tstate, error) {
 			}
 		case OpRefused:
 			if r.Of != "" && r.Of == s.action { // the shutdown itself failed
-				s.down = false
+				s.down, s.last = false, s.before
 			}
 		case OpOverride:
 			s.keep = r.Keep

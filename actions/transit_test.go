@@ -739,3 +739,50 @@ func TestLastCarryingTransit(t *testing.T) {
 		t.Fatalf("established %v", got)
 	}
 }
+
+// A shutdown that fails half-way (a session gobgp does not know) puts back
+// what it shut, records why, and returns an error so the outbox retries;
+// the retry is not refused by a cool-down.
+func TestFailedShutdownRetries(t *testing.T) {
+	l := newLab(t)
+	cfg, err := ParseConfig("t.yaml", []byte(`mode: enforce
+sites:
+  ams01:
+    transits:
+      - {asn: 1299, sessions: [127.0.1.11, 127.0.9.9]}
+      - {asn: 3356, sessions: [127.0.2.21]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTransits(cfg, map[string]Speaker{"ams01": Embedded{l.edge}}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	ev := alerting.Event{ID: "loss", Status: alerting.Firing, Detector: "packet_loss", Entity: "transit:1299@ams01", At: time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC)}
+	for range 2 {
+		e := ev
+		if err := tr.Send(ctx, &e); err == nil || !strings.Contains(err.Error(), "127.0.9.9") {
+			t.Fatalf("send: %v", err)
+		}
+	}
+	recs, _ := tr.Records()
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Op+" "+r.Why)
+	}
+	want := []string{"shutdown packet loss alert loss", "refused gobgp call failed", "shutdown packet loss alert loss", "refused gobgp call failed"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records %q", got)
+	}
+	// 127.0.1.11 was enabled again: admin state up.
+	err = l.edge.ListPeer(ctx, &api.ListPeerRequest{Address: "127.0.1.11"}, func(p *api.Peer) {
+		if p.State.AdminState != api.PeerState_UP {
+			t.Errorf("127.0.1.11 admin state %v", p.State.AdminState)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
