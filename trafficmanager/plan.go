@@ -668,7 +668,6 @@ func Diff(prev, next State) []Change {
 			g := m
 			g.Fraction, g.CPU = 0, 0
 			gone = append(gone, g)
-			_ = g
 		}
 	}
 	SortMoves(gone)
