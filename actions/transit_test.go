@@ -167,6 +167,7 @@ func newLab(t *testing.T) *lab {
 			if err := l.edge.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{
 				Conf:      &api.PeerConf{NeighborAddress: tr.theirIP, PeerAsn: tr.asn},
 				Transport: &api.Transport{PassiveMode: true},
+				Timers:    &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, IdleHoldTimeAfterReset: 1}},
 			}}); err != nil {
 				t.Fatal(err)
 			}
