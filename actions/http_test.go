@@ -1,0 +1,111 @@
+package actions
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/trafficmanager"
+)
+
+func TestAPI(t *testing.T) {
+	cfg, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTransits(cfg, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := trafficmanager.LoadScenario("../trafficmanager/testdata/sections-and-loss.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	start, _ := sc.Inputs()
+	api := &API{Transits: tr, Secret: "s3cret", Token: "tok",
+		Capacity: func() (trafficmanager.Input, trafficmanager.State) { return start, trafficmanager.State{} }}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+
+	do := func(method, path string, body []byte, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, bytes.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	ev := `{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","signal":"packet_loss","entity":"transit:1299","at":"2019-06-20T12:15:00Z","start":"2019-06-20T12:10:00Z","summary":"loss","details":{"sites":["ams01"]}}`
+	if code, _ := do("POST", "/api/v1/alerts/webhook", []byte(ev), map[string]string{alerting.HeaderSignature: "sha256=00"}); code != http.StatusUnauthorized {
+		t.Fatalf("bad signature: %d", code)
+	}
+	if code, b := do("POST", "/api/v1/alerts/webhook", []byte(ev), map[string]string{alerting.HeaderSignature: alerting.Sign("s3cret", []byte(ev))}); code != http.StatusNoContent {
+		t.Fatalf("webhook: %d %s", code, b)
+	}
+	code, b := do("GET", "/api/v1/actions", nil, nil)
+	var rec Record
+	if code != 200 || json.Unmarshal([]byte(strings.TrimSpace(b)), &rec) != nil || rec.Op != OpShutdown || rec.Site != "ams01" || rec.Mode != ModeDryRun {
+		t.Fatalf("actions: %d %s", code, b)
+	}
+	if code, _ := do("POST", "/api/v1/actions/"+rec.ID+"/undo", nil, map[string]string{"Authorization": "Bearer nope"}); code != http.StatusUnauthorized {
+		t.Fatalf("undo with a bad token: %d", code)
+	}
+	code, b = do("POST", "/api/v1/actions/"+rec.ID+"/undo", nil, map[string]string{"Authorization": "Bearer tok", "X-Outagewatch-Who": "carol"})
+	if code != 200 || !strings.Contains(b, `"who":"carol"`) || !strings.Contains(b, `"of":"`+rec.ID+`"`) {
+		t.Fatalf("undo: %d %s", code, b)
+	}
+	// Capacity at the start of the scenario (acceptable 70 %): ATL (600 of
+	// 2,000) has 800; EWR (600 of 1,000) 100; IAD's sections 100 + 200 +
+	// 200, which covers the 500 EWR is asked for.
+	code, b = do("GET", "/api/v1/capacity?dc=ATL&need=500", nil, nil)
+	if code != 200 || b != `{"dc":"ATL","need_ms":500,"ok":true,"room_ms":800}`+"\n" {
+		t.Fatalf("capacity ATL: %d %s", code, b)
+	}
+	code, b = do("GET", "/api/v1/capacity?dc=EWR&need=500", nil, nil)
+	if code != 200 || b != `{"dc":"EWR","need_ms":500,"ok":false,"room_ms":100,"nearest":[{"dc":"IAD","latency_ms":5,"room_ms":500}]}`+"\n" {
+		t.Fatalf("capacity EWR: %d %s", code, b)
+	}
+	code, b = do("GET", "/api/v1/capacity?dc=ORD&need=1200", nil, nil)
+	if code != 200 || b != `{"dc":"ORD","need_ms":1200,"ok":false,"room_ms":300,"nearest":[{"dc":"IAD","latency_ms":15,"room_ms":500},{"dc":"ATL","latency_ms":16,"room_ms":800}]}`+"\n" {
+		t.Fatalf("capacity ORD: %d %s", code, b)
+	}
+	if code, _ := do("GET", "/api/v1/capacity?dc=XYZ&need=1", nil, nil); code != http.StatusBadRequest {
+		t.Fatalf("unknown dc: %d", code)
+	}
+}
+
+// Whatever arrives at the webhook, the handler answers 204 or a 4xx, and
+// never panics.
+func FuzzWebhook(f *testing.F) {
+	f.Add([]byte(`{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","entity":"transit:1299","at":"2019-06-20T12:15:00Z","details":{"sites":["ams01","fra01"]}}`))
+	f.Add([]byte(`{"id":"d07c","status":"resolved","detector":"packet_loss","entity":"transit:1299@ams01","at":"2019-06-20T12:45:00Z"}`))
+	f.Add([]byte(`{"detector":"packet_loss","entity":"transit:99999999999","details":{"sites":[1,null,{}]}}`))
+	f.Add([]byte(`not json`))
+	cfg, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	cfg.Rules = nil
+	f.Fuzz(func(t *testing.T, body []byte) {
+		tr, err := NewTransits(cfg, nil, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := (&API{Transits: tr}).Handler()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/alerts/webhook", bytes.NewReader(body)))
+		if rec.Code != http.StatusNoContent && rec.Code != http.StatusBadRequest {
+			t.Fatalf("status %d: %s", rec.Code, rec.Body)
+		}
+	})
+}

@@ -1,0 +1,468 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/segmentio/kafka-go"
+	"github.com/spf13/cobra"
+
+	"github.com/outagewatch/outagewatch/actions"
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/decider"
+	"github.com/outagewatch/outagewatch/planhook"
+	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/tmfeed"
+	"github.com/outagewatch/outagewatch/trafficmanager"
+)
+
+func init() { extraCommands = append(extraCommands, actionsCmd) }
+
+func actionsCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "actions",
+		Short: "Transit-port shutdown and Traffic Manager plans: dry-runs, audit log, undo",
+	}
+	var cfgPath, auditPath, who, rulesPath string
+	loadCfg := func() (*actions.Config, error) {
+		cfg, err := actions.LoadConfig(cfgPath)
+		if err != nil {
+			return nil, err
+		}
+		if auditPath != "" {
+			cfg.Audit = auditPath
+		}
+		return cfg, nil
+	}
+	flags := func(cmd *cobra.Command) {
+		cmd.Flags().StringVar(&cfgPath, "config", "deploy/actions.yaml", "actions configuration")
+		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
+	}
+	// capByRules applies --rules: each rule's actions setting caps the mode.
+	capByRules := func(tr *actions.Transits) error {
+		if rulesPath == "" {
+			return nil
+		}
+		set, err := rules.LoadAll(rulesPath)
+		if err != nil {
+			return err
+		}
+		tr.RuleModes = actions.ModesFromRules(set)
+		return nil
+	}
+
+	check := &cobra.Command{
+		Use:   "check CONFIG",
+		Short: "Validate an actions configuration (file:line: reason on error)",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := actions.LoadConfig(args[0])
+			if err != nil {
+				return err
+			}
+			n := 0
+			for _, s := range cfg.Sites {
+				n += len(s.Transits)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, mode %s, %d sites, %d transits\n", args[0], cfg.Mode, len(cfg.Sites), n)
+			return nil
+		},
+	}
+
+	var mode string
+	var memory, text bool
+	replayC := &cobra.Command{
+		Use:   "replay [--config F] [--mode M] [ALERTS.jsonl|-]",
+		Short: "Run the transit actions on alert events (JSON lines from `outagewatch replay`); prints the action events",
+		Long: `Feeds alert events, one JSON object per line (the output of outagewatch
+replay, or a file of it), to the transit-port shutdown actuator, and prints
+the events of the actions it takes or refuses. After the last event the
+clock moves on by the hold time, so restores show too. In dry-run (the
+configuration's default) nothing is changed and the audit log is kept in
+memory unless --audit is given.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			if mode != "" {
+				cfg.Mode = mode
+			}
+			if memory || (cfg.Mode != actions.ModeEnforce && auditPath == "") {
+				cfg.Audit = ""
+			}
+			in := cmd.InOrStdin()
+			if len(args) == 1 && args[0] != "-" {
+				f, err := os.Open(args[0])
+				if err != nil {
+					return err
+				}
+				defer f.Close()
+				in = f
+			}
+			out := bufio.NewWriter(cmd.OutOrStdout())
+			defer out.Flush()
+			sink := alerting.NewJSONL("actions", out)
+			emit := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+			if text {
+				emit = func(ev *alerting.Event) {
+					fmt.Fprintf(out, "%s  %-8s  %s  (action %v)\n", ev.At.Format(time.RFC3339), ev.Status, ev.Summary, ev.Details["action"])
+				}
+			}
+			tr, closeAll, err := newTransits(cfg, emit)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			if err := capByRules(tr); err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			var last time.Time
+			sc := bufio.NewScanner(in)
+			sc.Buffer(make([]byte, 1<<20), 16<<20)
+			line, bad := 0, 0
+			for sc.Scan() {
+				line++
+				if len(strings.TrimSpace(sc.Text())) == 0 {
+					continue
+				}
+				var ev alerting.Event
+				if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+					bad++
+					fmt.Fprintf(cmd.ErrOrStderr(), "line %d: not an alert event: %v\n", line, err)
+					continue
+				}
+				if err := tr.Send(ctx, &ev); err != nil {
+					return fmt.Errorf("line %d: %w", line, err)
+				}
+				last = ev.At
+			}
+			if err := sc.Err(); err != nil {
+				return err
+			}
+			if !last.IsZero() && cfg.Hold > 0 {
+				if err := tr.Advance(ctx, last.Add(cfg.Hold)); err != nil {
+					return err
+				}
+			}
+			if bad > 0 {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%d lines skipped\n", bad)
+			}
+			return nil
+		},
+	}
+	replayC.Flags().StringVar(&mode, "mode", "", "override the configuration's mode (off, dry-run, enforce)")
+	replayC.Flags().BoolVar(&memory, "no-audit", false, "keep the audit log in memory even in enforce mode")
+	replayC.Flags().BoolVar(&text, "text", false, "one line per action instead of JSON events")
+	replayC.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
+	flags(replayC)
+
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list [--audit F]",
+		Short: "List the audit log: who did what, why, when, and the undo",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			path := auditPath
+			if path == "" {
+				cfg, err := loadCfg()
+				if err != nil {
+					return err
+				}
+				path = cfg.Audit
+			}
+			a, err := actions.OpenAudit(path)
+			if err != nil {
+				return err
+			}
+			recs, err := a.Records()
+			if err != nil {
+				return err
+			}
+			return printRecords(cmd.OutOrStdout(), recs, asJSON)
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "JSON lines")
+	flags(list)
+
+	undo := &cobra.Command{
+		Use:   "undo ID",
+		Short: "Restore the sessions a shutdown took down",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			tr, closeAll, err := newTransits(cfg, nil)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			r, err := tr.Undo(cmd.Context(), args[0], who)
+			if err != nil {
+				return err
+			}
+			return printRecords(cmd.OutOrStdout(), []actions.Record{r}, false)
+		},
+	}
+	undo.Flags().StringVar(&who, "who", os.Getenv("USER"), "who undoes it, for the audit log")
+	flags(undo)
+
+	override := &cobra.Command{
+		Use:   "override SITE ASN up|down|auto",
+		Short: "Keep a transit up (restoring it now) or down whatever the alerts say; auto clears",
+		Args:  cobra.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			asn, err := strconv.ParseUint(strings.TrimPrefix(strings.ToUpper(args[1]), "AS"), 10, 32)
+			if err != nil {
+				return fmt.Errorf("asn %q: want a number such as 1299", args[1])
+			}
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			tr, closeAll, err := newTransits(cfg, nil)
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			r, err := tr.Override(cmd.Context(), args[0], uint32(asn), args[2], who)
+			if err != nil {
+				return err
+			}
+			return printRecords(cmd.OutOrStdout(), []actions.Record{r}, false)
+		},
+	}
+	override.Flags().StringVar(&who, "who", os.Getenv("USER"), "who sets it, for the audit log")
+	flags(override)
+
+	var listen, topology, tmTopic, tmMode, tmWebhook, tmPlanTopic, deciderTopic string
+	var tmBrokers, tmAnycast []string
+	var tmLearn bool
+	serve := &cobra.Command{
+		Use:   "serve [--config F] [--listen ADDR] [--topology SCENARIO.yaml [--tm-topic dcload ...]]",
+		Short: "Act on alert events posted by outagewatch's webhook sink; serve the audit log, undo and capacity",
+		Long: `Listens for alert events from outagewatch run's webhook sink (POST
+/api/v1/alerts/webhook, HMAC-signed with $OUTAGEWATCH_WEBHOOK_SECRET) and
+runs the transit actions on them; restores fall due on the wall clock. It
+also serves GET /api/v1/actions (the audit log), POST
+/api/v1/actions/{id}/undo (bearer $OUTAGEWATCH_API_TOKEN), /metrics
+(outagewatch_actions_total) and, with --topology, GET
+/api/v1/capacity?dc=X&need=MS.
+
+With --tm-topic it also runs the Traffic Manager live: dcload reports from
+that Kafka topic (consumer group outagewatch-tm) are planned on the
+topology every window, the changes go to --tm-webhook and --tm-plan-topic
+in enforce mode (--tm-mode), the capacity endpoint answers from the latest
+window, and /metrics carries the outagewatch_tm_* series.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := loadCfg()
+			if err != nil {
+				return err
+			}
+			tr, closeAll, err := newTransits(cfg, func(ev *alerting.Event) {
+				slog.Info("action", "summary", ev.Summary, "status", ev.Status, "id", ev.Details["action"])
+			})
+			if err != nil {
+				return err
+			}
+			defer closeAll()
+			if err := capByRules(tr); err != nil {
+				return err
+			}
+			reg := prometheus.NewRegistry()
+			tr.Counter = actions.NewCounter(reg)
+			if deciderTopic != "" {
+				d, err := decider.Start(cmd.Context(), decider.Config{Brokers: tmBrokers, Topic: deciderTopic, GroupID: "outagewatch-actions"})
+				if err != nil {
+					return err
+				}
+				defer d.Close()
+				tr.Owns = d.Owns
+			}
+			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if topology != "" {
+				sc, err := trafficmanager.LoadScenario(topology)
+				if err != nil {
+					return err
+				}
+				start, _ := sc.Inputs()
+				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, trafficmanager.State{} }
+				if tmTopic != "" {
+					if tmMode != actions.ModeDryRun && tmMode != actions.ModeEnforce {
+						return fmt.Errorf("--tm-mode %q: want dry-run or enforce", tmMode)
+					}
+					d := &planhook.Driver{Mode: tmMode, Metrics: planhook.NewMetrics(reg)}
+					if tmWebhook != "" {
+						wh, err := planhook.NewWebhook(tmWebhook, os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"))
+						if err != nil {
+							return err
+						}
+						d.Publishers = append(d.Publishers, wh)
+					}
+					if tmPlanTopic != "" {
+						kp, err := planhook.NewKafka(tmBrokers, tmPlanTopic)
+						if err != nil {
+							return err
+						}
+						defer kp.Close()
+						d.Publishers = append(d.Publishers, kp)
+					}
+					if len(tmAnycast) > 0 {
+						a, closeAny, err := anycastFromFlags(tmAnycast, cfg.GoBGP)
+						if err != nil {
+							return err
+						}
+						defer closeAny()
+						d.Publishers = append(d.Publishers, a)
+					}
+					feed := tmfeed.New(sc)
+					if tmLearn {
+						feed.Learn = &trafficmanager.LearnConfig{}
+					}
+					live := tmfeed.NewLive(feed, func(ctx context.Context, tk *tmfeed.Tick) (trafficmanager.State, error) {
+						m, err := d.Tick(ctx, tk.At, tk.Input)
+						if m != nil && err == nil {
+							slog.Info("tm: plan", "seq", m.Seq, "mode", m.Mode, "changes", len(m.Changes), "notes", m.Notes)
+						}
+						return d.State(), err
+					})
+					api.Capacity = live.Capacity
+					r := kafka.NewReader(kafka.ReaderConfig{Brokers: tmBrokers, Topic: tmTopic, GroupID: "outagewatch-tm"})
+					defer r.Close()
+					go func() {
+						if err := live.Run(ctx, r); err != nil {
+							slog.Error("tm: stopped", "err", err)
+						}
+					}()
+				}
+			}
+			mux := http.NewServeMux()
+			mux.Handle("/api/", api.Handler())
+			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+			go func() {
+				tick := time.NewTicker(30 * time.Second)
+				defer tick.Stop()
+				for {
+					select {
+					case <-ctx.Done():
+						shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+						_ = srv.Shutdown(shut)
+						cancel()
+						return
+					case now := <-tick.C:
+						if err := tr.Advance(ctx, now.UTC()); err != nil {
+							slog.Error("actions: restore", "err", err)
+						}
+					}
+				}
+			}()
+			slog.Info("actions: listening", "addr", listen, "mode", cfg.Mode, "sites", len(cfg.Sites))
+			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				return err
+			}
+			return nil
+		},
+	}
+	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:9320", "HTTP listen address")
+	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology (a scenario file); its starting state answers capacity queries")
+	serve.Flags().StringVar(&deciderTopic, "decider-topic", "", "share the sites with other instances: each site's transit actions are taken by the instance owning its partition of this topic")
+	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic (needs --topology)")
+	serve.Flags().StringSliceVar(&tmBrokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers for --tm-topic and --tm-plan-topic")
+	serve.Flags().StringVar(&tmMode, "tm-mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce")
+	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here (enforce), signed with $OUTAGEWATCH_WEBHOOK_SECRET")
+	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic (enforce)")
+	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU")
+	serve.Flags().StringArrayVar(&tmAnycast, "tm-anycast", nil, "LOCATION=PREFIX[,PREFIX]@NEXTHOP: withdraw these through gobgp (the config's gobgp) when the location is drained (enforce); repeat per location")
+	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
+	flags(serve)
+
+	c.AddCommand(check, replayC, list, undo, override, serve, planCmd(), tmCmd())
+	return c
+}
+
+// newTransits builds the actuator with a gobgpd connection per site in
+// enforce mode (and for undo or override, which act on past enforce
+// actions whatever the mode is now).
+func newTransits(cfg *actions.Config, emit func(*alerting.Event)) (*actions.Transits, func(), error) {
+	audit, err := actions.OpenAudit(cfg.Audit)
+	if err != nil {
+		return nil, nil, err
+	}
+	speakers := map[string]actions.Speaker{}
+	conns := map[string]*actions.GRPC{}
+	closeAll := func() {
+		for _, g := range conns {
+			g.Close()
+		}
+	}
+	for _, name := range cfg.SiteNames() {
+		addr := cfg.Sites[name].GoBGP
+		if addr == "" {
+			continue
+		}
+		if conns[addr] == nil {
+			g, err := actions.DialGoBGP(addr)
+			if err != nil {
+				closeAll()
+				return nil, nil, err
+			}
+			conns[addr] = g
+		}
+		speakers[name] = conns[addr]
+	}
+	tr, err := actions.NewTransits(cfg, speakers, audit, emit)
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return tr, closeAll, nil
+}
+
+func printRecords(w io.Writer, recs []actions.Record, asJSON bool) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		for i := range recs {
+			if err := enc.Encode(&recs[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTIME\tWHO\tOP\tMODE\tSITE\tTRANSIT\tSESSIONS\tWHY\tUNDO")
+	for _, r := range recs {
+		what := r.Why
+		if r.Keep != "" {
+			what = "keep " + r.Keep
+		}
+		if r.Of != "" {
+			what += " (of " + r.Of + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\tAS%d %s\t%s\t%s\t%s\n", r.ID, r.Time.Format(time.RFC3339), r.Who, r.Op, r.Mode, r.Site,
+			r.ASN, r.Transit, strings.Join(r.Sessions, ","), what, r.Undo)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,115 @@
+package trafficmanager
+
+import "fmt"
+
+// Offer is CPU time a location can take before it reaches its acceptable
+// level.
+type Offer struct {
+	Location  string  `json:"dc"`
+	LatencyMs float64 `json:"latency_ms"`
+	Room      float64 `json:"room_ms"`
+}
+
+// CapacityAnswer answers "can dc take need more ms/s of CPU time?".
+type CapacityAnswer struct {
+	DC   string  `json:"dc"`
+	Need float64 `json:"need_ms"`
+	// OK says dc itself can take it.
+	OK   bool    `json:"ok"`
+	Room float64 `json:"room_ms"`
+	// Nearest lists, when dc cannot, the nearest locations that can take
+	// part of it, in latency order, until need is covered.
+	Nearest []Offer `json:"nearest,omitempty"`
+	// Short is what even the nearest locations cannot cover.
+	Short float64 `json:"short_ms,omitempty"`
+}
+
+// Capacity answers a placement question against the plan in force, as a
+// service placing a new workload would ask. A location that has load of its
+// own away, or is withdrawn, offers nothing: it must take its own back
+// first.
+func Capacity(in Input, st State, dc string, need float64) (CapacityAnswer, error) {
+	p := &planner{in: in, byID: map[string]*Unit{}, moves: map[string]*Move{}, eff: map[string]float64{}, withdraw: map[string]bool{}}
+	known := false
+	for i := range in.Units {
+		u := &in.Units[i]
+		p.units = append(p.units, u)
+		p.byID[u.ID()] = u
+		known = known || u.Location == dc
+	}
+	if !known {
+		return CapacityAnswer{}, fmt.Errorf("unknown data center %q", dc)
+	}
+	if need < 0 {
+		return CapacityAnswer{}, fmt.Errorf("need %g: want >= 0", need)
+	}
+	for _, l := range st.Withdrawn {
+		p.withdraw[l] = true
+	}
+	for _, m := range st.Moves {
+		if p.byID[m.From] != nil && p.byID[m.To] != nil {
+			mm := m
+			p.moves[m.key()] = &mm
+		}
+	}
+	p.load()
+	away := map[string]bool{}
+	for _, m := range p.moves {
+		away[p.byID[m.From].Location] = true
+	}
+	room := map[string]float64{}
+	for _, u := range p.units {
+		if !p.withdraw[u.Location] && !away[u.Location] {
+			room[u.Location] += ToAccept(u.Capacity, p.eff[u.ID()], u.Thresholds.Acceptable)
+		}
+	}
+	a := CapacityAnswer{DC: dc, Need: need, Room: room[dc]}
+	if a.Room >= need {
+		a.OK = true
+		return a, nil
+	}
+	var offers []Offer
+	var src *Unit
+	for _, u := range p.units {
+		if u.Location == dc {
+			src = u
+			break
+		}
+	}
+	for _, l := range sortedKeys(room) {
+		if l == dc || room[l] <= eps {
+			continue
+		}
+		var to *Unit
+		for _, u := range p.units {
+			if u.Location == l {
+				to = u
+				break
+			}
+		}
+		if d := p.distance(src, to); d >= 0 {
+			offers = append(offers, Offer{l, d, room[l]})
+		}
+	}
+	sortOffers(offers)
+	left := need
+	for _, o := range offers {
+		if left <= eps {
+			break
+		}
+		a.Nearest = append(a.Nearest, o)
+		left -= o.Room
+	}
+	if left > eps {
+		a.Short = left
+	}
+	return a, nil
+}
+
+func sortOffers(os []Offer) {
+	for i := 1; i < len(os); i++ {
+		for j := i; j > 0 && (os[j].LatencyMs < os[j-1].LatencyMs || os[j].LatencyMs == os[j-1].LatencyMs && os[j].Location < os[j-1].Location); j-- {
+			os[j], os[j-1] = os[j-1], os[j]
+		}
+	}
+}

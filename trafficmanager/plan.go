@@ -1,0 +1,710 @@
+// Package trafficmanager plans how CPU load moves between data centers, and
+// between the sections of one data center, when one runs short of capacity,
+// and how it comes back. It is a pure function of its input: no clock, no
+// I/O. The actuators (a load-balancer hook, gobgp route withdrawals) apply
+// the difference between two plans, so a planner bug is found by a table
+// test, not in production.
+//
+// The rules follow Cloudflare's Traffic Manager: three CPU thresholds per
+// data center (act above the maximum, move down to the target, take others'
+// load only below the acceptable level), the cheapest plans move first, the
+// nearest destinations fill first with the most important moved traffic, a
+// data center reverts its own moves before it accepts anyone else's, and a
+// failover matrix predicts where a withdrawn data center's traffic lands so
+// the neighbours it would flood shed load before it arrives.
+package trafficmanager
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// Plan is a customer plan. Lower values are moved first.
+type Plan int
+
+// Plans in the order they are moved: the cheapest first.
+const (
+	Free Plan = iota
+	Pro
+	Business
+	Enterprise
+	numPlans
+)
+
+var planNames = [numPlans]string{"Free", "Pro", "Business", "Enterprise"}
+
+func (p Plan) String() string {
+	if p < 0 || p >= numPlans {
+		return fmt.Sprintf("Plan(%d)", int(p))
+	}
+	return planNames[p]
+}
+
+// MarshalText writes the plan's name, so JSON carries "Free", not 0.
+func (p Plan) MarshalText() ([]byte, error) {
+	if p < 0 || p >= numPlans {
+		return nil, fmt.Errorf("plan %d out of range", int(p))
+	}
+	return []byte(planNames[p]), nil
+}
+
+// UnmarshalText reads a plan's name.
+func (p *Plan) UnmarshalText(b []byte) error {
+	v, err := ParsePlan(string(b))
+	*p = v
+	return err
+}
+
+// ParsePlan returns the plan named s (case-insensitive).
+func ParsePlan(s string) (Plan, error) {
+	for i, n := range planNames {
+		if strings.EqualFold(n, s) {
+			return Plan(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown plan %q (want Free, Pro, Business or Enterprise)", s)
+}
+
+// Thresholds are CPU utilisation ratios in [0, 1].
+type Thresholds struct {
+	// Max: above it the data center moves load away.
+	Max float64
+	// Target: it moves just enough to come down to this.
+	Target float64
+	// Acceptable: below it the data center takes its own moved load back,
+	// and, once it has none away, accepts others' load.
+	Acceptable float64
+}
+
+// Valid reports whether 0 < Acceptable <= Target < Max <= 1.
+func (t Thresholds) Valid() error {
+	if !(t.Acceptable > 0 && t.Acceptable <= t.Target && t.Target < t.Max && t.Max <= 1) {
+		return fmt.Errorf("thresholds acceptable %.3g, target %.3g, max %.3g: want 0 < acceptable <= target < max <= 1", t.Acceptable, t.Target, t.Max)
+	}
+	return nil
+}
+
+// Unit is a data center, or one section of a multi-section data center:
+// the smallest thing the planner moves load out of and into.
+type Unit struct {
+	// Location is the data center (anycast site) the unit belongs to.
+	Location string
+	// Section names the section within a multi-section location; empty
+	// for a single-section data center.
+	Section string
+	// Capacity is the CPU time the unit can serve, ms per second, with the
+	// hardware that works now. Zero in every section of a location drains
+	// the location: its anycast routes are withdrawn.
+	Capacity float64
+	// Load is the CPU time, ms per second, of the unit's own traffic per
+	// plan: what it costs when served here.
+	Load [numPlans]float64
+	// Thresholds apply to this unit. Learnt, if set and good, replaces
+	// Thresholds.Max.
+	Thresholds Thresholds
+	Learnt     *Learnt
+}
+
+// ID is "location" or "location/section".
+func (u *Unit) ID() string {
+	if u.Section == "" {
+		return u.Location
+	}
+	return u.Location + "/" + u.Section
+}
+
+func (u *Unit) own() float64 {
+	s := 0.0
+	for _, v := range u.Load {
+		s += v
+	}
+	return s
+}
+
+func (u *Unit) max() float64 {
+	if u.Learnt != nil && u.Learnt.OK {
+		return u.Learnt.Max
+	}
+	return u.Thresholds.Max
+}
+
+// Input is everything the planner knows at one tick.
+type Input struct {
+	Units []Unit
+	// Latency between locations, ms. Either direction may be given. Two
+	// sections of one location are at zero; a pair with no entry is never
+	// used for a move.
+	Latency map[string]map[string]float64
+	// Failover gives, for a location, the share of its traffic that lands
+	// on each other location when its anycast routes are withdrawn.
+	Failover map[string]map[string]float64
+}
+
+// Move sends Fraction of From's own traffic of Plan to To.
+type Move struct {
+	From     string  `json:"from"`
+	To       string  `json:"to"`
+	Plan     Plan    `json:"plan"`
+	Fraction float64 `json:"fraction"`
+	// CPU is Fraction of From's load of Plan at this tick, ms per second.
+	CPU float64 `json:"cpu_ms"`
+}
+
+func (m Move) key() string { return m.From + "\x00" + m.To + "\x00" + planNames[m.Plan] }
+
+func (m Move) String() string {
+	return fmt.Sprintf("%s %s %s→%s %s", m.Plan, pct(m.Fraction), m.From, m.To, num(m.CPU))
+}
+
+// State is a plan: the moves and withdrawals in force.
+type State struct {
+	Moves []Move `json:"moves"`
+	// Withdrawn lists locations whose anycast routes are withdrawn.
+	Withdrawn []string `json:"withdrawn"`
+}
+
+// Change is one difference between two plans, what an actuator applies.
+type Change struct {
+	// Op is "move" (new or changed fraction), "revert" (a move ended or
+	// shrank), "withdraw" or "announce".
+	Op       string `json:"op"`
+	Move     *Move  `json:"move,omitempty"`
+	Location string `json:"location,omitempty"`
+	// Was is the move's fraction in the previous plan.
+	Was float64 `json:"was,omitempty"`
+}
+
+func (c Change) String() string {
+	switch c.Op {
+	case "withdraw", "announce":
+		return c.Op + " " + c.Location
+	}
+	return fmt.Sprintf("%s %s %s→%s %s→%s", c.Op, c.Move.Plan, c.Move.From, c.Move.To, pct(c.Was), pct(c.Move.Fraction))
+}
+
+// Result is one tick's plan, its difference from the previous one and
+// what the planner could not do.
+type Result struct {
+	State   State
+	Changes []Change
+	// Notes say what the plan could not achieve (load it found nowhere to
+	// put) and which thresholds came from a poor fit.
+	Notes []string
+	// Util is each unit's predicted utilisation once the plan is applied.
+	Util map[string]float64
+}
+
+// eps ignores float dust in fractions and CPU time.
+const eps = 1e-9
+
+type planner struct {
+	in       Input
+	units    []*Unit
+	byID     map[string]*Unit
+	moves    map[string]*Move
+	eff      map[string]float64 // load served once moves and predicted inflow apply
+	withdraw map[string]bool
+	notes    []string
+}
+
+// Tick computes the plan for in, given the plan in force (prev), and the
+// difference between them.
+func Tick(in Input, prev State) Result {
+	p := &planner{in: in, byID: map[string]*Unit{}, moves: map[string]*Move{}, eff: map[string]float64{}, withdraw: map[string]bool{}}
+	for i := range in.Units {
+		u := &in.Units[i]
+		p.units = append(p.units, u)
+		p.byID[u.ID()] = u
+	}
+	sort.Slice(p.units, func(i, j int) bool { return p.units[i].ID() < p.units[j].ID() })
+	for _, u := range p.units {
+		if u.Learnt != nil && !u.Learnt.OK {
+			p.notes = append(p.notes, fmt.Sprintf("%s: learnt max threshold not used (%s); static %s", u.ID(), u.Learnt.Reason, pct(u.Thresholds.Max)))
+		}
+	}
+	p.withdrawals(prev)
+	for _, m := range prev.Moves {
+		from, to := p.byID[m.From], p.byID[m.To]
+		if from == nil || to == nil || p.withdraw[from.Location] || p.withdraw[to.Location] || m.Plan < 0 || m.Plan >= numPlans {
+			continue
+		}
+		mm := m
+		p.moves[m.key()] = &mm
+	}
+	p.load()
+	p.revert()
+	p.shed()
+	return p.result(prev)
+}
+
+// withdrawals decides which locations are drained: every section without
+// capacity. A drained location comes back once it can serve its own load
+// below its maximum.
+func (p *planner) withdrawals(prev State) {
+	was := map[string]bool{}
+	for _, l := range prev.Withdrawn {
+		was[l] = true
+	}
+	capa, own := map[string]float64{}, map[string]float64{}
+	maxu := map[string]float64{}
+	for _, u := range p.units {
+		capa[u.Location] += u.Capacity
+		own[u.Location] += u.own()
+		maxu[u.Location] += u.max() * u.Capacity
+	}
+	for l := range capa {
+		switch {
+		case capa[l] <= eps:
+			p.withdraw[l] = true
+		case was[l] && own[l] > maxu[l]+eps:
+			p.withdraw[l] = true // still short: stay withdrawn
+		}
+	}
+}
+
+// load computes what each unit serves once the moves in force and the
+// traffic of withdrawn locations (spread by the failover matrix, and over a
+// location's sections by capacity) land.
+func (p *planner) load() {
+	for _, u := range p.units {
+		if !p.withdraw[u.Location] {
+			p.eff[u.ID()] += u.own()
+		}
+	}
+	for _, m := range p.moves {
+		m.CPU = m.Fraction * p.byID[m.From].Load[m.Plan]
+		p.eff[m.From] -= m.CPU
+		p.eff[m.To] += m.CPU
+	}
+	for _, w := range sortedKeys(p.withdraw) {
+		total := 0.0
+		for _, u := range p.units {
+			if u.Location == w {
+				total += u.own()
+			}
+		}
+		for _, to := range sortedKeys(p.in.Failover[w]) {
+			share := p.in.Failover[w][to]
+			if p.withdraw[to] {
+				p.notes = append(p.notes, fmt.Sprintf("%s: failover share %s lands on %s, which is withdrawn too", w, pct(share), to))
+				continue
+			}
+			capa := 0.0
+			for _, u := range p.units {
+				if u.Location == to {
+					capa += u.Capacity
+				}
+			}
+			for _, u := range p.units {
+				if u.Location == to && capa > 0 {
+					p.eff[u.ID()] += total * share * u.Capacity / capa
+				}
+			}
+		}
+	}
+}
+
+func (p *planner) util(u *Unit) float64 {
+	if u.Capacity <= eps {
+		if p.eff[u.ID()] > eps {
+			return math.Inf(1)
+		}
+		return 0
+	}
+	return p.eff[u.ID()] / u.Capacity
+}
+
+// outgoing returns u's moves, farthest destination first, then the most
+// important plan first: the order in which they come home.
+func (p *planner) outgoing(u *Unit) []*Move {
+	var ms []*Move
+	for _, m := range p.moves {
+		if m.From == u.ID() {
+			ms = append(ms, m)
+		}
+	}
+	sort.Slice(ms, func(i, j int) bool {
+		di, dj := p.distance(u, p.byID[ms[i].To]), p.distance(u, p.byID[ms[j].To])
+		if di != dj {
+			return di > dj
+		}
+		if ms[i].Plan != ms[j].Plan {
+			return ms[i].Plan > ms[j].Plan
+		}
+		return ms[i].To > ms[j].To
+	})
+	return ms
+}
+
+// revert brings moved load home wherever the source is below its
+// acceptable level, up to what keeps it there. The traffic that travels
+// farthest comes home first.
+func (p *planner) revert() {
+	for _, u := range p.units {
+		if p.withdraw[u.Location] || u.Capacity <= eps {
+			continue
+		}
+		room := u.Thresholds.Acceptable*u.Capacity - p.eff[u.ID()]
+		if room <= eps {
+			continue
+		}
+		for _, m := range p.outgoing(u) {
+			if room <= eps {
+				break
+			}
+			back := math.Min(room, m.CPU)
+			p.shift(m, -back)
+			room -= back
+		}
+	}
+}
+
+// shift changes a move by cpu ms/s (negative to bring load home), keeping
+// the served loads in step.
+func (p *planner) shift(m *Move, cpu float64) {
+	load := p.byID[m.From].Load[m.Plan]
+	m.CPU += cpu
+	if load > 0 {
+		m.Fraction = m.CPU / load
+	}
+	p.eff[m.From] -= cpu
+	p.eff[m.To] += cpu
+	if m.CPU <= eps || m.Fraction <= eps {
+		delete(p.moves, m.key())
+	}
+}
+
+// distance orders destinations: sections of the same location first (zero),
+// then by latency; -1 means unreachable.
+func (p *planner) distance(from, to *Unit) float64 {
+	if from.Location == to.Location {
+		return 0
+	}
+	if l, ok := p.in.Latency[from.Location][to.Location]; ok {
+		return l
+	}
+	if l, ok := p.in.Latency[to.Location][from.Location]; ok {
+		return l
+	}
+	return -1
+}
+
+// shed moves load out of every unit above its maximum, most loaded first,
+// down to its target. A unit that holds others' load sends that back
+// first (the cheapest plans first): it lost capacity since it accepted, and
+// its own traffic should not travel to make room for someone else's. The
+// sources then shed elsewhere in the next round.
+func (p *planner) shed() {
+	short := map[*Unit]float64{}
+	for round := 0; round < 2*len(p.units)+1; round++ {
+		var over []*Unit
+		for _, u := range p.units {
+			if !p.withdraw[u.Location] && p.util(u) > u.max()+eps {
+				over = append(over, u)
+			}
+		}
+		sort.SliceStable(over, func(i, j int) bool { return p.util(over[i]) > p.util(over[j]) })
+		changed := false
+		for _, u := range over {
+			need := p.eff[u.ID()] - u.Thresholds.Target*u.Capacity
+			if b := p.bounce(u, need); b > eps {
+				changed = true
+				need -= b
+			}
+			moved, rest := p.moveOut(u, need)
+			changed = changed || moved > eps
+			short[u] = rest
+		}
+		if !changed {
+			break
+		}
+	}
+	for _, u := range p.units {
+		if short[u] > 1e-6 {
+			p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s found no destination", u.ID(), num(short[u])))
+		}
+	}
+}
+
+// bounce sends up to need of the load moved into u back to its sources,
+// the cheapest plans first, the farthest source first within a plan, and
+// returns how much.
+func (p *planner) bounce(u *Unit, need float64) float64 {
+	var in []*Move
+	for _, m := range p.moves {
+		if m.To == u.ID() {
+			in = append(in, m)
+		}
+	}
+	sort.Slice(in, func(i, j int) bool {
+		if in[i].Plan != in[j].Plan {
+			return in[i].Plan < in[j].Plan
+		}
+		di, dj := p.distance(u, p.byID[in[i].From]), p.distance(u, p.byID[in[j].From])
+		if di != dj {
+			return di > dj
+		}
+		return in[i].From < in[j].From
+	})
+	done := 0.0
+	for _, m := range in {
+		if need-done <= eps {
+			break
+		}
+		back := math.Min(need-done, m.CPU)
+		p.shift(m, -back)
+		done += back
+	}
+	return done
+}
+
+// ToMove is the CPU time a data center serving cpu ms/s at utilisation util
+// moves to come down to target: cpu × (1 − target ÷ util).
+func ToMove(cpu, util, target float64) float64 {
+	if util <= target {
+		return 0
+	}
+	return cpu * (1 - target/util)
+}
+
+// ToAccept is what a data center can take before it reaches its acceptable
+// level: acceptable CPU time − current CPU time.
+func ToAccept(capacity, cpu, acceptable float64) float64 {
+	return math.Max(0, acceptable*capacity-cpu)
+}
+
+type dest struct {
+	u       *Unit
+	room    float64
+	latency float64
+}
+
+// destinations are the units that may take load from u, nearest first:
+// below their acceptable level, not withdrawn, and with none of their own
+// load away (they revert first).
+func (p *planner) destinations(u *Unit) []dest {
+	away := map[string]bool{}
+	for _, m := range p.moves {
+		away[m.From] = true
+	}
+	var ds []dest
+	for _, v := range p.units {
+		if v == u || p.withdraw[v.Location] || away[v.ID()] || v.Capacity <= eps {
+			continue
+		}
+		d := p.distance(u, v)
+		if d < 0 {
+			continue
+		}
+		room := ToAccept(v.Capacity, p.eff[v.ID()], v.Thresholds.Acceptable)
+		if room <= eps {
+			continue
+		}
+		ds = append(ds, dest{v, room, d})
+	}
+	sort.SliceStable(ds, func(i, j int) bool {
+		if ds[i].latency != ds[j].latency {
+			return ds[i].latency < ds[j].latency
+		}
+		return ds[i].u.ID() < ds[j].u.ID()
+	})
+	return ds
+}
+
+// Portion is an amount of one plan's CPU time chosen to move.
+type Portion struct {
+	Plan Plan
+	CPU  float64
+}
+
+// Select picks what to move: the cheapest plans first, all of a plan or
+// the part of it that completes need. avail is each plan's CPU time still
+// at home.
+func Select(avail [numPlans]float64, need float64) []Portion {
+	var out []Portion
+	for pl := Free; pl < numPlans && need > eps; pl++ {
+		take := math.Min(avail[pl], need)
+		if take <= eps {
+			continue
+		}
+		out = append(out, Portion{pl, take})
+		need -= take
+	}
+	return out
+}
+
+// Destination is a unit that can take Room ms/s.
+type Destination struct {
+	ID   string
+	Room float64
+}
+
+// Assignment is a portion of a plan sent to one destination.
+type Assignment struct {
+	Plan Plan
+	To   string
+	CPU  float64
+}
+
+// Assign places the portions on destinations given nearest first: the
+// most important plan first, each destination filled to its room before
+// the next. It returns what found no room.
+func Assign(portions []Portion, dests []Destination) ([]Assignment, float64) {
+	var out []Assignment
+	rest := 0.0
+	d := 0
+	for i := len(portions) - 1; i >= 0; i-- {
+		left := portions[i].CPU
+		for left > eps && d < len(dests) {
+			take := math.Min(left, dests[d].Room)
+			if take > eps {
+				out = append(out, Assignment{portions[i].Plan, dests[d].ID, take})
+				dests[d].Room -= take
+				left -= take
+			}
+			if dests[d].Room <= eps {
+				d++
+			}
+		}
+		rest += math.Max(0, left)
+	}
+	return out, rest
+}
+
+// moveOut moves need of u's own load to destinations and returns what it
+// moved and what found no room.
+func (p *planner) moveOut(u *Unit, need float64) (moved, rest float64) {
+	if need <= eps {
+		return 0, 0
+	}
+	var avail [numPlans]float64
+	for pl := range avail {
+		avail[pl] = u.Load[pl]
+	}
+	for _, m := range p.moves {
+		if m.From == u.ID() {
+			avail[m.Plan] -= m.CPU
+		}
+	}
+	ds := p.destinations(u)
+	dd := make([]Destination, len(ds))
+	for i, d := range ds {
+		dd[i] = Destination{d.u.ID(), d.room}
+	}
+	as, rest := Assign(Select(avail, need), dd)
+	for _, a := range as {
+		m := &Move{From: u.ID(), To: a.To, Plan: a.Plan}
+		if old, ok := p.moves[m.key()]; ok {
+			m = old
+		} else {
+			p.moves[m.key()] = m
+		}
+		p.shift(m, a.CPU)
+		moved += a.CPU
+	}
+	return moved, rest
+}
+
+func (p *planner) result(prev State) Result {
+	r := Result{Notes: p.notes, Util: map[string]float64{}}
+	for _, u := range p.units {
+		if !p.withdraw[u.Location] {
+			r.Util[u.ID()] = p.util(u)
+		}
+	}
+	for _, m := range p.moves {
+		r.State.Moves = append(r.State.Moves, *m)
+	}
+	SortMoves(r.State.Moves)
+	r.State.Withdrawn = sortedKeys(p.withdraw)
+	r.Changes = Diff(prev, r.State)
+	return r
+}
+
+// SortMoves orders moves by source, plan (most important first) and
+// destination.
+func SortMoves(ms []Move) {
+	sort.Slice(ms, func(i, j int) bool {
+		a, b := ms[i], ms[j]
+		if a.From != b.From {
+			return a.From < b.From
+		}
+		if a.Plan != b.Plan {
+			return a.Plan > b.Plan
+		}
+		return a.To < b.To
+	})
+}
+
+// Diff returns what changed from prev to next: moves added, grown or
+// shrunk first (so load-balancer changes land before routes move), then
+// withdrawals and announcements.
+func Diff(prev, next State) []Change {
+	old := map[string]Move{}
+	for _, m := range prev.Moves {
+		old[m.key()] = m
+	}
+	var cs []Change
+	seen := map[string]bool{}
+	for _, m := range next.Moves {
+		seen[m.key()] = true
+		o, had := old[m.key()]
+		switch {
+		case !had:
+			cs = append(cs, Change{Op: "move", Move: &m})
+		case math.Abs(o.Fraction-m.Fraction) > 1e-6:
+			op := "move"
+			if m.Fraction < o.Fraction {
+				op = "revert"
+			}
+			cs = append(cs, Change{Op: op, Move: &m, Was: o.Fraction})
+		}
+	}
+	var gone []Move
+	for _, m := range prev.Moves {
+		if !seen[m.key()] {
+			g := m
+			g.Fraction, g.CPU = 0, 0
+			gone = append(gone, g)
+		}
+	}
+	SortMoves(gone)
+	for i := range gone {
+		cs = append(cs, Change{Op: "revert", Move: &gone[i], Was: old[gone[i].key()].Fraction})
+	}
+	was, now := map[string]bool{}, map[string]bool{}
+	for _, l := range prev.Withdrawn {
+		was[l] = true
+	}
+	for _, l := range next.Withdrawn {
+		now[l] = true
+		if !was[l] {
+			cs = append(cs, Change{Op: "withdraw", Location: l})
+		}
+	}
+	for _, l := range prev.Withdrawn {
+		if !now[l] {
+			cs = append(cs, Change{Op: "announce", Location: l})
+		}
+	}
+	return cs
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func pct(f float64) string {
+	return fmt.Sprintf("%.4g%%", math.Round(f*1e6)/1e4)
+}
+
+func num(f float64) string {
+	return fmt.Sprintf("%.6g", math.Round(f*1000)/1000)
+}
