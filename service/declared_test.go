@@ -53,7 +53,7 @@ func TestDeclaredSignalsFromKafkaAlertAsReplayDoes(t *testing.T) {
 	dir := t.TempDir()
 	cfg := mustValidate(t, testConfig(addr, dir, Topic{Name: "ioda", Stream: obsfile.Stream, Format: obsfile.FormatCSV}))
 	r := startService(t, cfg, &fixture{set: set, m: netmap.New()})
-	waitFor(t, "every record and the final watermark", 60*time.Second, func() bool {
+	waitFor(t, "every record and the final watermark", waitLong, func() bool {
 		st := r.svc.Pipeline().Stats()
 		return totalRecords(st) >= int64(len(recs)) && st.Watermark >= p.Stats().Watermark
 	})

@@ -299,7 +299,7 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 // every bucket that replay closes.
 func waitDone(t testing.TB, r *running, f *fixture) {
 	t.Helper()
-	waitFor(t, "all records and the final watermark", 60*time.Second, func() bool {
+	waitFor(t, "all records and the final watermark", waitLong, func() bool {
 		st := r.svc.Pipeline().Stats()
 		return totalRecords(st) >= int64(len(f.recs)) && st.Watermark >= f.stats.Watermark
 	})
@@ -340,3 +340,8 @@ func assertSameAlerts(t *testing.T, got, want []string) {
 		}
 	}
 }
+
+// waitLong bounds how long a test waits for the service to work through a
+// fixture: generous, because the race detector and a busy machine slow it
+// down tenfold; a test that passes never waits that long.
+const waitLong = 5 * time.Minute

@@ -75,7 +75,7 @@ func TestServiceKillAndRestart(t *testing.T) {
 	out := filepath.Join(dir, "alerts.jsonl")
 
 	r := startService(t, cfg, f)
-	waitFor(t, "a third of the records", 60*time.Second, func() bool {
+	waitFor(t, "a third of the records", waitLong, func() bool {
 		return totalRecords(r.svc.Pipeline().Stats()) >= int64(len(f.recs)/3)
 	})
 	if err := r.svc.Checkpoint(context.Background()); err != nil {
@@ -88,7 +88,7 @@ func TestServiceKillAndRestart(t *testing.T) {
 	// Kill once alerts are going out: they were raised after the
 	// checkpoint, so the restart raises them again and the outbox must
 	// not deliver them twice.
-	waitFor(t, "the first alert", 60*time.Second, func() bool { return len(readLines(t, out)) > 0 })
+	waitFor(t, "the first alert", waitLong, func() bool { return len(readLines(t, out)) > 0 })
 	r.kill(t)
 	first := len(readLines(t, out))
 	var covered int64
@@ -141,7 +141,7 @@ func TestServiceBrokerOutage(t *testing.T) {
 		return resp.StatusCode
 	}
 	waitFor(t, "ready", 30*time.Second, func() bool { return readyz() == http.StatusOK })
-	waitFor(t, "a quarter of the records", 60*time.Second, func() bool {
+	waitFor(t, "a quarter of the records", waitLong, func() bool {
 		return totalRecords(r.svc.Pipeline().Stats()) >= int64(len(f.recs)/4)
 	})
 	c.Close()
@@ -154,7 +154,7 @@ func TestServiceBrokerOutage(t *testing.T) {
 
 	c = startBroker(t, port, kdir)
 	defer c.Close()
-	waitFor(t, "ready again", 60*time.Second, func() bool { return readyz() == http.StatusOK })
+	waitFor(t, "ready again", waitLong, func() bool { return readyz() == http.StatusOK })
 	waitDone(t, r, f)
 	st := r.svc.Pipeline().Stats()
 	r.shutdown(t)
@@ -202,7 +202,7 @@ func TestServiceDeadLetters(t *testing.T) {
 	cfg := testConfig(addr, dir)
 	cfg.Kafka.DeadLetterTopic = "dead"
 	r := startService(t, mustValidate(t, cfg), f)
-	waitFor(t, "all records", 60*time.Second, func() bool {
+	waitFor(t, "all records", waitLong, func() bool {
 		return totalRecords(r.svc.Pipeline().Stats()) >= int64(len(recs))
 	})
 	// A checkpoint writes the dead letters first.
