@@ -195,7 +195,7 @@ func Declare(d SignalDef) (Signal, error) {
 			return 0, fmt.Errorf("signal %s is built in (%s, feed %s): declare another name", d.Name, old.Unit, old.Feed)
 		}
 		if old.Unit != d.Unit || old.Kind != d.Kind || old.Feed != d.Feed || old.Agg != d.Agg ||
-			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent {
+			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent || old.Precision != d.Precision {
 			return 0, fmt.Errorf("signal %s already declared differently (unit %q, kind %s, feed %s, %s, cadence %ds, missing_is_zero %v)",
 				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent)
 		}

@@ -24,7 +24,11 @@ type rawSignal struct {
 	Feed          string `yaml:"feed"`
 	Cadence       string `yaml:"cadence"`
 	MissingIsZero bool   `yaml:"missing_is_zero"`
-	Description   string `yaml:"description"`
+	// Precision is the relative error the history may keep (0.001 =
+	// ±0.1 %): finer than the default ±2 % for a signal judged against
+	// thresholds of a few percent, such as IODA's 99 % of BGP visibility.
+	Precision   float64 `yaml:"precision"`
+	Description string  `yaml:"description"`
 }
 
 var signalName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -99,6 +103,10 @@ func declareSignal(file string, n *yaml.Node) (obs.Signal, error) {
 		}
 		d.Cadence = int64(c)
 	}
+	if raw.Precision < 0 || raw.Precision > 0.02 || (raw.Precision > 0 && raw.Precision < 0.0001) {
+		return 0, fail("precision", "precision %g: want a relative error between 0.0001 (±0.01 %%) and 0.02 (±2 %%, the default)", raw.Precision)
+	}
+	d.Precision = raw.Precision
 	if d.ZeroWhenAbsent && kind != obs.KindVolume {
 		return 0, fail("missing_is_zero", "only a volume can read a missing value as zero: a %s that was not reported is unknown", kind)
 	}

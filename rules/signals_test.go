@@ -73,6 +73,7 @@ func TestSignalErrorsCarryFileLineAndReason(t *testing.T) {
 		{"signals:\n  - name: traffic_bytes\n    kind: volume\n", `x.yaml:2: signal "traffic_bytes": signal traffic_bytes is built in`},
 		{"signals:\n  - name: test_e5\n    kind: gauge\n    unit: x\n    colour: red\n", `x.yaml:5: unknown key "colour" in signal`},
 		{"signals:\n  name: test_e6\n", `x.yaml:2: 'signals:' must be a list`},
+		{"signals:\n  - name: test_e8\n    kind: gauge\n    precision: 0.5\n", `x.yaml:4: signal "test_e8": precision 0.5: want a relative error between`},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.yaml", []byte(c.doc))
@@ -87,5 +88,15 @@ func TestSignalErrorsCarryFileLineAndReason(t *testing.T) {
 	_, err := LoadAll(dir)
 	if err == nil || !strings.Contains(err.Error(), "b.yaml:2: signal \"test_e7\": signal test_e7 already declared differently") {
 		t.Fatalf("conflict: %v", err)
+	}
+}
+
+func TestDeclaredPrecisionReachesTheHistory(t *testing.T) {
+	if _, err := Parse("p.yaml", []byte("signals:\n  - {name: test_fine, kind: gauge, precision: 0.001}\n")); err != nil {
+		t.Fatal(err)
+	}
+	sig, ok := obs.Lookup("test_fine")
+	if !ok || sig.Def().Precision != 0.001 {
+		t.Fatalf("test_fine declared with precision %v, want 0.001", sig.Def().Precision)
 	}
 }
