@@ -133,6 +133,10 @@ type Map struct {
 	Origins Table[uint32]
 	// Regions maps a prefix to an ISO 3166-2 region code.
 	Regions Table[string]
+	// PrefixCountries maps a prefix to the country its addresses are
+	// registered or located in (RIR statistics, a geolocation database),
+	// for addresses whose AS spans several countries.
+	PrefixCountries Table[string]
 	// Live, when set, is consulted before Origins: the BGP routing table.
 	Live interface {
 		OriginAS(netip.Addr) (uint32, bool)
@@ -163,6 +167,15 @@ func (m *Map) OriginAS(a netip.Addr) (uint32, bool) {
 		}
 	}
 	return m.Origins.Lookup(a)
+}
+
+// CountryOf returns the country of address a from the prefix data, or "".
+func (m *Map) CountryOf(a netip.Addr) string {
+	if m == nil {
+		return ""
+	}
+	c, _ := m.PrefixCountries.Lookup(a)
+	return c
 }
 
 // Region returns the region of a, or "".
