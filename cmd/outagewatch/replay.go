@@ -121,6 +121,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	total := 0
 	for _, in := range inputs {
+		in = fixtures.Resolve(in) // a bundled fixture by its bare name
 		if replay.IsFixture(in) {
 			spec, err := loadFixture(in)
 			if err != nil {

@@ -121,3 +121,14 @@ func FuzzMMDB(f *testing.F) {
 		checkMap(t, m, st)
 	})
 }
+
+func FuzzRIB(f *testing.F) {
+	for _, r := range ribRecords(f) {
+		f.Add(r)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		m := netmap.New()
+		st := ReadRIBBytes([][]byte{b}, m)
+		checkMap(t, m, st)
+	})
+}
