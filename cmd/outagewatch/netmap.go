@@ -169,10 +169,10 @@ func writeMap(file string, m *netmap.Map, args []string) error {
 func netmapLookupCmd() *cobra.Command {
 	var mapFile string
 	c := &cobra.Command{
-		Use:   "lookup --map FILE ADDRESS|ENTITY...",
-		Short: "Show what a mapping file says about addresses (origin, country, region) and entities (their display names)",
+		Use:     "lookup --map FILE ADDRESS|ENTITY...",
+		Short:   "Show what a mapping file says about addresses (origin, country, region) and entities (their display names)",
 		Example: `  outagewatch netmap lookup --map map.yaml 41.210.130.1 asn:20294 country:ES`,
-		Args: cobra.MinimumNArgs(1),
+		Args:    cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			m, err := netmap.LoadFile(nil, mapFile)
 			if err != nil {
