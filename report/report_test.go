@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -47,10 +48,13 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<h2>traffic_bytes{country:UG} — traffic_drop</h2>",
-		`<rect class="alert"`,
+		// The alert shaded from 17:00 to its resolve at 22:00.
+		`fill="#d55e00" fill-opacity="0.14"/>`,
 		"&lt;drop&gt; &amp; more", // escaped
 		`<td class="resolved">resolved</td>`,
-		"Jan 14",
+		// 1000 bytes per 5 minutes is 26.7 bit/s: the axis says bit/s.
+		" bit/s</text>", ">UTC</text>", ">Thu 14 Jan</text>", ">18:00</text>",
+		">observed</text>", ">same time last week</text>",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
@@ -63,5 +67,30 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	}
 	if v, ok := rec.get("traffic_bytes{country:UG}", onset.UnixNano()); !ok || v != 100 {
 		t.Fatalf("recorded value at onset %v %v, want the observed 100", v, ok)
+	}
+	// The chart runs from a day before the alert (clipped to the data's
+	// start, 00:00) to a day after the resolve event (22:30 on day 2): 559
+	// buckets, averaged in pairs to 280 points of 10 minutes. On the second
+	// day the baseline (the previous day, less than a week of history) is
+	// 1000 bytes a bucket, and the shaded span ends at the resolve.
+	c := rec.Chart("traffic_bytes{country:UG}", events)
+	if !c.Start.Equal(t0) || len(c.Series[0].Values) != 280 || c.Step != 10*time.Minute {
+		t.Fatalf("chart from %v, %d points of %v", c.Start, len(c.Series[0].Values), c.Step)
+	}
+	if got := c.Series[1].Values[(24+12)*6]; math.Abs(got-1000*8/300.0) > 1e-9 {
+		t.Errorf("baseline on day 2 at 12:00 %g bit/s, want %g", got, 1000*8/300.0)
+	}
+	if got := c.Series[0].Values[17*6]; math.Abs(got-100*8/300.0) > 1e-9 {
+		t.Errorf("observed at onset %g bit/s, want %g", got, 100*8/300.0)
+	}
+	if !math.IsNaN(c.Series[1].Values[0]) {
+		t.Errorf("baseline on day 1 %g: no history yet, want no value", c.Series[1].Values[0])
+	}
+	if len(c.Spans) != 1 || !c.Spans[0].From.Equal(onset) || !c.Spans[0].To.Equal(end) {
+		t.Errorf("spans %+v", c.Spans)
+	}
+	var png bytes.Buffer
+	if err := rec.PNG(&png, events[0], events[1:]); err != nil || !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
+		t.Errorf("PNG: %v, %d bytes", err, png.Len())
 	}
 }
