@@ -8,7 +8,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/service"
+	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 func init() { extraCommands = append(extraCommands, runCmd) }
@@ -28,7 +30,7 @@ a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.`,
 			if err != nil {
 				return err
 			}
-			svc, err := service.New(cfg, service.Options{})
+			svc, err := service.New(cfg, service.Options{Sinks: []alerting.Sink{statuspage.NewStore()}}) // the status page lists ended outages too
 			if err != nil {
 				return err
 			}
