@@ -33,6 +33,7 @@ type replayOpts struct {
 	mapFile string
 	out     string
 	report  string
+	serve   string // after the replay, serve the outage page here
 	// recorder keeps observed values for the report.
 	recorder *report.Recorder
 }
@@ -65,27 +66,37 @@ not found on disk is taken from the ones bundled in the binary.`,
 			defer bw.Flush()
 			sink := alerting.NewJSONL("replay", bw)
 			var events []alerting.Event
-			if o.report != "" {
+			if o.report != "" || o.serve != "" {
 				o.recorder = report.NewRecorder()
 			}
 			_, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
 				}
-				if o.report != "" {
+				if o.report != "" || o.serve != "" {
 					events = append(events, *ev)
 				}
 			})
-			if err != nil || o.report == "" {
+			if err != nil {
 				return err
 			}
-			return writeReport(o.report, strings.Join(args, ", "), events, o.recorder)
+			if o.report != "" {
+				if err := writeReport(o.report, strings.Join(args, ", "), events, o.recorder); err != nil {
+					return err
+				}
+			}
+			if o.serve != "" {
+				bw.Flush()
+				return serveStatus(cmd.Context(), o.serve, strings.Join(args, ", "), events, o.recorder)
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&o.rules, "rules", "", "rules file or directory of them (default: the fixture's, else the shipped rules)")
 	c.Flags().StringVar(&o.mapFile, "map", "", "mapping file: AS → country and name, prefix → origin AS and region")
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
 	c.Flags().StringVar(&o.report, "report", "", "also write an HTML report: the alerts and a chart of every alerted series")
+	c.Flags().StringVar(&o.serve, "serve", "", "after the replay, serve the outage page on this address (e.g. 127.0.0.1:9311) until interrupted")
 	return c
 }
 
