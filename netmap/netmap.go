@@ -186,3 +186,13 @@ func (m *Map) Region(a netip.Addr) string {
 	r, _ := m.Regions.Lookup(a)
 	return strings.ToUpper(r)
 }
+
+// Replace makes m hold n's data, keeping m's live routing table. Decoders
+// and the alert manager keep their *Map, so a reloaded mapping file takes
+// effect everywhere at once; the caller must make sure nobody reads m
+// meanwhile (the service does it on the pipeline's goroutine).
+func (m *Map) Replace(n *Map) {
+	live := m.Live
+	*m = *n
+	m.Live = live
+}

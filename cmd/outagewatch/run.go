@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -36,6 +37,7 @@ a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			svc.WatchMap(ctx, 30*time.Second) // map file edits (or SIGHUP) take effect without a restart
 			return svc.Run(ctx)
 		},
 	}
