@@ -3,6 +3,7 @@ package netmap
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net/netip"
@@ -40,14 +41,26 @@ func LoadFile(m *Map, file string) (*Map, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mapping: %w", err)
 	}
+	if m == nil {
+		m = New()
+	}
+	if bytes.HasPrefix(b, []byte(fileMagic)) {
+		fresh := New()
+		err := loadFast(fresh, b)
+		if err == nil {
+			mergeInto(m, fresh)
+			return m, nil
+		}
+		if !errors.Is(err, errNotFast) {
+			return nil, fmt.Errorf("mapping %s: %w", file, err)
+		}
+		// Edited by hand: the YAML decoder reads it and says where it is wrong.
+	}
 	var f mapFile
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && err != io.EOF {
 		return nil, fmt.Errorf("mapping %s: %w", file, err)
-	}
-	if m == nil {
-		m = New()
 	}
 	for asn, a := range f.ASNs {
 		if len(a.Country) != 2 && a.Country != "" {
@@ -87,6 +100,7 @@ func LoadFile(m *Map, file string) (*Map, error) {
 // as what changed. header lines become comments at the top.
 func Write(w io.Writer, m *Map, header ...string) error {
 	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.WriteString(fileMagic + ": one entry a line, read fast by outagewatch; still YAML\n")
 	for _, h := range header {
 		for _, l := range strings.Split(h, "\n") {
 			bw.WriteString("# " + l + "\n")
@@ -159,6 +173,23 @@ func Write(w io.Writer, m *Map, header ...string) error {
 		bw.WriteString("}\n")
 	}
 	return bw.Flush()
+}
+
+// mergeInto adds src's entries to dst (a file loaded on top of a map).
+func mergeInto(dst, src *Map) {
+	if len(dst.Names) == 0 && len(dst.Countries) == 0 && dst.Origins.Len() == 0 && dst.PrefixCountries.Len() == 0 && dst.Regions.Len() == 0 {
+		dst.Replace(src)
+		return
+	}
+	for k, v := range src.Countries {
+		dst.Countries[k] = v
+	}
+	for k, v := range src.Names {
+		dst.Names[k] = v
+	}
+	src.Origins.Walk(func(p netip.Prefix, v uint32) bool { dst.Origins.Insert(p, v); return true })
+	src.PrefixCountries.Walk(func(p netip.Prefix, v string) bool { dst.PrefixCountries.Insert(p, v); return true })
+	src.Regions.Walk(func(p netip.Prefix, v string) bool { dst.Regions.Insert(p, v); return true })
 }
 
 // comparePrefix orders IPv4 before IPv6, then by address, then shorter
