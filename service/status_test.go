@@ -6,12 +6,16 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
+
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/browsertest"
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
@@ -108,5 +112,26 @@ func TestStatusPage(t *testing.T) {
 	// The operations endpoints are still theirs.
 	if !strings.Contains(get("/healthz"), "ok") {
 		t.Fatal("/healthz")
+	}
+
+	// In a browser: the list and an incident page, no console error.
+	if _, err := exec.LookPath("chromium"); err != nil {
+		t.Log("no chromium: browser part skipped")
+		return
+	}
+	b := browsertest.New(t)
+	base := "http://" + r.svc.Addr()
+	b.Do(chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#incidents tbody tr")))
+	if place := b.Text(`#incidents tbody tr:first-child td[data-l=place]`); place != body.Incidents[0].Place {
+		t.Errorf("first incident in the browser %q, the API says %q", place, body.Incidents[0].Place)
+	}
+	b.Shot("service-status-list.png", 1000, 700)
+	b.Do(chromedp.Navigate(base+"/incident/"+body.Incidents[0].ID), chromedp.WaitVisible(chromedp.CSS("#place")))
+	if n := b.Int(`document.querySelectorAll('#alerts tbody tr').length`); n != len(body.Incidents[0].Alerts) {
+		t.Errorf("incident page lists %d alerts, want %d", n, len(body.Incidents[0].Alerts))
+	}
+	b.Shot("service-status-incident.png", 1000, 700)
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
 	}
 }
