@@ -22,6 +22,9 @@ import (
 // The operations listener serves the outage page: the list, its JSON and
 // an incident page, listing exactly the alerts the pipeline has firing.
 func TestStatusPage(t *testing.T) {
+	if raceEnabled {
+		t.Skip("a whole-fixture run is too slow under the race detector; the store's locking is raced in package statuspage")
+	}
 	f := loadFixture(t)
 	c := startBroker(t, 0, "", f.topicNames()...)
 	defer c.Close()

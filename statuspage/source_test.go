@@ -1,6 +1,7 @@
 package statuspage
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -64,5 +65,34 @@ func TestGroupByPlaceAndTime(t *testing.T) {
 	}
 	if got := human(5*24*time.Hour + 3*time.Hour); got != "5 d 3 h" {
 		t.Errorf("human %q", got)
+	}
+}
+
+// The service's sink goroutine adds while HTTP handlers read (run with
+// -race).
+func TestStoreConcurrent(t *testing.T) {
+	s := NewStore()
+	t0 := time.Date(2021, 1, 13, 17, 0, 0, 0, time.UTC)
+	s.Active = func() []alerting.Event {
+		return []alerting.Event{{ID: "live", Status: alerting.Firing, Entity: "country:UG", Signal: "traffic_bytes", Start: t0, At: t0,
+			Labels: map[string]string{"country": "UG"}}}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range 200 {
+			at := t0.Add(time.Duration(i) * time.Minute)
+			_ = s.Send(context.Background(), &alerting.Event{ID: "a", Status: alerting.Firing, Entity: "asn:20294", Signal: "bgp_announced_v4",
+				Start: t0, At: at, Labels: map[string]string{"country": "UG", "display": "MTN Uganda (AS20294)"}})
+		}
+	}()
+	for range 200 {
+		_ = s.Incidents()
+		_ = s.Now()
+	}
+	<-done
+	ins := s.Incidents()
+	if len(ins) != 1 || len(ins[0].Alerts) != 2 || !s.Now().Equal(t0.Add(199*time.Minute)) {
+		t.Fatalf("%+v, now %v", ins, s.Now())
 	}
 }
