@@ -33,7 +33,7 @@ func (m *Map) ASName(asn uint32) string {
 //
 //	asn:20294            MTN Uganda (AS20294)
 //	country:ES           Spain
-//	region:PT-11         PT-11, Portugal
+//	region:PT-11         Lisboa, Portugal (PT-11)
 //	transit:1299@ams01   Arelion (AS1299) at ams01
 //	zone:example.com     example.com
 //
@@ -51,9 +51,13 @@ func (m *Map) Name(entity string) string {
 	case "country":
 		return CountryName(id)
 	case "region":
-		if len(id) > 3 && id[2] == '-' {
-			if n, ok := countryNames[strings.ToUpper(id[:2])]; ok {
-				return strings.ToUpper(id) + ", " + n
+		code := strings.ToUpper(id)
+		if len(code) > 3 && code[2] == '-' {
+			if n, ok := countryNames[code[:2]]; ok {
+				if r := RegionName(code); r != "" {
+					return r + ", " + n + " (" + code + ")"
+				}
+				return code + ", " + n
 			}
 		}
 		return id
@@ -65,8 +69,10 @@ func (m *Map) Name(entity string) string {
 			}
 			return m.ASName(uint32(n))
 		}
-	case "zone", "dc", "site", "feed":
+	case "zone", "dc", "site":
 		return id
+	case "feed":
+		return "the " + id + " feed"
 	}
 	return entity
 }
