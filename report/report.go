@@ -19,6 +19,7 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/scenario"
 )
 
 // Recorder keeps the observed value of every series in every closed
@@ -111,10 +112,33 @@ const (
 	week      = 7 * 24 * time.Hour
 )
 
+// Window is a labelled stretch of a fixture, outlined on the charts of its
+// series: where an alert must fire (onset to onset + within) or resolve.
+type Window struct {
+	Signal, Entity string // Signal "" matches every signal of Entity
+	From, To       time.Time
+	Label          string
+}
+
+// FixtureWindows returns the windows a fixture's labels define.
+func FixtureWindows(spec *scenario.Spec) []Window {
+	var out []Window
+	for _, e := range spec.Expect {
+		out = append(out, Window{Signal: e.Signal, Entity: e.Entity, From: e.Onset,
+			To: e.Onset.Add(time.Duration(e.Within)), Label: "must fire (" + e.Detector + ")"})
+		if !e.ResolveAfter.IsZero() {
+			out = append(out, Window{Signal: e.Signal, Entity: e.Entity, From: e.ResolveAfter,
+				To: e.ResolveAfter.Add(time.Duration(e.ResolveWithin)), Label: "must resolve"})
+		}
+	}
+	return out
+}
+
 // Write renders title, the events (in emission order) and a chart for every
 // series that raised one, over the span from a day before the first alert to
-// a day after the last resolve.
-func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder) error {
+// a day after the last resolve, with the labelled windows of the series
+// outlined.
+func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder, windows ...Window) error {
 	bySeries, order := group(events)
 	page := pageData{Title: title, Events: rows(events), Generated: len(events)}
 	for _, k := range order {
@@ -126,6 +150,13 @@ func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder) er
 			c := rec.Chart(m, bySeries[k])
 			if c == nil {
 				continue
+			}
+			signal, rest, _ := strings.Cut(m, "{")
+			entity := strings.TrimSuffix(rest, "}")
+			for _, win := range windows {
+				if win.Entity == entity && (win.Signal == "" || win.Signal == signal) {
+					c.Spans = append(c.Spans, chart.Span{From: win.From, To: win.To, Label: win.Label, Color: chart.ColorWindow, Outline: true})
+				}
 			}
 			var b bytes.Buffer
 			if err := c.SVG(&b); err != nil {

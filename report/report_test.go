@@ -9,7 +9,9 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/scenario"
 )
 
 func TestReportChartsAlertedSeries(t *testing.T) {
@@ -92,5 +94,50 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	var png bytes.Buffer
 	if err := rec.PNG(&png, events[0], events[1:]); err != nil || !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
 		t.Errorf("PNG: %v, %d bytes", err, png.Len())
+	}
+}
+
+// A fixture's labels become outlined windows on the charts of their series.
+func TestReportLabelledWindows(t *testing.T) {
+	b, ok := fixtures.Read("uganda-2021-01-13")
+	if !ok {
+		t.Fatal("no fixture")
+	}
+	spec, err := scenario.Parse("uganda", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mtn []Window
+	for _, w := range FixtureWindows(spec) {
+		if w.Entity == "asn:20294" && w.Signal == "traffic_bytes" {
+			mtn = append(mtn, w)
+		}
+	}
+	onset := time.Date(2021, 1, 13, 17, 0, 0, 0, time.UTC)
+	if len(mtn) != 2 || !mtn[0].From.Equal(onset) || !mtn[0].To.Equal(onset.Add(15*time.Minute)) || mtn[0].Label != "must fire (traffic_drop)" ||
+		mtn[1].Label != "must resolve" || !mtn[1].To.Equal(mtn[1].From.Add(6*time.Hour)) {
+		t.Fatalf("MTN traffic windows %+v", mtn)
+	}
+
+	const w = int64(300e9)
+	agg := aggregate.New(aggregate.Config{})
+	rec := NewRecorder()
+	t0 := onset.Add(-24 * time.Hour)
+	for i := int64(0); i < 2*288; i++ {
+		ts := t0.UnixNano() + i*w
+		agg.Observe(&obs.Observation{Time: ts, Signal: obs.TrafficBytes, Entity: "asn:20294", Value: 1000})
+		agg.Advance(ts+w, rec.Bucket)
+	}
+	events := []alerting.Event{{ID: "m", Status: alerting.Firing, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "asn:20294",
+		Start: onset, At: onset.Add(10 * time.Minute)}}
+	var out bytes.Buffer
+	if err := Write(&out, "uganda", events, rec, FixtureWindows(spec)...); err != nil {
+		t.Fatal(err)
+	}
+	html := out.String()
+	for _, want := range []string{`fill="none" stroke="#009e73" stroke-dasharray="4 3"/>`, ">must fire (traffic_drop)</text>", ">labelled window</text>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %s", want)
+		}
 	}
 }

@@ -81,7 +81,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 				return err
 			}
 			if o.report != "" {
-				if err := writeReport(o.report, strings.Join(args, ", "), events, o.recorder); err != nil {
+				if err := writeReport(o.report, strings.Join(args, ", "), events, o.recorder, fixtureWindows(args)); err != nil {
 					return err
 				}
 			}
@@ -101,12 +101,12 @@ not found on disk is taken from the ones bundled in the binary.`,
 }
 
 // writeReport writes the HTML report of a replay.
-func writeReport(file, title string, events []alerting.Event, rec *report.Recorder) error {
+func writeReport(file, title string, events []alerting.Event, rec *report.Recorder, wins []report.Window) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if err := report.Write(f, title, events, rec); err != nil {
+	if err := report.Write(f, title, events, rec, wins...); err != nil {
 		f.Close()
 		return fmt.Errorf("report %s: %w", file, err)
 	}

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/fixtures"
+	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/report"
 	"github.com/outagewatch/outagewatch/statuspage"
 )
@@ -47,4 +49,20 @@ func serveStatus(ctx context.Context, addr, title string, events []alerting.Even
 		return err
 	}
 	return nil
+}
+
+// fixtureWindows returns the labelled windows of the fixtures among args,
+// for the report's charts.
+func fixtureWindows(args []string) []report.Window {
+	var out []report.Window
+	for _, a := range args {
+		a = fixtures.Resolve(a)
+		if !replay.IsFixture(a) {
+			continue
+		}
+		if spec, err := loadFixture(a); err == nil {
+			out = append(out, report.FixtureWindows(spec)...)
+		}
+	}
+	return out
 }
