@@ -12,7 +12,6 @@ package sources
 
 import (
 	"bufio"
-	"bytes"
 	"compress/bzip2"
 	"compress/gzip"
 	"fmt"
@@ -160,4 +159,4 @@ func rangePrefixes(first, last netip.Addr) []netip.Prefix {
 func splitTab(s string, n int) []string { return strings.SplitN(s, "\t", n) }
 
 // trimBOM drops a UTF-8 byte-order mark from the first line.
-func trimBOM(s string) string { return string(bytes.TrimPrefix([]byte(s), []byte("\ufeff"))) }
+func trimBOM(s string) string { return strings.TrimPrefix(s, "\ufeff") }
