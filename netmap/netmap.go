@@ -133,6 +133,10 @@ type Map struct {
 	Origins Table[uint32]
 	// Regions maps a prefix to an ISO 3166-2 region code.
 	Regions Table[string]
+	// PrefixCountries maps a prefix to the country its addresses are
+	// registered or located in (RIR statistics, a geolocation database),
+	// for addresses whose AS spans several countries.
+	PrefixCountries Table[string]
 	// Live, when set, is consulted before Origins: the BGP routing table.
 	Live interface {
 		OriginAS(netip.Addr) (uint32, bool)
@@ -165,6 +169,15 @@ func (m *Map) OriginAS(a netip.Addr) (uint32, bool) {
 	return m.Origins.Lookup(a)
 }
 
+// CountryOf returns the country of address a from the prefix data, or "".
+func (m *Map) CountryOf(a netip.Addr) string {
+	if m == nil {
+		return ""
+	}
+	c, _ := m.PrefixCountries.Lookup(a)
+	return c
+}
+
 // Region returns the region of a, or "".
 func (m *Map) Region(a netip.Addr) string {
 	if m == nil {
@@ -172,4 +185,14 @@ func (m *Map) Region(a netip.Addr) string {
 	}
 	r, _ := m.Regions.Lookup(a)
 	return strings.ToUpper(r)
+}
+
+// Replace makes m hold n's data, keeping m's live routing table. Decoders
+// and the alert manager keep their *Map, so a reloaded mapping file takes
+// effect everywhere at once; the caller must make sure nobody reads m
+// meanwhile (the service does it on the pipeline's goroutine).
+func (m *Map) Replace(n *Map) {
+	live := m.Live
+	*m = *n
+	m.Live = live
 }

@@ -265,6 +265,9 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 
 func (p *Pipeline) emit(r *rules.Rule, f detectors.Finding) {
 	ev := p.mgr.Handle(r, f)
+	if ev != nil { // names people read: "MTN Uganda (AS20294)", "Spain"
+		ev.Summary, ev.Labels = p.cfg.Map.Annotate(ev.Entity, ev.Summary, ev.Labels)
+	}
 	p.mu.Lock()
 	p.findings++
 	if ev != nil {

@@ -5,23 +5,34 @@
 package report
 
 import (
+	"bytes"
 	"fmt"
 	"html/template"
 	"io"
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart"
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/scenario"
 )
 
 // Recorder keeps the observed value of every series in every closed
-// bucket, for the charts. Pass its Bucket method as the pipeline's Tap.
+// bucket, for the charts. Pass its Bucket method as the pipeline's Tap. It
+// is safe for concurrent use: the live status page reads it while the
+// pipeline writes.
 type Recorder struct {
+	mu     sync.RWMutex
 	width  int64
 	series map[string]*recorded
+	// Keep, when set, bounds the buckets kept per series (a live service
+	// runs for months; a chart needs the last few weeks).
+	Keep int
 }
 
 type recorded struct {
@@ -34,6 +45,8 @@ func NewRecorder() *Recorder { return &Recorder{series: map[string]*recorded{}} 
 
 // Bucket records one closed bucket.
 func (r *Recorder) Bucket(c *aggregate.Closed) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	r.width = c.End - c.Start
 	for _, p := range c.Points {
 		k := p.Series.Key.String()
@@ -46,6 +59,11 @@ func (r *Recorder) Bucket(c *aggregate.Closed) {
 			s.values = append(s.values, math.NaN())
 		}
 		s.values = append(s.values, p.Value) // NaN when missing
+		if r.Keep > 0 && len(s.values) > r.Keep+r.Keep/8 {
+			drop := len(s.values) - r.Keep
+			s.values = append(s.values[:0], s.values[drop:]...)
+			s.start += int64(drop) * r.width
+		}
 	}
 }
 
@@ -54,6 +72,8 @@ func (r *Recorder) Bucket(c *aggregate.Closed) {
 // through transit:1299, judged per site), the group's series
 // (transit:1299@lis01, ...), at most four.
 func (r *Recorder) members(k string) []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if _, ok := r.series[k]; ok {
 		return []string{k}
 	}
@@ -70,6 +90,8 @@ func (r *Recorder) members(k string) []string {
 
 // get returns the value of series k in the bucket starting at t.
 func (r *Recorder) get(k string, t int64) (float64, bool) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	s := r.series[k]
 	if s == nil || t < s.start {
 		return 0, false
@@ -81,17 +103,73 @@ func (r *Recorder) get(k string, t int64) (float64, bool) {
 	return s.values[i], true
 }
 
-// Chart geometry, in SVG user units.
+// Layout and limits of the report.
 const (
-	width, height = 900.0, 180.0
-	padL, padB    = 70.0, 22.0
-	maxCharts     = 60
+	maxCharts = 60
+	// maxPoints bounds the points of a chart's line: more than the plot
+	// has pixels only makes the page heavy.
+	maxPoints = 500
+	week      = 7 * 24 * time.Hour
 )
+
+// Window is a labelled stretch of a fixture, outlined on the charts of its
+// series: where an alert must fire (onset to onset + within) or resolve.
+type Window struct {
+	Signal, Entity string // Signal "" matches every signal of Entity
+	From, To       time.Time
+	Label          string
+}
+
+// FixtureWindows returns the windows a fixture's labels define.
+func FixtureWindows(spec *scenario.Spec) []Window {
+	var out []Window
+	for _, e := range spec.Expect {
+		out = append(out, Window{Signal: e.Signal, Entity: e.Entity, From: e.Onset,
+			To: e.Onset.Add(time.Duration(e.Within)), Label: "must fire (" + e.Detector + ")"})
+		if !e.ResolveAfter.IsZero() {
+			out = append(out, Window{Signal: e.Signal, Entity: e.Entity, From: e.ResolveAfter,
+				To: e.ResolveAfter.Add(time.Duration(e.ResolveWithin)), Label: "must resolve"})
+		}
+	}
+	return out
+}
 
 // Write renders title, the events (in emission order) and a chart for every
 // series that raised one, over the span from a day before the first alert to
-// a day after the last resolve.
-func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder) error {
+// a day after the last resolve, with the labelled windows of the series
+// outlined.
+func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder, windows ...Window) error {
+	bySeries, order := group(events)
+	page := pageData{Title: title, Events: rows(events), Generated: len(events)}
+	for _, k := range order {
+		for _, m := range rec.members(k) {
+			if len(page.Charts) >= maxCharts {
+				page.Omitted++
+				continue
+			}
+			c := rec.Chart(m, bySeries[k])
+			if c == nil {
+				continue
+			}
+			signal, rest, _ := strings.Cut(m, "{")
+			entity := strings.TrimSuffix(rest, "}")
+			for _, win := range windows {
+				if win.Entity == entity && (win.Signal == "" || win.Signal == signal) {
+					c.Spans = append(c.Spans, chart.Span{From: win.From, To: win.To, Label: win.Label, Color: chart.ColorWindow, Outline: true})
+				}
+			}
+			var b bytes.Buffer
+			if err := c.SVG(&b); err != nil {
+				return err
+			}
+			page.Charts = append(page.Charts, chartHTML{Title: c.Title, SVG: template.HTML(b.String())})
+		}
+	}
+	return tmpl.Execute(w, page)
+}
+
+// group returns the events by series key, and the keys in first-seen order.
+func group(events []alerting.Event) (map[string][]alerting.Event, []string) {
 	bySeries := map[string][]alerting.Event{}
 	var order []string
 	for _, ev := range events {
@@ -101,26 +179,24 @@ func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder) er
 		}
 		bySeries[k] = append(bySeries[k], ev)
 	}
-	page := pageData{Title: title, Events: rows(events), Generated: len(events)}
-	for _, k := range order {
-		for _, m := range rec.members(k) {
-			if len(page.Charts) < maxCharts {
-				page.Charts = append(page.Charts, chart(rec, m, bySeries[k]))
-			}
-		}
-	}
-	return tmpl.Execute(w, page)
+	return bySeries, order
 }
 
 type pageData struct {
 	Title     string
 	Events    []eventRow
-	Charts    []chartData
+	Charts    []chartHTML
 	Generated int
+	Omitted   int
+}
+
+type chartHTML struct {
+	Title string
+	SVG   template.HTML
 }
 
 type eventRow struct {
-	At, Status, Detector, Signal, Entity, Start, End, Change, Summary string
+	At, Status, Detector, Signal, Entity, Name, Start, End, Change, Summary string
 }
 
 func rows(events []alerting.Event) []eventRow {
@@ -128,165 +204,228 @@ func rows(events []alerting.Event) []eventRow {
 	for _, ev := range events {
 		end := ""
 		if ev.End != nil {
-			end = ev.End.Format("2006-01-02 15:04")
+			end = ev.End.UTC().Format("2006-01-02 15:04")
 		}
-		out = append(out, eventRow{At: ev.At.Format("2006-01-02 15:04"), Status: ev.Status, Detector: ev.Detector,
-			Signal: ev.Signal, Entity: ev.Entity, Start: ev.Start.Format("2006-01-02 15:04"), End: end,
+		out = append(out, eventRow{At: ev.At.UTC().Format("2006-01-02 15:04"), Status: ev.Status, Detector: ev.Detector,
+			Signal: ev.Signal, Entity: ev.Entity, Name: ev.Labels["display"], Start: ev.Start.UTC().Format("2006-01-02 15:04"), End: end,
 			Change: fmt.Sprintf("%+.1f %%", ev.ChangePct), Summary: ev.Summary})
 	}
 	return out
 }
 
-type chartData struct {
-	Title    string
-	Path     string // the series, gaps (no data) broken
-	Baseline string // the detector's baseline over the evidence it kept
-	Spans    []span
-	Ticks    []tick
-	YTicks   []tick
-	W, H     float64
+// Unit returns how to chart a signal declared with unit u: per-bucket sums
+// become rates (bytes in a 5-minute bucket → bit/s), ratios percentages,
+// and scale is what to multiply the recorded values by.
+func Unit(signal string, bucket time.Duration) (chart.Unit, float64) {
+	u := ""
+	if s, ok := obs.Lookup(signal); ok {
+		u = s.Def().Unit
+	}
+	sec := bucket.Seconds()
+	if sec <= 0 {
+		sec = 300
+	}
+	switch u {
+	case "bytes":
+		return chart.BitsPerSecond, 8 / sec
+	case "packets":
+		return chart.PacketsPerSecond, 1 / sec
+	case "queries":
+		return chart.QueriesPerSecond, 1 / sec
+	case "ratio":
+		return chart.Percent, 1
+	case "ms":
+		return chart.Milliseconds, 1
+	case "Mbps":
+		return chart.BitsPerSecond, 1e6
+	case "slash24":
+		return chart.Unit{Name: "/24s"}, 1
+	case "slash48":
+		return chart.Unit{Name: "/48s"}, 1
+	}
+	return chart.Unit{Name: u, SI: true}, 1
 }
 
-type span struct{ X, W float64 }
-
-type tick struct {
-	X, Y  float64
-	Label string
-}
-
-// chart draws one series around its alerts.
-func chart(rec *Recorder, k string, evs []alerting.Event) chartData {
-	w := rec.width
-	s := rec.series[k]
+// Chart returns the chart of series k (as "signal{entity}") around its
+// alerts: from a day before the first to a day after the last resolve (or
+// the end of the data), with the observed values, the baseline (the median
+// of the same time on up to four previous weeks, or on the previous days
+// when there is less than a week of history, so it runs through the whole
+// outage), the same time last week, and each alert shaded from start to
+// resolve. It returns nil if nothing was recorded for k.
+func (r *Recorder) Chart(k string, evs []alerting.Event) *chart.Chart {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	s := r.series[k]
+	if s == nil || len(s.values) == 0 || r.width <= 0 {
+		return nil
+	}
+	w := r.width
 	last0 := s.start + int64(len(s.values)-1)*w
-	first, last := evs[0].Start.UnixNano(), evs[0].At.UnixNano()
-	for _, ev := range evs {
-		first = min(first, ev.Start.UnixNano())
-		last = max(last, ev.At.UnixNano())
-		if ev.End != nil {
-			last = max(last, ev.End.UnixNano())
-		}
-	}
-	day := int64(24 * time.Hour)
-	from := max(first-day, s.start)
-	to := min(last+day, last0)
-	from -= from % w
-	if to <= from {
-		to = from + w
-	}
-	top := 0.0
-	for t := from; t <= to; t += w {
-		if v, ok := rec.get(k, t); ok {
-			top = max(top, v)
-		}
-	}
-	for _, ev := range evs {
-		for _, p := range ev.Evidence {
-			top = max(top, p.Baseline)
-		}
-	}
-	if top <= 0 {
-		top = 1
-	}
-	top *= 1.1 // headroom, so the line never runs along the frame
-	x := func(t int64) float64 { return padL + (width-padL)*float64(t-from)/float64(to-from) }
-	y := func(v float64) float64 { return (height - padB) * (1 - v/top) }
-
-	var path strings.Builder
-	pen := false
-	for t := from; t <= to; t += w {
-		v, ok := rec.get(k, t)
-		if !ok {
-			pen = false
-			continue
-		}
-		cmd := "L"
-		if !pen {
-			cmd = "M"
-		}
-		fmt.Fprintf(&path, "%s%.1f %.1f ", cmd, x(t), y(v))
-		pen = true
-	}
-	var base strings.Builder
-	var spans []span
-	for _, ev := range evs {
-		if ev.Status == alerting.Firing {
-			end := to
-			for _, r := range evs {
-				if r.ID == ev.ID && r.Status == alerting.Resolved && r.End != nil && !r.End.Before(ev.Start) {
-					end = min(end, r.End.UnixNano())
-				}
-			}
-			x0 := x(max(ev.Start.UnixNano(), from))
-			spans = append(spans, span{X: x0, W: math.Max(1, x(end)-x0)})
-		}
-		drawn := false
-		for _, p := range ev.Evidence {
-			if t := p.Time.UnixNano(); t >= from && t <= to {
-				cmd := "L"
-				if !drawn {
-					cmd = "M"
-				}
-				fmt.Fprintf(&base, "%s%.1f %.1f ", cmd, x(t), y(p.Baseline))
-				drawn = true
+	from, to := s.start, last0
+	if len(evs) > 0 {
+		first, last := evs[0].Start.UnixNano(), evs[0].At.UnixNano()
+		for _, ev := range evs {
+			first = min(first, ev.Start.UnixNano())
+			last = max(last, ev.At.UnixNano())
+			if ev.End != nil {
+				last = max(last, ev.End.UnixNano())
 			}
 		}
+		day := int64(24 * time.Hour)
+		from = max(first-day, s.start)
+		to = min(last+day, last0)
 	}
-	var ticks []tick
-	for t := from - from%day + day; t < to; t += day {
-		ticks = append(ticks, tick{X: x(t), Label: time.Unix(0, t).UTC().Format("Jan 2")})
+	from -= (from - s.start) % w
+	if to < from {
+		to = from
 	}
-	var yticks []tick
-	for _, f := range []float64{0, 0.45, 0.9} {
-		yticks = append(yticks, tick{Y: y(top * f), Label: human(top * f)})
+	n := int((to-from)/w) + 1
+	signal, _, _ := strings.Cut(k, "{")
+	unit, scale := Unit(signal, time.Duration(w))
+	observed := make([]float64, n)
+	baseline := make([]float64, n)
+	lastWeek := make([]float64, n)
+	wk := int64(week)
+	for i := range n {
+		t := from + int64(i)*w
+		observed[i] = r.at(s, t) * scale
+		lastWeek[i] = r.at(s, t-wk) * scale
+		baseline[i] = r.baselineAt(s, t) * scale
 	}
-	title := k
-	dets := []string{}
+	step := time.Duration(w)
+	if n > maxPoints {
+		f := (n + maxPoints - 1) / maxPoints
+		observed, baseline, lastWeek = downsample(observed, f), downsample(baseline, f), downsample(lastWeek, f)
+		step *= time.Duration(f)
+	}
+	c := &chart.Chart{
+		Title: k, Start: time.Unix(0, from).UTC(), Step: step, Unit: unit,
+		Series: []chart.Series{
+			{Name: "observed", Values: observed, Color: chart.ColorObserved, Width: 2},
+			{Name: "baseline (median, same time, previous weeks)", Values: baseline, Color: chart.ColorBaseline},
+			{Name: "same time last week", Values: lastWeek, Color: chart.ColorLastWeek, Dash: true},
+		},
+	}
+	var dets []string
 	for _, ev := range evs {
+		if d := ev.Labels["display"]; d != "" && !strings.Contains(c.Title, d) {
+			c.Title = d + " · " + k
+		}
 		if !slices.Contains(dets, ev.Detector) {
 			dets = append(dets, ev.Detector)
 		}
+		if ev.Status != alerting.Firing {
+			continue
+		}
+		end := time.Time{}
+		for _, r := range evs {
+			if r.ID == ev.ID && r.Status == alerting.Resolved && r.End != nil && !r.End.Before(ev.Start) {
+				end = *r.End
+				break
+			}
+		}
+		c.Spans = append(c.Spans, chart.Span{From: ev.Start, To: end})
 	}
-	title += " — " + strings.Join(dets, ", ")
-	return chartData{Title: title, Path: path.String(), Baseline: base.String(), Spans: spans, Ticks: ticks, YTicks: yticks,
-		W: width, H: height}
+	if len(dets) > 0 {
+		c.Title += " — " + strings.Join(dets, ", ")
+	}
+	return c
 }
 
-// human writes a value with an SI suffix.
-func human(v float64) string {
-	for _, u := range []struct {
-		f float64
-		s string
-	}{{1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}} {
-		if math.Abs(v) >= u.f {
-			return fmt.Sprintf("%.1f%s", v/u.f, u.s)
+// at returns the value of s at t, NaN when unknown.
+func (r *Recorder) at(s *recorded, t int64) float64 {
+	if t < s.start {
+		return math.NaN()
+	}
+	i := (t - s.start) / r.width
+	if i >= int64(len(s.values)) {
+		return math.NaN()
+	}
+	return s.values[i]
+}
+
+// baselineAt is the median of s at the same time on up to four previous
+// weeks, or, with no week of history yet, on up to six previous days.
+func (r *Recorder) baselineAt(s *recorded, t int64) float64 {
+	var vs []float64
+	for k := int64(1); k <= 4; k++ {
+		if v := r.at(s, t-k*int64(week)); !math.IsNaN(v) {
+			vs = append(vs, v)
 		}
 	}
-	return fmt.Sprintf("%.3g", v)
+	if len(vs) == 0 {
+		for k := int64(1); k <= 6; k++ {
+			if v := r.at(s, t-k*int64(24*time.Hour)); !math.IsNaN(v) {
+				vs = append(vs, v)
+			}
+		}
+	}
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(vs)
+	if len(vs)%2 == 1 {
+		return vs[len(vs)/2]
+	}
+	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+}
+
+// downsample averages runs of f values, ignoring NaN (a run of only NaN
+// stays a gap).
+func downsample(v []float64, f int) []float64 {
+	out := make([]float64, 0, (len(v)+f-1)/f)
+	for i := 0; i < len(v); i += f {
+		sum, n := 0.0, 0
+		for _, x := range v[i:min(i+f, len(v))] {
+			if !math.IsNaN(x) {
+				sum += x
+				n++
+			}
+		}
+		if n == 0 {
+			out = append(out, math.NaN())
+		} else {
+			out = append(out, sum/float64(n))
+		}
+	}
+	return out
+}
+
+// PNG writes the chart of an alert's series as a PNG image, twice the
+// page size for sharp display: what a chat message attaches.
+func (r *Recorder) PNG(w io.Writer, ev alerting.Event, related []alerting.Event) error {
+	k := ev.Signal + "{" + ev.Entity + "}"
+	ms := r.members(k)
+	if len(ms) == 0 {
+		return fmt.Errorf("report: no data recorded for %s", k)
+	}
+	c := r.Chart(ms[0], append([]alerting.Event{ev}, related...))
+	if c == nil {
+		return fmt.Errorf("report: no data recorded for %s", k)
+	}
+	return c.PNG(w, 2)
 }
 
 var tmpl = template.Must(template.New("report").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{{.Title}} — outagewatch</title>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}} — outagewatch</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#222}
+body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222;max-width:1200px}
 h1{font-size:20px}h2{font-size:15px;margin:22px 0 4px}
-table{border-collapse:collapse;font-size:12px}td,th{padding:2px 8px;white-space:nowrap;border-bottom:1px solid #ddd;text-align:left}
+.events{overflow-x:auto}
+table{border-collapse:collapse;font-size:12px;width:100%}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
+td.n{white-space:nowrap}td{overflow-wrap:anywhere}.summary{min-width:14em}small{color:#666}
 .firing{color:#b00}.resolved{color:#070}
-svg{background:#fafafa;border:1px solid #ddd}
-.series{fill:none;stroke:#1f5fa8;stroke-width:1.2}.base{fill:none;stroke:#888;stroke-dasharray:4 3}
-.alert{fill:#d33;opacity:.15}.tick{font-size:10px;fill:#666}.grid{stroke:#e5e5e5}
+figure{margin:0 0 12px;border:1px solid #ddd;background:#fff}
 </style></head><body>
 <h1>{{.Title}}</h1>
-<p>{{.Generated}} alert events. Charts: the series (blue), the detector's baseline over the buckets it kept as evidence (grey, dashed), and each alert from start to resolve (red).</p>
-<table><tr><th>at</th><th>status</th><th>detector</th><th>signal</th><th>entity</th><th>start</th><th>end</th><th>change</th><th>summary</th></tr>
-{{range .Events}}<tr><td>{{.At}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Detector}}</td><td>{{.Signal}}</td><td>{{.Entity}}</td><td>{{.Start}}</td><td>{{.End}}</td><td>{{.Change}}</td><td style="white-space:normal">{{.Summary}}</td></tr>
-{{end}}</table>
+<p>{{.Generated}} alert events. Each chart shows the observed series, its baseline (the median of the same time on the previous weeks), the same time a week earlier, and each alert shaded from its start to its resolve; times in UTC.</p>
+<div class="events"><table><tr><th>at (UTC)</th><th>status</th><th>what</th><th>where</th><th>from – to</th><th>change</th><th>summary</th></tr>
+{{range .Events}}<tr><td>{{.At}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Detector}}<br><small>{{.Signal}}</small></td><td>{{if .Name}}{{.Name}}<br>{{end}}<small>{{.Entity}}</small></td><td>{{.Start}}{{if .End}} –<br>{{.End}}{{end}}</td><td class="n">{{.Change}}</td><td class="summary">{{.Summary}}</td></tr>
+{{end}}</table></div>
 {{range .Charts}}<h2>{{.Title}}</h2>
-<svg viewBox="0 0 {{.W}} {{.H}}" width="{{.W}}" height="{{.H}}" role="img" aria-label="{{.Title}}">
-{{range .YTicks}}<line class="grid" x1="70" x2="900" y1="{{.Y}}" y2="{{.Y}}"/><text class="tick" x="4" y="{{.Y}}">{{.Label}}</text>
-{{end}}{{range .Spans}}<rect class="alert" x="{{.X}}" y="0" width="{{.W}}" height="158"/>
-{{end}}<path class="series" d="{{.Path}}"/><path class="base" d="{{.Baseline}}"/>
-{{range .Ticks}}<line class="grid" x1="{{.X}}" x2="{{.X}}" y1="0" y2="158"/><text class="tick" x="{{.X}}" y="174">{{.Label}}</text>
-{{end}}</svg>
-{{end}}</body></html>
+<figure>{{.SVG}}</figure>
+{{end}}{{if .Omitted}}<p>{{.Omitted}} more alerted series not charted (at most {{len .Charts}} charts a report).</p>{{end}}
+</body></html>
 `))

@@ -2,13 +2,16 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/scenario"
 )
 
 func TestReportChartsAlertedSeries(t *testing.T) {
@@ -47,10 +50,13 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	}
 	for _, want := range []string{
 		"<h2>traffic_bytes{country:UG} — traffic_drop</h2>",
-		`<rect class="alert"`,
+		// The alert shaded from 17:00 to its resolve at 22:00.
+		`fill="#d55e00" fill-opacity="0.14"/>`,
 		"&lt;drop&gt; &amp; more", // escaped
 		`<td class="resolved">resolved</td>`,
-		"Jan 14",
+		// 1000 bytes per 5 minutes is 26.7 bit/s: the axis says bit/s.
+		" bit/s</text>", ">UTC</text>", ">Thu 14 Jan</text>", ">18:00</text>",
+		">observed</text>", ">same time last week</text>",
 	} {
 		if !strings.Contains(html, want) {
 			t.Errorf("report lacks %q", want)
@@ -63,5 +69,75 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	}
 	if v, ok := rec.get("traffic_bytes{country:UG}", onset.UnixNano()); !ok || v != 100 {
 		t.Fatalf("recorded value at onset %v %v, want the observed 100", v, ok)
+	}
+	// The chart runs from a day before the alert (clipped to the data's
+	// start, 00:00) to a day after the resolve event (22:30 on day 2): 559
+	// buckets, averaged in pairs to 280 points of 10 minutes. On the second
+	// day the baseline (the previous day, less than a week of history) is
+	// 1000 bytes a bucket, and the shaded span ends at the resolve.
+	c := rec.Chart("traffic_bytes{country:UG}", events)
+	if !c.Start.Equal(t0) || len(c.Series[0].Values) != 280 || c.Step != 10*time.Minute {
+		t.Fatalf("chart from %v, %d points of %v", c.Start, len(c.Series[0].Values), c.Step)
+	}
+	if got := c.Series[1].Values[(24+12)*6]; math.Abs(got-1000*8/300.0) > 1e-9 {
+		t.Errorf("baseline on day 2 at 12:00 %g bit/s, want %g", got, 1000*8/300.0)
+	}
+	if got := c.Series[0].Values[17*6]; math.Abs(got-100*8/300.0) > 1e-9 {
+		t.Errorf("observed at onset %g bit/s, want %g", got, 100*8/300.0)
+	}
+	if !math.IsNaN(c.Series[1].Values[0]) {
+		t.Errorf("baseline on day 1 %g: no history yet, want no value", c.Series[1].Values[0])
+	}
+	if len(c.Spans) != 1 || !c.Spans[0].From.Equal(onset) || !c.Spans[0].To.Equal(end) {
+		t.Errorf("spans %+v", c.Spans)
+	}
+	var png bytes.Buffer
+	if err := rec.PNG(&png, events[0], events[1:]); err != nil || !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
+		t.Errorf("PNG: %v, %d bytes", err, png.Len())
+	}
+}
+
+// A fixture's labels become outlined windows on the charts of their series.
+func TestReportLabelledWindows(t *testing.T) {
+	b, ok := fixtures.Read("uganda-2021-01-13")
+	if !ok {
+		t.Fatal("no fixture")
+	}
+	spec, err := scenario.Parse("uganda", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mtn []Window
+	for _, w := range FixtureWindows(spec) {
+		if w.Entity == "asn:20294" && w.Signal == "traffic_bytes" {
+			mtn = append(mtn, w)
+		}
+	}
+	onset := time.Date(2021, 1, 13, 17, 0, 0, 0, time.UTC)
+	if len(mtn) != 2 || !mtn[0].From.Equal(onset) || !mtn[0].To.Equal(onset.Add(15*time.Minute)) || mtn[0].Label != "must fire (traffic_drop)" ||
+		mtn[1].Label != "must resolve" || !mtn[1].To.Equal(mtn[1].From.Add(6*time.Hour)) {
+		t.Fatalf("MTN traffic windows %+v", mtn)
+	}
+
+	const w = int64(300e9)
+	agg := aggregate.New(aggregate.Config{})
+	rec := NewRecorder()
+	t0 := onset.Add(-24 * time.Hour)
+	for i := int64(0); i < 2*288; i++ {
+		ts := t0.UnixNano() + i*w
+		agg.Observe(&obs.Observation{Time: ts, Signal: obs.TrafficBytes, Entity: "asn:20294", Value: 1000})
+		agg.Advance(ts+w, rec.Bucket)
+	}
+	events := []alerting.Event{{ID: "m", Status: alerting.Firing, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "asn:20294",
+		Start: onset, At: onset.Add(10 * time.Minute)}}
+	var out bytes.Buffer
+	if err := Write(&out, "uganda", events, rec, FixtureWindows(spec)...); err != nil {
+		t.Fatal(err)
+	}
+	html := out.String()
+	for _, want := range []string{`fill="none" stroke="#009e73" stroke-dasharray="4 3"/>`, ">must fire (traffic_drop)</text>", ">labelled window</text>"} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %s", want)
+		}
 	}
 }

@@ -85,6 +85,7 @@ func (s *Service) Handler() http.Handler {
 		}
 		fmt.Fprintln(w, "checkpoint written")
 	}))
+	mux.Handle("/", s.statusPage()) // the outage page: /, /incident/{id}, /api/v1/incidents
 	return mux
 }
 

@@ -39,6 +39,7 @@ type replayOpts struct {
 	label string
 	// inputs, when set, receives the summary of every input file.
 	inputs *[]replay.FileSummary
+	serve  string // after the replay, serve the outage page here
 	// recorder keeps observed values for the report.
 	recorder *report.Recorder
 }
@@ -71,21 +72,30 @@ not found on disk is taken from the ones bundled in the binary.`,
 			defer bw.Flush()
 			sink := alerting.NewJSONL("replay", bw)
 			var events []alerting.Event
-			if o.report != "" {
+			if o.report != "" || o.serve != "" {
 				o.recorder = report.NewRecorder()
 			}
 			_, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
 				}
-				if o.report != "" {
+				if o.report != "" || o.serve != "" {
 					events = append(events, *ev)
 				}
 			})
-			if err != nil || o.report == "" {
+			if err != nil {
 				return err
 			}
-			return writeReport(o.report, strings.Join(args, ", "), events, o.recorder)
+			if o.report != "" {
+				if err := writeReport(o.report, strings.Join(args, ", "), events, o.recorder, fixtureWindows(args)); err != nil {
+					return err
+				}
+			}
+			if o.serve != "" {
+				bw.Flush()
+				return serveStatus(cmd.Context(), o.serve, strings.Join(args, ", "), events, o.recorder)
+			}
+			return nil
 		},
 	}
 	c.Flags().StringVar(&o.rules, "rules", "", "rules file or directory of them (default: the fixture's, else the shipped rules)")
@@ -93,16 +103,17 @@ not found on disk is taken from the ones bundled in the binary.`,
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
 	c.Flags().StringVar(&o.report, "report", "", "also write an HTML report: the alerts and a chart of every alerted series")
 	c.Flags().UintSliceVar(&o.localASNs, "local-asn", nil, "your own AS numbers, for recorded flows (repeat or comma-separate)")
+	c.Flags().StringVar(&o.serve, "serve", "", "after the replay, serve the outage page on this address (e.g. 127.0.0.1:9311) until interrupted")
 	return c
 }
 
 // writeReport writes the HTML report of a replay.
-func writeReport(file, title string, events []alerting.Event, rec *report.Recorder) error {
+func writeReport(file, title string, events []alerting.Event, rec *report.Recorder, wins []report.Window) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err
 	}
-	if err := report.Write(f, title, events, rec); err != nil {
+	if err := report.Write(f, title, events, rec, wins...); err != nil {
 		f.Close()
 		return fmt.Errorf("report %s: %w", file, err)
 	}
@@ -135,6 +146,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	total := 0
 	for _, in := range inputs {
+		in = fixtures.Resolve(in) // a bundled fixture by its bare name
 		if replay.IsFixture(in) {
 			spec, err := loadFixture(in)
 			if err != nil {

@@ -5,10 +5,13 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/service"
+	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 func init() { extraCommands = append(extraCommands, runCmd) }
@@ -28,12 +31,13 @@ a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.`,
 			if err != nil {
 				return err
 			}
-			svc, err := service.New(cfg, service.Options{})
+			svc, err := service.New(cfg, service.Options{Sinks: []alerting.Sink{statuspage.NewStore()}}) // the status page lists ended outages too
 			if err != nil {
 				return err
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
+			svc.WatchMap(ctx, 30*time.Second) // map file edits (or SIGHUP) take effect without a restart
 			return svc.Run(ctx)
 		},
 	}

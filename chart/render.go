@@ -1,0 +1,181 @@
+package chart
+
+import (
+	"math"
+	"time"
+)
+
+type pt struct{ X, Y float64 }
+
+type anchor int
+
+const (
+	anchorStart anchor = iota
+	anchorMiddle
+	anchorEnd
+)
+
+// canvas is what a backend draws; coordinates in pixels from the top left.
+type canvas interface {
+	rect(x, y, w, h float64, fill string, opacity float64, stroke string, dash bool)
+	polyline(pts []pt, color string, width float64, dash bool)
+	text(x, y float64, s string, size float64, a anchor, color string, bold bool)
+}
+
+// Layout, in pixels.
+const (
+	padL, padR, padT, padB = 84.0, 16.0, 46.0, 44.0
+	fontSize               = 11.0
+	textGrey               = "#444444"
+	gridGrey               = "#e4e4e4"
+)
+
+// textWidth estimates the width of s: the legend is laid out before any
+// backend measures (Go Regular averages about 0.55 em a character).
+func textWidth(s string, size float64) float64 { return float64(len([]rune(s))) * size * 0.56 }
+
+// draw lays the chart out on cv.
+func (c *Chart) draw(cv canvas) {
+	w, h := c.size()
+	x0, x1, y0, y1 := padL, w-padR, padT, h-padB
+	cv.rect(0, 0, w, h, "#ffffff", 1, "", false)
+	cv.text(8, 17, c.Title, 13, anchorStart, "#111111", true)
+
+	start, end := c.Start, c.End()
+	if !end.After(start) {
+		end = start.Add(time.Hour)
+	}
+	xOf := func(t time.Time) float64 {
+		return x0 + (x1-x0)*float64(t.Sub(start))/float64(end.Sub(start))
+	}
+	lo, hi := c.yRange()
+	ticks, lo, hi := niceTicks(lo, hi, 5)
+	yOf := func(v float64) float64 { return y1 - (y1-y0)*(v-lo)/(hi-lo) }
+
+	// Spans under everything else.
+	for _, s := range c.Spans {
+		a, b := s.From, s.To
+		if a.Before(start) {
+			a = start
+		}
+		if b.After(end) || b.IsZero() {
+			b = end
+		}
+		if !b.After(a) {
+			continue
+		}
+		color := s.Color
+		if color == "" {
+			color = ColorAlert
+		}
+		if s.Outline {
+			cv.rect(xOf(a), y0, xOf(b)-xOf(a), y1-y0, "", 0, color, true)
+		} else {
+			cv.rect(xOf(a), y0, math.Max(xOf(b)-xOf(a), 1), y1-y0, color, 0.14, "", false)
+		}
+		if s.Label != "" {
+			cv.text(xOf(a)+3, y0+11, s.Label, 9.5, anchorStart, color, false)
+		}
+	}
+
+	// Value axis: grid and labels.
+	step := 0.0
+	if len(ticks) > 1 {
+		step = ticks[1] - ticks[0]
+	}
+	for _, v := range ticks {
+		y := yOf(v)
+		cv.polyline([]pt{{x0, y}, {x1, y}}, gridGrey, 1, false)
+		cv.text(x0-6, y+4, c.Unit.Format(v, step), fontSize, anchorEnd, textGrey, false)
+	}
+
+	// Time axis: hours, and the date under the first tick of each day.
+	for _, tk := range timeTicks(start, end, c.loc(), int((x1-x0)/70)) {
+		x := xOf(tk.T)
+		cv.polyline([]pt{{x, y1}, {x, y1 + 4}}, textGrey, 1, false)
+		if tk.Date != "" {
+			cv.polyline([]pt{{x, y0}, {x, y1}}, gridGrey, 1, false)
+		}
+		if tk.Hour != "" {
+			cv.text(x, y1+16, tk.Hour, fontSize, anchorMiddle, textGrey, false)
+		}
+		// Dates start at their tick, and one that would run off the right
+		// edge is left out.
+		if tk.Date != "" && x+textWidth(tk.Date, fontSize) <= w-2 {
+			cv.text(x, y1+30, tk.Date, fontSize, anchorStart, textGrey, true)
+		}
+	}
+	cv.text(8, y1+30, zoneName(start, c.loc()), fontSize, anchorStart, textGrey, false)
+	cv.polyline([]pt{{x0, y1}, {x1, y1}}, "#999999", 1, false)
+
+	// Series, in order (the observed line last, on top, reads best).
+	for i := len(c.Series) - 1; i >= 0; i-- {
+		s := c.Series[i]
+		width := s.Width
+		if width == 0 {
+			width = 1.5
+		}
+		var run []pt
+		flush := func() {
+			if len(run) == 1 {
+				run = append(run, pt{run[0].X + 1, run[0].Y})
+			}
+			if len(run) > 1 {
+				cv.polyline(run, s.Color, width, s.Dash)
+			}
+			run = nil
+		}
+		for j, v := range s.Values {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				flush()
+				continue
+			}
+			t := start.Add(time.Duration(j)*c.Step + c.Step/2)
+			run = append(run, pt{xOf(t), yOf(math.Min(math.Max(v, lo), hi))})
+		}
+		flush()
+	}
+
+	// Legend, top right: a line sample and the name of each series, then
+	// the span kinds shown.
+	type item struct {
+		name, color string
+		dash, box   bool
+	}
+	var items []item
+	for _, s := range c.Series {
+		items = append(items, item{s.Name, s.Color, s.Dash, false})
+	}
+	seen := map[string]bool{}
+	for _, s := range c.Spans {
+		name := "alert"
+		if s.Outline {
+			name = "labelled window"
+		}
+		if !seen[name] {
+			seen[name] = true
+			color := s.Color
+			if color == "" {
+				color = ColorAlert
+			}
+			items = append(items, item{name, color, s.Outline, true})
+		}
+	}
+	x := x1
+	for i := len(items) - 1; i >= 0; i-- {
+		it := items[i]
+		x -= textWidth(it.name, fontSize)
+		cv.text(x, 36, it.name, fontSize, anchorStart, textGrey, false)
+		x -= 22
+		if it.box {
+			if it.dash {
+				cv.rect(x, 28, 16, 10, "", 0, it.color, true)
+			} else {
+				cv.rect(x, 28, 16, 10, it.color, 0.25, "", false)
+			}
+		} else {
+			cv.polyline([]pt{{x, 32}, {x + 16, 32}}, it.color, 2, it.dash)
+		}
+		x -= 14
+	}
+}

@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/fixtures"
+	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/report"
+	"github.com/outagewatch/outagewatch/statuspage"
+)
+
+// serveStatus serves the outage page of a finished replay on addr until
+// SIGINT or SIGTERM: the replay's incidents, with charts of the recorded
+// series.
+func serveStatus(ctx context.Context, addr, title string, events []alerting.Event, rec *report.Recorder) error {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	store := statuspage.NewStore()
+	// A replay is looked at after the fact: keep every incident listed.
+	store.Recent = 100 * 365 * 24 * time.Hour
+	for _, ev := range events {
+		store.Add(ev)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: statuspage.Handler(store, rec, "outagewatch replay: "+title), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	slog.Info("outage page", "url", "http://"+ln.Addr().String()+"/", "incidents", len(store.Incidents()))
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// fixtureWindows returns the labelled windows of the fixtures among args,
+// for the report's charts.
+func fixtureWindows(args []string) []report.Window {
+	var out []report.Window
+	for _, a := range args {
+		a = fixtures.Resolve(a)
+		if !replay.IsFixture(a) {
+			continue
+		}
+		if spec, err := loadFixture(a); err == nil {
+			out = append(out, report.FixtureWindows(spec)...)
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+// Package statuspage serves a read-only outage page in the manner of an
+// outage center: the incidents going on now and those just over, each with
+// its place, networks, signals, start, duration, severity and confidence,
+// and a page per incident with its charts and its member alerts. The list
+// updates itself by polling a small JSON endpoint; the pages use no script,
+// font or image from elsewhere, so they work on an isolated network and
+// read well on a phone.
+//
+// What it shows comes through Source, one small interface: today an
+// adapter that groups alert events by place, later the outage events of a
+// correlation stage, without the page changing.
+package statuspage
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart"
+	"github.com/outagewatch/outagewatch/netmap"
+)
+
+// Incident is one outage as the page shows it.
+type Incident struct {
+	ID    string `json:"id"`
+	Place string `json:"place"` // "Uganda", "MTN Uganda (AS20294)"
+	// Networks and Signals are what the member alerts name.
+	Networks []string   `json:"networks"`
+	Signals  []string   `json:"signals"`
+	Start    time.Time  `json:"start"`
+	End      *time.Time `json:"end"` // nil while any member fires
+	Severity string     `json:"severity"`
+	// Confidence grows with independent signals that agree (0..1).
+	Confidence float64          `json:"confidence"`
+	Silenced   bool             `json:"silenced"`
+	Alerts     []alerting.Event `json:"alerts"` // the latest event of each member
+}
+
+// Active reports whether the incident is going on.
+func (in Incident) Active() bool { return in.End == nil }
+
+// Duration is how long the incident lasted, or has lasted at now.
+func (in Incident) Duration(now time.Time) time.Duration {
+	if in.End != nil {
+		return in.End.Sub(in.Start)
+	}
+	return now.Sub(in.Start)
+}
+
+// Source gives the page its incidents and the time they are judged at.
+type Source interface {
+	// Incidents returns active incidents first (newest first), then recent
+	// ones (most recently ended first).
+	Incidents() []Incident
+	// Now is the time of the data: the watermark live, the end of a
+	// replay.
+	Now() time.Time
+}
+
+// Charts draws the chart of an alert's series over its incident; nil when
+// nothing was recorded. report.Recorder's Chart method is one.
+type Charts interface {
+	Chart(series string, evs []alerting.Event) *chart.Chart
+}
+
+// Store keeps the latest event of every alert it is sent, as an
+// alerting.Sink, and groups them into incidents by place: alerts whose
+// entity is in the same country (a country, its regions, its networks) and
+// whose spans overlap are one incident. It is safe for concurrent use.
+type Store struct {
+	mu     sync.RWMutex
+	alerts map[string]alerting.Event
+	now    time.Time
+	// Recent is how long an ended incident stays listed; a day when 0.
+	Recent time.Duration
+	// Active, when set, gives the alerts firing now, from the pipeline:
+	// they are listed even if this store was attached after they fired.
+	Active func() []alerting.Event
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store { return &Store{alerts: map[string]alerting.Event{}} }
+
+// Name is the sink name.
+func (s *Store) Name() string { return "statuspage" }
+
+// Send records ev.
+func (s *Store) Send(_ context.Context, ev *alerting.Event) error {
+	s.Add(*ev)
+	return nil
+}
+
+// Add records ev.
+func (s *Store) Add(ev alerting.Event) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.alerts[ev.ID]; ok && old.At.After(ev.At) {
+		return // an older event delivered late
+	}
+	s.alerts[ev.ID] = ev
+	if ev.At.After(s.now) {
+		s.now = ev.At
+	}
+}
+
+// Now is the time of the newest event.
+func (s *Store) Now() time.Time {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.now
+}
+
+// Incidents groups the stored alerts, see Store.
+func (s *Store) Incidents() []Incident {
+	s.mu.RLock()
+	evs := slices.Collect(maps.Values(s.alerts))
+	now := s.now
+	s.mu.RUnlock()
+	if s.Active != nil {
+		seen := map[string]bool{}
+		for _, e := range evs {
+			seen[e.ID] = true
+		}
+		for _, e := range s.Active() {
+			if !seen[e.ID] {
+				evs = append(evs, e)
+				if e.At.After(now) {
+					now = e.At
+				}
+			}
+		}
+	}
+	recent := s.Recent
+	if recent == 0 {
+		recent = 24 * time.Hour
+	}
+	out := Group(evs)
+	return slices.DeleteFunc(out, func(in Incident) bool { return in.End != nil && now.Sub(*in.End) > recent })
+}
+
+// place returns the key alerts are grouped by and its display name.
+func place(ev alerting.Event) (key, name string) {
+	if cc := ev.Labels["country"]; cc != "" {
+		return "country:" + cc, countryDisplay(ev, cc)
+	}
+	if d := ev.Labels["display"]; d != "" {
+		return ev.Entity, d
+	}
+	return ev.Entity, ev.Entity
+}
+
+func countryDisplay(ev alerting.Event, cc string) string {
+	if ev.Entity == "country:"+cc && ev.Labels["display"] != "" {
+		return ev.Labels["display"]
+	}
+	return netmap.CountryName(cc)
+}
+
+var severityRank = map[string]int{"info": 1, "warning": 2, "critical": 3}
+
+// Group turns alert events (the latest of each alert) into incidents.
+func Group(evs []alerting.Event) []Incident {
+	slices.SortFunc(evs, func(a, b alerting.Event) int {
+		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.ID, b.ID))
+	})
+	type open struct {
+		in   *Incident
+		last time.Time // latest end of a member; zero while one fires
+	}
+	byPlace := map[string][]*open{}
+	var all []*Incident
+	for _, ev := range evs {
+		key, name := place(ev)
+		var hit *open
+		for _, o := range byPlace[key] {
+			if o.last.IsZero() || !ev.Start.After(o.last) {
+				hit = o
+				break
+			}
+		}
+		if hit == nil {
+			in := &Incident{Place: name, Start: ev.Start}
+			hit = &open{in: in, last: ev.Start}
+			byPlace[key] = append(byPlace[key], hit)
+			all = append(all, in)
+		}
+		in := hit.in
+		in.Alerts = append(in.Alerts, ev)
+		if ev.Status == alerting.Firing || ev.End == nil {
+			hit.last = time.Time{}
+		} else if !hit.last.IsZero() && ev.End.After(hit.last) {
+			hit.last = *ev.End
+		}
+		if name != in.Place && strings.HasPrefix(ev.Entity, "country:") {
+			in.Place = name
+		}
+	}
+	out := make([]Incident, 0, len(all))
+	for _, in := range all {
+		finish(in)
+		out = append(out, *in)
+	}
+	slices.SortStableFunc(out, func(a, b Incident) int {
+		switch {
+		case a.Active() != b.Active():
+			if a.Active() {
+				return -1
+			}
+			return 1
+		case a.Active():
+			return b.Start.Compare(a.Start)
+		default:
+			return cmp.Or(b.End.Compare(*a.End), b.Start.Compare(a.Start))
+		}
+	})
+	return out
+}
+
+// finish fills the incident's summary fields from its members.
+func finish(in *Incident) {
+	signals, nets := map[string]bool{}, map[string]bool{}
+	kinds := map[string]bool{}
+	var end time.Time
+	firing := false
+	h := sha256.New()
+	for _, ev := range in.Alerts {
+		h.Write([]byte(ev.ID))
+		signals[ev.Signal] = true
+		kinds[signalKind(ev.Signal)] = true
+		if strings.HasPrefix(ev.Entity, "asn:") {
+			n := ev.Labels["display"]
+			if n == "" {
+				n = ev.Entity
+			}
+			nets[n] = true
+		}
+		if severityRank[ev.Severity] > severityRank[in.Severity] {
+			in.Severity = ev.Severity
+		}
+		if ev.Status == alerting.Firing || ev.End == nil {
+			firing = true
+		} else if ev.End.After(end) {
+			end = *ev.End
+		}
+		if ev.Labels["silenced"] == "true" {
+			in.Silenced = true
+		}
+	}
+	if !firing {
+		in.End = &end
+	}
+	in.ID = hex.EncodeToString(h.Sum(nil))[:16]
+	in.Signals = slices.Sorted(maps.Keys(signals))
+	in.Networks = slices.Sorted(maps.Keys(nets))
+	// Each independent kind of evidence (traffic, routing, DNS, quality)
+	// halves the doubt: one kind 0.5, two 0.75, three 0.88.
+	in.Confidence = math.Round((1-math.Pow(0.5, float64(len(kinds))))*100) / 100
+	slices.SortFunc(in.Alerts, func(a, b alerting.Event) int {
+		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Entity, b.Entity), strings.Compare(a.Signal, b.Signal))
+	})
+}
+
+// signalKind groups signals by the independent source they come from.
+func signalKind(s string) string {
+	switch {
+	case strings.HasPrefix(s, "traffic_"):
+		return "traffic"
+	case strings.HasPrefix(s, "bgp_"):
+		return "routing"
+	case strings.HasPrefix(s, "dns_"):
+		return "dns"
+	case strings.HasPrefix(s, "latency") || strings.HasPrefix(s, "bandwidth") || strings.HasPrefix(s, "packet_loss"):
+		return "quality"
+	}
+	return s
+}
