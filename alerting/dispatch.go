@@ -82,10 +82,16 @@ func (d *Dispatcher) Outbox(name string) *Outbox { return d.outbox[name] }
 // when Receivers is empty). An unknown receiver is an error, but the known
 // ones still get the event: losing an alert over a typo in one route is
 // worse than the error.
+//
+// A sink that implements Selector gets only what it Wants: Slack and
+// webhooks page per outage event, not per member alert.
 func (d *Dispatcher) Dispatch(ev *Event) error {
 	var errs []error
 	if len(ev.Receivers) == 0 {
 		for _, o := range d.ordered {
+			if !wants(o.sink, ev) {
+				continue
+			}
 			if err := o.Enqueue(ev); err != nil {
 				errs = append(errs, err)
 			}
@@ -101,6 +107,9 @@ func (d *Dispatcher) Dispatch(ev *Event) error {
 		o := d.outbox[r]
 		if o == nil {
 			errs = append(errs, fmt.Errorf("alerting: event %s: unknown receiver %q", ev.ID, r))
+			continue
+		}
+		if !wants(o.sink, ev) {
 			continue
 		}
 		if err := o.Enqueue(ev); err != nil {
@@ -158,4 +167,11 @@ func (d *Dispatcher) Stats() []SinkStats {
 		out[i] = o.Stats()
 	}
 	return out
+}
+
+func wants(s Sink, ev *Event) bool {
+	if sel, ok := s.(Selector); ok {
+		return sel.Wants(ev)
+	}
+	return true
 }

@@ -35,6 +35,8 @@ type replayOpts struct {
 	report  string
 	// recorder keeps observed values for the report.
 	recorder *report.Recorder
+	// events receives outage events (replay prints them with the alerts).
+	events func(*alerting.Event)
 }
 
 func replayCmd() *cobra.Command {
@@ -68,6 +70,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 			if o.report != "" {
 				o.recorder = report.NewRecorder()
 			}
+			o.events = func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
 			_, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
@@ -152,7 +155,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		}
 		srcs = append(srcs, s)
 	}
-	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local}
+	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local, Events: o.events}
 	if o.recorder != nil {
 		cfg.Tap = o.recorder.Bucket
 	}

@@ -1,0 +1,142 @@
+package alerting
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// BucketWidth is the bucket width that per-bucket volumes (bytes, queries)
+// are divided by to give rates in notifications.
+var BucketWidth = 5 * time.Minute
+
+// Human writes a value of signal the way a person reads it: traffic as a
+// bit rate, queries per second, ratios as percentages, latency in ms.
+func Human(signal string, v float64) string {
+	unit := ""
+	if s, ok := obs.Lookup(signal); ok {
+		unit = s.Def().Unit
+	}
+	per := BucketWidth.Seconds()
+	switch unit {
+	case "bytes":
+		return rate(v*8/per, "bit/s")
+	case "packets":
+		return count(v/per, "packets/s")
+	case "queries":
+		return count(v/per, "queries/s")
+	case "ratio":
+		return strconv.FormatFloat(round1(v*100), 'f', -1, 64) + " %"
+	case "ms":
+		return strconv.FormatFloat(round1(v), 'f', -1, 64) + " ms"
+	case "Mbps":
+		return rate(v*1e6, "bit/s")
+	case "slash24":
+		return count(v, "/24s")
+	case "slash48":
+		return count(v, "/48s")
+	}
+	return count(v, unit)
+}
+
+func round1(v float64) float64 { return math.Round(v*10) / 10 }
+
+// si splits v into two or three significant digits and an SI prefix:
+// ("1.2", "G"), ("39", "G"), ("850", "").
+func si(v float64) (string, string) {
+	prefixes := []string{"", "k", "M", "G", "T", "P"}
+	i := 0
+	for math.Abs(v) >= 999.5 && i < len(prefixes)-1 {
+		v /= 1000
+		i++
+	}
+	if math.Abs(v) >= 10 || v == 0 {
+		return strconv.FormatFloat(math.Round(v), 'f', -1, 64), prefixes[i]
+	}
+	return strconv.FormatFloat(round1(v), 'f', -1, 64), prefixes[i]
+}
+
+// rate writes "1.2 Gbit/s".
+func rate(v float64, unit string) string {
+	n, p := si(v)
+	return n + " " + p + unit
+}
+
+// count writes "1.2k queries/s", "850 queries/s".
+func count(v float64, unit string) string {
+	n, p := si(v)
+	if unit == "" {
+		return n + p
+	}
+	return n + p + " " + unit
+}
+
+// HumanChange writes a change in percent with a real minus sign: "−97 %".
+func HumanChange(pct float64) string {
+	r := math.Round(pct)
+	if math.Abs(pct) < 10 {
+		r = round1(pct)
+	}
+	s := strconv.FormatFloat(math.Abs(r), 'f', -1, 64) + " %"
+	switch {
+	case r < 0:
+		return "−" + s
+	case r > 0:
+		return "+" + s
+	}
+	return s
+}
+
+// HumanDuration writes a duration as people say it: "4 d 20 h", "2 h 5 min",
+// "35 min".
+func HumanDuration(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	d = d.Round(time.Minute)
+	days := d / (24 * time.Hour)
+	h := (d % (24 * time.Hour)) / time.Hour
+	m := (d % time.Hour) / time.Minute
+	switch {
+	case days > 0 && h > 0:
+		return fmt.Sprintf("%d d %d h", days, h)
+	case days > 0:
+		return fmt.Sprintf("%d d", days)
+	case h > 0 && m > 0:
+		return fmt.Sprintf("%d h %d min", h, m)
+	case h > 0:
+		return fmt.Sprintf("%d h", h)
+	}
+	return fmt.Sprintf("%d min", m)
+}
+
+// BaselineWording says in words what a baseline method compared with.
+func BaselineWording(method string) string {
+	switch method {
+	case "similar_days":
+		return "the same time on similar days"
+	case "previous_days", "previous_day":
+		return "the same time on the previous days"
+	case "previous_weeks":
+		return "the same time in previous weeks"
+	case "threshold":
+		return "the alert threshold"
+	case "":
+		return "its recent level"
+	}
+	return strings.ReplaceAll(method, "_", " ")
+}
+
+// Measure writes "observed vs baseline, change" for an alert or event:
+// "1.2 Gbit/s vs 39 Gbit/s expected, −97 %", or for a threshold
+// "8.1 % (threshold 10 %)".
+func Measure(signal string, observed, baseline, changePct float64, method string) string {
+	if method == "threshold" {
+		return Human(signal, observed) + " (threshold " + Human(signal, baseline) + ")"
+	}
+	return Human(signal, observed) + " vs " + Human(signal, baseline) + " expected, " + HumanChange(changePct)
+}
