@@ -302,3 +302,7 @@ func slackEscape(s string) string {
 	}
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
+
+// Wants implements Selector: one Slack message per outage event, not one
+// per member alert.
+func (s *Slack) Wants(ev *Event) bool { return ev.Paged() }

@@ -140,3 +140,34 @@ func Measure(signal string, observed, baseline, changePct float64, method string
 	}
 	return Human(signal, observed) + " vs " + Human(signal, baseline) + " expected, " + HumanChange(changePct)
 }
+
+// SignalWords names a signal in words for notifications.
+func SignalWords(signal string) string {
+	switch signal {
+	case "traffic_bytes":
+		return "traffic"
+	case "traffic_packets":
+		return "packets"
+	case "dns_queries":
+		return "DNS queries"
+	case "dns_clients":
+		return "DNS clients"
+	case "dns_failure_ratio":
+		return "DNS failures"
+	case "bgp_announced_v4":
+		return "announced IPv4 space"
+	case "bgp_announced_v6":
+		return "announced IPv6 space"
+	case "bgp_withdrawals":
+		return "BGP withdrawals"
+	case "latency_p50":
+		return "median latency"
+	case "latency_p95":
+		return "95th percentile latency"
+	case "bandwidth_p50":
+		return "median bandwidth"
+	case "packet_loss":
+		return "packet loss"
+	}
+	return strings.ReplaceAll(signal, "_", " ")
+}

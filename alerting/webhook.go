@@ -129,3 +129,7 @@ func (w *Webhook) Send(ctx context.Context, ev *Event) error {
 	}
 	return err
 }
+
+// Wants implements Selector: a webhook pages, so it gets outage events and
+// the alerts that belong to none (feed faults), not each member alert.
+func (w *Webhook) Wants(ev *Event) bool { return ev.Paged() }

@@ -489,11 +489,12 @@ func comparePrefix(a, b string) int {
 // shutdown), one transit's loss.
 func (c *Correlator) cause(members []*alerting.Event, shares map[string]float64) string {
 	var firstTraffic, firstRouting time.Time
-	var routing, zones, dropped []string
+	var routing, zones []string
+	netStart := map[string]time.Time{}
 	for _, m := range members {
 		switch k := kindOf(m.Signal); {
 		case m.Detector == "packet_loss":
-			return fmt.Sprintf("packet loss in transit %s: %s", c.name(strings.SplitN(m.Entity, "@", 2)[0]), m.Summary)
+			return m.Summary
 		case k == KindRouting:
 			if firstRouting.IsZero() || m.Start.Before(firstRouting) {
 				firstRouting = m.Start
@@ -509,14 +510,20 @@ func (c *Correlator) cause(members []*alerting.Event, shares map[string]float64)
 			if firstTraffic.IsZero() || m.Start.Before(firstTraffic) {
 				firstTraffic = m.Start
 			}
-			if strings.HasPrefix(m.Entity, "asn:") && m.Signal == "traffic_bytes" && m.Start.Sub(firstTraffic).Abs() <= 10*time.Minute {
-				dropped = appendOnce(dropped, m.Entity)
+			if strings.HasPrefix(m.Entity, "asn:") && m.Signal == "traffic_bytes" {
+				netStart[m.Entity] = m.Start
 			}
 		}
 	}
+	var dropped int
+	for _, t := range netStart {
+		if t.Sub(firstTraffic) <= 10*time.Minute {
+			dropped++
+		}
+	}
 	var parts []string
-	if len(dropped) >= 3 {
-		parts = append(parts, fmt.Sprintf("%d networks lost traffic within minutes of each other (power-like or a shutdown)", len(dropped)))
+	if dropped >= 3 {
+		parts = append(parts, fmt.Sprintf("%d networks lost traffic within minutes of each other (power-like or a shutdown)", dropped))
 	}
 	if !firstRouting.IsZero() && (firstTraffic.IsZero() || !firstRouting.After(firstTraffic)) {
 		who := ""

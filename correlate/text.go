@@ -20,7 +20,7 @@ func (c *Correlator) summary(ev *alerting.Event) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Outage in %s", o.Scope.Name)
 	if ev.Signal != "" {
-		fmt.Fprintf(&b, ": %s %s", ev.Signal, alerting.Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+		fmt.Fprintf(&b, ": %s %s", alerting.SignalWords(ev.Signal), alerting.Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
 	}
 	var nets []string
 	for _, e := range o.Scope.Entities {
