@@ -277,7 +277,7 @@ func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 	for i, id := range ids {
 		last := m[id][len(m[id])-1]
 		if last.Scope.Place != "transit:1299" || !slices.Equal(last.Scope.Sites, []string{"ams01", "fra01", "lon01"}) ||
-			len(last.Scope.Destinations) != dests[i] || last.Scope.Destinations[0] != first[i] || last.Scope.Destinations[8] != "198.18.10.0/24" && i == 0 {
+			len(last.Scope.Destinations) != dests[i] || last.Scope.Destinations[0] != first[i] || last.Scope.Destinations[9] != "198.18.10.0/24" && i == 0 {
 			t.Errorf("event %d scope %+v", i, last.Scope)
 		}
 		if !strings.HasPrefix(last.Cause, "packet loss through AS1299") {
