@@ -167,12 +167,20 @@ func (c *Correlator) Add(ev *alerting.Event) {
 		c.st.Changed[id] = true
 		return
 	}
+	place := c.place(ev.Entity)
+	if cc, ok := strings.CutPrefix(place, "country:"); ok && ev.Labels["country"] == "" {
+		// A zone learns its network's country, so that a silence or a
+		// route on country covers it too.
+		if ev.Labels == nil {
+			ev.Labels = map[string]string{}
+		}
+		ev.Labels["country"] = cc
+	}
 	if why, ok := c.mutes(ev); ok {
 		ev.Muted = why
 		c.st.Muted[ev.ID] = why
 		return
 	}
-	place := c.place(ev.Entity)
 	var inc *incident
 	for _, id := range slices.Sorted(maps.Keys(c.st.Open)) {
 		o := c.st.Open[id]

@@ -12,12 +12,14 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/silence"
 )
 
 // run replays a fixture through the pipeline into a dispatcher with a
@@ -307,4 +309,46 @@ func TestNegativeFixturesNoEvent(t *testing.T) {
 			checkSinks(t, r, want, want)
 		})
 	}
+}
+
+// A maintenance window over the first Virgin Media outage: nothing of it
+// is paged, its alerts are recorded as silenced, and the second outage,
+// after the window, is one event as usual.
+func TestSilencedWindowDuringReplay(t *testing.T) {
+	st, err := silence.Open("", []silence.Silence{{Labels: map[string]string{"country": "GB"},
+		Start: time.Date(2023, 4, 4, 0, 0, 0, 0, time.UTC), End: time.Date(2023, 4, 4, 9, 0, 0, 0, time.UTC),
+		Author: "noc", Comment: "Virgin Media core maintenance"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := replayFixture(t, "virginmedia-2023-04-04", st)
+	ids, m := byEvent(r.events)
+	if len(ids) != 1 || m[ids[0]][0].Start.Format("15:04") != "15:00" {
+		t.Fatalf("events %v", updates(r.events))
+	}
+	silenced := 0
+	for _, a := range r.jsonl {
+		if a.Kind != alerting.KindAlert {
+			continue
+		}
+		inWindow := a.Start.Before(time.Date(2023, 4, 4, 9, 0, 0, 0, time.UTC))
+		switch {
+		case inWindow && a.Muted != "silence config-1":
+			t.Errorf("alert %s %s %s in the window: muted %q", a.Status, a.Entity, a.Signal, a.Muted)
+		case inWindow:
+			silenced++
+		case a.Muted != "":
+			t.Errorf("alert %s %s after the window muted %q", a.Entity, a.Signal, a.Muted)
+		}
+	}
+	// 9 alerts fired and resolved in the first outage.
+	if silenced != 18 {
+		t.Errorf("%d silenced alert lines, want 18", silenced)
+	}
+	for _, ev := range r.webhook {
+		if ev.At.Before(time.Date(2023, 4, 4, 9, 0, 0, 0, time.UTC)) {
+			t.Errorf("paged in the window: %s %s %s", ev.Kind, ev.ID, ev.Update)
+		}
+	}
+	checkSinks(t, r, 36+4, 4)
 }
