@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 )
 
@@ -149,12 +150,18 @@ func (d *Dispatcher) Flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Close closes every outbox; undelivered events stay on disk.
+// Close closes every outbox (undelivered events stay on disk), then the
+// sinks that hold resources (the Alertmanager refresh loop).
 func (d *Dispatcher) Close() error {
 	var errs []error
 	for _, o := range d.ordered {
 		if err := o.Close(); err != nil {
 			errs = append(errs, err)
+		}
+		if c, ok := o.sink.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
