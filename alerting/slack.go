@@ -42,6 +42,8 @@ type SlackConfig struct {
 	// MaxThreads bounds the remembered messages; the oldest resolved ones
 	// are forgotten first. Default 5000.
 	MaxThreads int
+	// EventURL is a link prefix to an event's page; the ID is appended.
+	EventURL string
 }
 
 // Slack posts a message when an alert fires; when it resolves, it rewrites
