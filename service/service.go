@@ -64,14 +64,14 @@ type partition struct {
 // Service is one running instance of `outagewatch run`.
 type Service struct {
 	silences *silence.Store
-	cfg  *Config
-	opts Options
-	log  *slog.Logger
-	p    *pipeline.Pipeline
-	disp *alerting.Dispatcher
-	met  *metrics
-	srv  *http.Server
-	ln   atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
+	cfg      *Config
+	opts     Options
+	log      *slog.Logger
+	p        *pipeline.Pipeline
+	disp     *alerting.Dispatcher
+	met      *metrics
+	srv      *http.Server
+	ln       atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
 
 	msgs     chan []kafka.Message
 	assignCh chan assignReq
