@@ -63,15 +63,14 @@ type partition struct {
 
 // Service is one running instance of `outagewatch run`.
 type Service struct {
-	silences *silence.Store
-	cfg      *Config
-	opts     Options
-	log      *slog.Logger
-	p        *pipeline.Pipeline
-	disp     *alerting.Dispatcher
-	met      *metrics
-	srv      *http.Server
-	ln       atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
+	cfg  *Config
+	opts Options
+	log  *slog.Logger
+	p    *pipeline.Pipeline
+	disp *alerting.Dispatcher
+	met  *metrics
+	srv  *http.Server
+	ln   atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
 
 	msgs     chan []kafka.Message
 	assignCh chan assignReq
@@ -100,6 +99,9 @@ type Service struct {
 
 	kill     chan struct{}
 	killOnce sync.Once
+
+	// silences of the config and the API; the pipeline reads them
+	silences *silence.Store
 }
 
 type assignReq struct {
