@@ -138,6 +138,9 @@ func Measure(signal string, observed, baseline, changePct float64, method string
 	if method == "threshold" {
 		return Human(signal, observed) + " (threshold " + Human(signal, baseline) + ")"
 	}
+	if baseline == 0 {
+		return Human(signal, observed) + " vs " + Human(signal, baseline) + " expected"
+	}
 	return Human(signal, observed) + " vs " + Human(signal, baseline) + " expected, " + HumanChange(changePct)
 }
 

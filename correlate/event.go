@@ -535,7 +535,11 @@ func (c *Correlator) cause(members []*alerting.Event, shares map[string]float64)
 			who = " by " + strings.Join(names, ", ")
 		}
 		when := firstRouting.UTC().Format("15:04 UTC")
-		if !firstTraffic.IsZero() {
+		switch {
+		case firstTraffic.IsZero():
+		case firstTraffic.Equal(firstRouting):
+			when += ", as traffic fell"
+		default:
 			when += ", before traffic fell at " + firstTraffic.UTC().Format("15:04")
 		}
 		parts = append(parts, "routes withdrawn"+who+" from "+when)

@@ -33,6 +33,12 @@ type run struct {
 
 func replayFixture(t *testing.T, name string, mute ...correlate.Muter) *run {
 	t.Helper()
+	return replayWith(t, name, nil, mute...)
+}
+
+// replayWith adds sinks to the dispatcher.
+func replayWith(t *testing.T, name string, sinks []alerting.Sink, mute ...correlate.Muter) *run {
+	t.Helper()
 	spec, err := scenario.Load(filepath.Join("..", "fixtures", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +66,7 @@ func replayFixture(t *testing.T, name string, mute ...correlate.Muter) *run {
 	}
 	var buf bytes.Buffer
 	disp, err := alerting.NewDispatcher(alerting.DispatcherConfig{Dir: t.TempDir(), Outbox: alerting.OutboxConfig{NoSync: true}},
-		alerting.NewJSONL("jsonl", &buf), wh)
+		append([]alerting.Sink{alerting.NewJSONL("jsonl", &buf), wh}, sinks...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
