@@ -13,8 +13,14 @@ import (
 
 // MarshalEvent encodes ev as the public alert JSON: one line, no trailing
 // newline, and no HTML escaping, so that "<", ">" and "&" in summaries reach
-// JSON-lines files and webhook receivers as written.
+// JSON-lines files and webhook receivers as written. The line carries its
+// delivery key, so every sink's output lets a receiver drop a repeat.
 func MarshalEvent(ev *Event) ([]byte, error) {
+	if ev.DeliveryKey == "" {
+		c := *ev
+		c.DeliveryKey = DeliveryKey(ev)
+		ev = &c
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

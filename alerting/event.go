@@ -66,6 +66,10 @@ type Event struct {
 	Muted string `json:"muted,omitempty"`
 	// Outage is set on events (Kind KindEvent) only.
 	*Outage
+	// DeliveryKey identifies this notification (see DeliveryKey): the
+	// same on every repeat, so a receiver drops what it already has. Set
+	// by the sinks on what they write.
+	DeliveryKey string `json:"delivery_key,omitempty"`
 	// Receivers names the sinks this event goes to; empty means all.
 	Receivers []string `json:"-"`
 }

@@ -161,6 +161,15 @@ func checkSinks(t *testing.T, r *run, wantJSONL, wantHook int) {
 			t.Errorf("webhook paged member alert %s of event %s", ev.ID, ev.OutageEvent)
 		}
 	}
+	// Every line carries its delivery key, one per notification: an
+	// event's growth is a new one, a repeat would not be.
+	keys := map[string]bool{}
+	for _, ev := range r.jsonl {
+		if ev.DeliveryKey == "" || ev.DeliveryKey != alerting.DeliveryKey(&ev) || keys[ev.DeliveryKey] {
+			t.Errorf("line %s %s: delivery key %q", ev.ID, ev.Status, ev.DeliveryKey)
+		}
+		keys[ev.DeliveryKey] = true
+	}
 }
 
 func TestIberiaOneEventPerCountry(t *testing.T) {
