@@ -135,6 +135,11 @@ func BaselineWording(method string) string {
 // "1.2 Gbit/s vs 39 Gbit/s expected, −97 %", or for a threshold
 // "8.1 % (threshold 10 %)".
 func Measure(signal string, observed, baseline, changePct float64, method string) string {
+	if method == "threshold" && signal == "packet_loss" {
+		// The threshold is per destination; the observed value is the
+		// loss over all of them, which can be lower.
+		return Human(signal, observed) + " of packets lost (a destination counts as lossy from " + Human(signal, baseline) + ")"
+	}
 	if method == "threshold" {
 		return Human(signal, observed) + " (threshold " + Human(signal, baseline) + ")"
 	}

@@ -1,0 +1,27 @@
+package alerting
+
+import (
+	"testing"
+	"time"
+)
+
+func TestHumanWording(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		// 4.5e10 bytes in a 5-minute bucket is 1.2 Gbit/s.
+		{Measure("traffic_bytes", 4.5e10, 1.47e12, -96.9, "similar_days"), "1.2 Gbit/s vs 39 Gbit/s expected, −97 %"},
+		{Measure("latency_p50", 40, 22, 81.8, "previous_days"), "40 ms vs 22 ms expected, +82 %"},
+		{Measure("dns_failure_ratio", 0.962, 0, 0, ""), "96.2 % vs 0 % expected"},
+		{Measure("packet_loss", 0.081, 0.1, 0, "threshold"), "8.1 % of packets lost (a destination counts as lossy from 10 %)"},
+		{Human("dns_queries", 3000), "10 queries/s"},
+		{Human("bgp_announced_v6", 97896), "98k /48s"},
+		{HumanChange(-4.25), "−4.3 %"},
+		{HumanDuration(116*time.Hour + 35*time.Minute), "4 d 20 h"},
+		{HumanDuration(95 * time.Minute), "1 h 35 min"},
+		{HumanDuration(35 * time.Minute), "35 min"},
+		{BaselineWording("similar_days"), "the same time on similar days"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
