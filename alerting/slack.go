@@ -227,8 +227,10 @@ func (s *Slack) resolve(ctx context.Context, ev *Event) error {
 		}
 	}
 	if !t.Replied {
+		until := strings.Replace(whenText(ev.End, ev.Labels["country"]), " (", ", ", 1)
+		until = strings.TrimSuffix(until, ")")
 		reply := fmt.Sprintf("Resolved: %s is back; it lasted %s (until %s).",
-			slackEscape(displayName(ev)), duration(ev), whenText(ev.End))
+			slackEscape(displayName(ev)), duration(ev), until)
 		_, _, err := s.api.PostMessageContext(ctx, t.Channel, slack.MsgOptionText(reply, false), slack.MsgOptionTS(t.TS))
 		if err != nil {
 			return err
@@ -315,12 +317,12 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		}
 		fields := []*slack.TextBlockObject{
 			md("*Scope*\n" + strings.Join(scope, ", ")),
-			md("*Started*\n" + whenText(&ev.Start)),
+			md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
 			md("*Severity*\n" + fmt.Sprintf("%s (impact %.2f)", slackEscape(ev.Severity), o.Impact)),
 			md("*Confidence*\n" + fmt.Sprintf("%.2f from %d views", o.Confidence, countKinds(o.Signals))),
 		}
 		if ev.Status == Resolved && ev.End != nil {
-			fields = append(fields, md("*Ended*\n"+whenText(ev.End)+", after "+duration(ev)))
+			fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))
 		} else {
 			fields = append(fields, md("*Lasting*\n"+HumanDuration(ev.At.Sub(ev.Start))+" so far"))
 		}
@@ -338,7 +340,7 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		blocks = append(blocks, slack.NewContextBlock("", md(ctxText)))
 		return text, blocks
 	}
-	text = fmt.Sprintf("%s %s [%s] %s: %s since %s", icon, word, slackEscape(ev.Severity), name, measure, whenText(&ev.Start))
+	text = fmt.Sprintf("%s %s [%s] %s: %s since %s", icon, word, slackEscape(ev.Severity), name, measure, whenText(&ev.Start, ev.Labels["country"]))
 	head := fmt.Sprintf("%s *%s* %s: %s", icon, word, name, measure)
 	if ev.Summary != "" {
 		head += "\n" + slackEscape(ev.Summary)
@@ -346,10 +348,10 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 	fields := []*slack.TextBlockObject{
 		md("*Baseline*\n" + slackEscape(BaselineWording(ev.BaselineMethod))),
 		md("*Severity*\n" + slackEscape(ev.Severity)),
-		md("*Started*\n" + whenText(&ev.Start)),
+		md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
 	}
 	if ev.Status == Resolved && ev.End != nil {
-		fields = append(fields, md("*Ended*\n"+whenText(ev.End)+", after "+duration(ev)))
+		fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))
 	}
 	ctxText := "rule " + slackEscape(ev.Rule) + " · detector " + slackEscape(ev.Detector) + " · alert " + ev.ID
 	blocks = []slack.Block{
@@ -391,12 +393,13 @@ func countKinds(sc []SignalChange) int {
 	return len(seen)
 }
 
-// whenText writes a time in UTC, to the minute.
-func whenText(t *time.Time) string {
-	if t == nil || t.IsZero() {
+// whenText writes a time in UTC and, for what is in a country, its local
+// time.
+func whenText(t *time.Time, country string) string {
+	if t == nil {
 		return "unknown"
 	}
-	return t.UTC().Format("2006-01-02 15:04 UTC")
+	return When(*t, country)
 }
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }

@@ -146,11 +146,11 @@ func TestSlackResolveUpdatesOriginal(t *testing.T) {
 	post := calls[0]
 	eq(t, "channel", post.form.Get("channel"), "#outages")
 	eq(t, "text", post.form.Get("text"),
-		":red_circle: FIRING [critical] asn:5007: traffic 40 kbit/s vs 1.5 Mbit/s expected, −97 % since 2025-04-28 10:35 UTC")
+		":red_circle: FIRING [critical] asn:5007: traffic 40 kbit/s vs 1.5 Mbit/s expected, −97 % since 2025-04-28 10:35 UTC (11:35 Europe/Lisbon)")
 	eq(t, "thread_ts", post.form.Get("thread_ts"), "")
 	got := strings.Join(blockTexts(t, post.form.Get("blocks")), "|")
 	want := ":red_circle: *FIRING* asn:5007: traffic 40 kbit/s vs 1.5 Mbit/s expected, −97 %\ntraffic &lt;fell&gt; &amp; stayed down" +
-		"|*Baseline*\nthe same time in previous weeks|*Severity*\ncritical|*Started*\n2025-04-28 10:35 UTC" +
+		"|*Baseline*\nthe same time in previous weeks|*Severity*\ncritical|*Started*\n2025-04-28 10:35 UTC (11:35 Europe/Lisbon)" +
 		"|rule traffic-drop · detector traffic_drop · alert " + fire.ID
 	eq(t, "blocks", got, want)
 
@@ -175,14 +175,14 @@ func TestSlackResolveUpdatesOriginal(t *testing.T) {
 	eq(t, "update channel", up.form.Get("channel"), slackChannelID)
 	eq(t, "update ts", up.form.Get("ts"), post.ts)
 	eq(t, "update text", up.form.Get("text"),
-		":white_check_mark: RESOLVED [critical] asn:5007: traffic 1.5 Mbit/s vs 1.5 Mbit/s expected, −1.8 % since 2025-04-28 10:35 UTC")
-	if b := strings.Join(blockTexts(t, up.form.Get("blocks")), "|"); !strings.Contains(b, "*Ended*\n2025-04-28 12:10 UTC, after 1 h 35 min") {
+		":white_check_mark: RESOLVED [critical] asn:5007: traffic 1.5 Mbit/s vs 1.5 Mbit/s expected, −1.8 % since 2025-04-28 10:35 UTC (11:35 Europe/Lisbon)")
+	if b := strings.Join(blockTexts(t, up.form.Get("blocks")), "|"); !strings.Contains(b, "*Ended*\n2025-04-28 12:10 UTC (13:10 Europe/Lisbon), after 1 h 35 min") {
 		t.Errorf("update blocks lack the end: %s", b)
 	}
 	eq(t, "reply method", reply.method, "chat.postMessage")
 	eq(t, "reply channel", reply.form.Get("channel"), slackChannelID)
 	eq(t, "reply thread_ts", reply.form.Get("thread_ts"), post.ts)
-	eq(t, "reply text", reply.form.Get("text"), "Resolved: asn:5007 is back; it lasted 1 h 35 min (until 2025-04-28 12:10 UTC).")
+	eq(t, "reply text", reply.form.Get("text"), "Resolved: asn:5007 is back; it lasted 1 h 35 min (until 2025-04-28 12:10 UTC, 13:10 Europe/Lisbon).")
 	st := d.Stats()[0]
 	eq(t, "deduped", st.Deduped, 1)
 	eq(t, "sent", st.Sent, 1)

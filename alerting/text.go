@@ -3,9 +3,12 @@ package alerting
 import (
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	_ "time/tzdata" // local times need the zone rules even where the system has none
 
 	"github.com/outagewatch/outagewatch/obs"
 )
@@ -178,4 +181,59 @@ func SignalWords(signal string) string {
 		return "packet loss"
 	}
 	return strings.ReplaceAll(signal, "_", " ")
+}
+
+// ZoneTab is the tz database's country → zone table, read for the local
+// time of a place in notifications.
+var ZoneTab = "/usr/share/zoneinfo/zone.tab"
+
+var (
+	zonesOnce sync.Once
+	zones     map[string]string
+)
+
+// LocalZone returns the main time zone of a country (ISO 3166 code): the
+// first zone the tz database lists for it (Spain: Europe/Madrid), or false
+// when the table or the zone is not installed.
+func LocalZone(cc string) (*time.Location, bool) {
+	zonesOnce.Do(func() {
+		zones = map[string]string{}
+		b, err := os.ReadFile(ZoneTab)
+		if err != nil {
+			return
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Split(line, "\t")
+			if len(f) < 3 || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if _, seen := zones[f[0]]; !seen {
+				zones[f[0]] = f[2]
+			}
+		}
+	})
+	name, ok := zones[strings.ToUpper(cc)]
+	if !ok {
+		return nil, false
+	}
+	loc, err := time.LoadLocation(name)
+	return loc, err == nil
+}
+
+// When writes a time in UTC, to the minute, and in the place's local time
+// when the country is known: "2025-04-28 10:35 UTC (12:35 Europe/Madrid)".
+func When(t time.Time, country string) string {
+	if t.IsZero() {
+		return "unknown"
+	}
+	s := t.UTC().Format("2006-01-02 15:04 UTC")
+	if loc, ok := LocalZone(country); ok && country != "" {
+		lt := t.In(loc)
+		f := "15:04"
+		if lt.YearDay() != t.UTC().YearDay() {
+			f = "Jan 2 15:04"
+		}
+		s += " (" + lt.Format(f) + " " + loc.String() + ")"
+	}
+	return s
 }

@@ -1,6 +1,7 @@
 package alerting
 
 import (
+	"os"
 	"testing"
 	"time"
 )
@@ -23,5 +24,29 @@ func TestHumanWording(t *testing.T) {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
 		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	// The tz database's table as shipped in testdata, so local times do
+	// not depend on what the machine has installed.
+	ZoneTab = "testdata/zone.tab"
+	os.Exit(m.Run())
+}
+
+func TestLocalTime(t *testing.T) {
+	at := time.Date(2025, 4, 28, 10, 35, 0, 0, time.UTC)
+	for cc, want := range map[string]string{
+		"ES": "2025-04-28 10:35 UTC (12:35 Europe/Madrid)",
+		"UG": "2025-04-28 10:35 UTC (13:35 Africa/Kampala)",
+		"XX": "2025-04-28 10:35 UTC",
+		"":   "2025-04-28 10:35 UTC",
+	} {
+		if got := When(at, cc); got != want {
+			t.Errorf("%s: %q, want %q", cc, got, want)
+		}
+	}
+	if got := When(time.Date(2021, 1, 13, 22, 30, 0, 0, time.UTC), "UG"); got != "2021-01-13 22:30 UTC (Jan 14 01:30 Africa/Kampala)" {
+		t.Errorf("next local day: %q", got)
 	}
 }

@@ -146,6 +146,7 @@ func TestSlackOneMessagePerEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	raw, _ := json.Marshal(bl)
+	t.Logf("resolved message: %s", raw)
 	for _, want := range []string{"Scope*\\nUnited Kingdom, Virgin Media (AS5089) (30 %), virginmedia.com", "DNS failures* of virginmedia.com: 96.2 % vs 0 % expected",
 		"Likely cause*: routes withdrawn by Virgin Media (AS5089) from 15:00 UTC, as traffic fell; DNS failures for virginmedia.com",
 		"Started*\\n2023-04-04 15:00 UTC", "after 2 h 55 min", "the same time on similar days", "https://outagewatch.example/events/" + r.events[4].ID + "|open the event"} {
