@@ -47,11 +47,13 @@ type Event struct {
 	Baseline float64   `json:"baseline"`
 	// BaselineMethod says what the baseline was computed from
 	// ("similar_days", "previous_weeks", "previous_day", ...).
-	BaselineMethod string   `json:"baseline_method,omitempty"`
-	ChangePct      float64  `json:"change_pct"`
-	Severity       string   `json:"severity"`
-	Summary        string   `json:"summary,omitempty"`
-	Actions        []string `json:"actions"`
+	BaselineMethod string  `json:"baseline_method,omitempty"`
+	ChangePct      float64 `json:"change_pct"`
+	// Threshold says what the rule fires on, in words.
+	Threshold string   `json:"threshold,omitempty"`
+	Severity  string   `json:"severity"`
+	Summary   string   `json:"summary,omitempty"`
+	Actions   []string `json:"actions"`
 	// Details carries detector-specific evidence: affected destinations,
 	// sites, prefixes.
 	Details map[string]any `json:"details,omitempty"`
@@ -132,6 +134,7 @@ type SignalChange struct {
 	Observed  float64   `json:"observed"`
 	Baseline  float64   `json:"baseline"`
 	ChangePct float64   `json:"change_pct"`
+	Threshold string    `json:"threshold,omitempty"`
 	Start     time.Time `json:"start"`
 	Alerts    int       `json:"alerts"`
 }

@@ -303,8 +303,12 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		head := fmt.Sprintf("%s *%s: outage in %s* (%s)", icon, word, name, slackEscape(ev.Severity))
 		var lines []string
 		for _, sc := range o.Signals {
-			lines = append(lines, "• *"+slackEscape(SignalWords(sc.Signal))+"* of "+slackEscape(entityName(ev, sc.Entity))+": "+
-				slackEscape(Measure(sc.Signal, sc.Observed, sc.Baseline, sc.ChangePct, "")))
+			line := "• *" + slackEscape(SignalWords(sc.Signal)) + "* of " + slackEscape(entityName(ev, sc.Entity)) + ": " +
+				slackEscape(Measure(sc.Signal, sc.Observed, sc.Baseline, sc.ChangePct, ""))
+			if sc.Threshold != "" {
+				line += " _(rule: " + slackEscape(sc.Threshold) + ")_"
+			}
+			lines = append(lines, line)
 		}
 		blocks = append(blocks, slack.NewSectionBlock(md(head+"\n"+strings.Join(lines, "\n")), nil, nil))
 		var scope []string
@@ -349,6 +353,9 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		md("*Baseline*\n" + slackEscape(BaselineWording(ev.BaselineMethod))),
 		md("*Severity*\n" + slackEscape(ev.Severity)),
 		md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
+	}
+	if ev.Threshold != "" {
+		fields = append(fields, md("*Rule*\n"+slackEscape(ev.Threshold)))
 	}
 	if ev.Status == Resolved && ev.End != nil {
 		fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))

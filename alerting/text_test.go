@@ -50,3 +50,19 @@ func TestLocalTime(t *testing.T) {
 		t.Errorf("next local day: %q", got)
 	}
 }
+
+// What a rule fires at, from its params as the rules file spells them.
+func TestThresholdText(t *testing.T) {
+	type params struct {
+		Threshold float64 `yaml:"threshold"`
+		For       string  `yaml:"for"`
+		Critical  float64 `yaml:"critical"`
+		MinQ      int     `yaml:"min_queries"`
+	}
+	if got := ThresholdText(&params{Threshold: 0.4, For: "10m0s", Critical: 0.85, MinQ: 50}); got != "threshold 40 %, for 10 min, critical at 85 %" {
+		t.Errorf("got %q", got)
+	}
+	if got := ThresholdText(nil); got != "" {
+		t.Errorf("nil params: %q", got)
+	}
+}

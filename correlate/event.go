@@ -260,7 +260,7 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 			}
 		}
 		o.Signals = append(o.Signals, alerting.SignalChange{Kind: k, Signal: sig, Entity: w.Entity, Detector: w.Detector,
-			Observed: w.Observed, Baseline: w.Baseline, ChangePct: w.ChangePct, Start: first, Alerts: len(ms)})
+			Observed: w.Observed, Baseline: w.Baseline, ChangePct: w.ChangePct, Threshold: w.Threshold, Start: first, Alerts: len(ms)})
 	}
 	slices.SortFunc(o.Signals, func(a, b alerting.SignalChange) int {
 		if d := slices.Index(kindOrder, a.Kind) - slices.Index(kindOrder, b.Kind); d != 0 {
