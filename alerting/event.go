@@ -79,6 +79,9 @@ type Event struct {
 // Outage is what an outage event says beyond an alert: where, which
 // signals, why, how sure, and which alerts it groups.
 type Outage struct {
+	// Title names what is out, for headlines: "Spain", or "Virgin Media
+	// (AS5089) in United Kingdom" when the country as a whole is not.
+	Title   string         `json:"title"`
 	Scope   Scope          `json:"scope"`
 	Signals []SignalChange `json:"signals"`
 	// Cause is the likely cause where the data shows one, else empty.

@@ -299,8 +299,12 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 	var text string
 	if ev.IsEvent() {
 		o := ev.Outage
-		text = fmt.Sprintf("%s %s [%s] Outage in %s: %s", icon, word, ev.Severity, name, measure)
-		head := fmt.Sprintf("%s *%s: outage in %s* (%s)", icon, word, name, slackEscape(ev.Severity))
+		in := "in"
+		if o.Title != "" && o.Title != o.Scope.Name {
+			in = "of"
+		}
+		text = fmt.Sprintf("%s %s [%s] Outage %s %s: %s", icon, word, ev.Severity, in, name, measure)
+		head := fmt.Sprintf("%s *%s: outage %s %s* (%s)", icon, word, in, name, slackEscape(ev.Severity))
 		var lines []string
 		for _, sc := range o.Signals {
 			line := "• *" + slackEscape(SignalWords(sc.Signal)) + "* of " + slackEscape(entityName(ev, sc.Entity)) + ": " +
@@ -372,6 +376,9 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 // displayName is the place or entity in words: the event's scope name, or
 // the alert's labelled name with its entity.
 func displayName(ev *Event) string {
+	if ev.Outage != nil && ev.Title != "" {
+		return ev.Title
+	}
 	if ev.Outage != nil && ev.Scope.Name != "" {
 		return ev.Scope.Name
 	}

@@ -298,6 +298,7 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 	if o.Scope.Name != "" {
 		ev.Labels["name"] = o.Scope.Name
 	}
+	o.Title = c.title(inc.Place, o.Scope, members)
 	c.transitScope(o, members)
 	drop, share := c.dropShare(members, shares, inc.Place)
 	o.Scope.Share = round(share, 3)
@@ -584,4 +585,37 @@ func cmpFloat(a, b float64) int {
 func round(v float64, places int) float64 {
 	p := math.Pow(10, float64(places))
 	return math.Round(v*p) / p
+}
+
+// title names what is out: the place when it dropped as a whole (or is no
+// country), else its networks that lost traffic, in the country.
+func (c *Correlator) title(place string, sc alerting.Scope, members []*alerting.Event) string {
+	if !strings.HasPrefix(place, "country:") {
+		return sc.Name
+	}
+	var nets []string
+	for _, m := range members {
+		if m.Entity == place && (kindOf(m.Signal) == KindTraffic || m.Signal == "dns_queries") {
+			return sc.Name
+		}
+		if strings.HasPrefix(m.Entity, "asn:") && (kindOf(m.Signal) == KindTraffic || m.Signal == "dns_queries") {
+			nets = appendOnce(nets, m.Entity)
+		}
+	}
+	if len(nets) == 0 {
+		for _, e := range sc.Entities {
+			if strings.HasPrefix(e.Entity, "asn:") {
+				nets = append(nets, e.Entity)
+			}
+		}
+	}
+	if len(nets) == 0 || len(nets) > 3 {
+		return sc.Name
+	}
+	slices.SortFunc(nets, compareEntity)
+	names := make([]string, len(nets))
+	for i, e := range nets {
+		names[i] = c.name(e)
+	}
+	return strings.Join(names, ", ") + " in " + sc.Name
 }

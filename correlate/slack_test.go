@@ -138,7 +138,7 @@ func TestSlackOneMessagePerEvent(t *testing.T) {
 		}
 	}
 	text := last.form.Get("text")
-	if !strings.HasPrefix(text, ":white_check_mark: RESOLVED [critical] Outage in United Kingdom: traffic 66 Mbit/s vs 2.1 Gbit/s expected, −97 %") {
+	if !strings.HasPrefix(text, ":white_check_mark: RESOLVED [critical] Outage of Virgin Media (AS5089) in United Kingdom: traffic 66 Mbit/s vs 2.1 Gbit/s expected, −97 %") {
 		t.Errorf("resolved text %q", text)
 	}
 	var bl slack.Blocks

@@ -18,7 +18,11 @@ func parsePrefix(s string) (netip.Prefix, bool) {
 func (c *Correlator) summary(ev *alerting.Event) string {
 	o := ev.Outage
 	var b strings.Builder
-	fmt.Fprintf(&b, "Outage in %s", o.Scope.Name)
+	if o.Title != o.Scope.Name {
+		fmt.Fprintf(&b, "Outage of %s", o.Title)
+	} else {
+		fmt.Fprintf(&b, "Outage in %s", o.Title)
+	}
 	if ev.Signal != "" {
 		fmt.Fprintf(&b, ": %s %s", alerting.SignalWords(ev.Signal), alerting.Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
 	}
