@@ -155,6 +155,28 @@ func (ev *Event) Paged() bool {
 	return ev.IsEvent() || ev.OutageEvent == ""
 }
 
+// SeverityRank orders severities: info 1, warning 2, critical 3, anything
+// else 0.
+func SeverityRank(s string) int {
+	switch s {
+	case "info":
+		return 1
+	case "warning":
+		return 2
+	case "critical":
+		return 3
+	}
+	return 0
+}
+
+// PagedAtLeast says whether ev pages (see Paged) at severity min or above.
+// An event's resolve carries its peak severity, so a sink that got the
+// growth that crossed min also gets the resolve, and one that got nothing
+// gets no resolve either.
+func (ev *Event) PagedAtLeast(min string) bool {
+	return ev.Paged() && (min == "" || SeverityRank(ev.Severity) >= SeverityRank(min))
+}
+
 // Selector is implemented by sinks that take only some notifications; the
 // dispatcher skips the rest for them. Sinks without it take everything.
 type Selector interface {

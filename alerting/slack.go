@@ -45,6 +45,9 @@ type SlackConfig struct {
 	MaxThreads int
 	// EventURL is a link prefix to an event's page; the ID is appended.
 	EventURL string
+	// MinSeverity, when set, posts only at that severity or above; an
+	// event that opens as info is posted when it reaches it.
+	MinSeverity string
 }
 
 // Slack posts a message when an alert fires; when it resolves, it rewrites
@@ -436,4 +439,4 @@ func slackEscape(s string) string {
 
 // Wants implements Selector: one Slack message per outage event, not one
 // per member alert.
-func (s *Slack) Wants(ev *Event) bool { return ev.Paged() }
+func (s *Slack) Wants(ev *Event) bool { return ev.PagedAtLeast(s.cfg.MinSeverity) }

@@ -48,6 +48,9 @@ type WebhookConfig struct {
 	Client *http.Client
 	// Now is the clock of the signature timestamp; default time.Now.
 	Now func() time.Time
+	// MinSeverity, when set, pages only at that severity or above
+	// ("warning" skips info events).
+	MinSeverity string
 }
 
 // Webhook posts events as JSON to an HTTP endpoint.
@@ -166,4 +169,4 @@ func (w *Webhook) Send(ctx context.Context, ev *Event) error {
 
 // Wants implements Selector: a webhook pages, so it gets outage events and
 // the alerts that belong to none (feed faults), not each member alert.
-func (w *Webhook) Wants(ev *Event) bool { return ev.Paged() }
+func (w *Webhook) Wants(ev *Event) bool { return ev.PagedAtLeast(w.cfg.MinSeverity) }

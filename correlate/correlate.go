@@ -330,17 +330,7 @@ func (c *Correlator) Active() []alerting.Event {
 	return out
 }
 
-func sevRank(s string) int {
-	switch s {
-	case "critical":
-		return 3
-	case "warning":
-		return 2
-	case "info":
-		return 1
-	}
-	return 0
-}
+func sevRank(s string) int { return alerting.SeverityRank(s) }
 
 // MarshalBinary checkpoints the open events.
 func (c *Correlator) MarshalBinary() ([]byte, error) {

@@ -173,7 +173,27 @@ func checkSinks(t *testing.T, r *run, wantJSONL, wantHook int) {
 }
 
 func TestIberiaOneEventPerCountry(t *testing.T) {
-	r := replayFixture(t, "iberia-2025-04-28")
+	// A second webhook pages only critical: it misses Spain's info and
+	// warning stages and Portugal's warning open, not the resolves.
+	var mu sync.Mutex
+	var critical []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var ev alerting.Event
+		json.NewDecoder(req.Body).Decode(&ev)
+		mu.Lock()
+		critical = append(critical, ev.Scope.Place+" "+ev.Update+" "+ev.Severity)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	crit, err := alerting.NewWebhook(alerting.WebhookConfig{Name: "critical", URL: srv.URL, MinSeverity: "critical"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := replayWith(t, "iberia-2025-04-28", []alerting.Sink{crit})
+	wantCritical := "country:PT grow critical,country:ES grow critical,country:ES grow critical,country:PT resolve critical,country:ES resolve critical"
+	if got := strings.Join(critical, ","); got != wantCritical {
+		t.Errorf("critical-only webhook got\n %s\nwant %s", got, wantCritical)
+	}
 	ids, m := byEvent(r.events)
 	if len(ids) != 2 {
 		t.Fatalf("%d events, want 2: %v", len(ids), ids)

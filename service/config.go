@@ -110,6 +110,9 @@ type Sink struct {
 	// EventURL is a link prefix to an event's page; the event ID is
 	// appended (Slack's "open" link, Alertmanager's generatorURL).
 	EventURL string `yaml:"event_url"`
+	// MinSeverity makes a slack or webhook sink page only at that
+	// severity or above (info, warning, critical).
+	MinSeverity string `yaml:"min_severity"`
 	// Path of a jsonl sink; "-" is stdout.
 	Path string `yaml:"path"`
 	// URL and SecretEnv of a webhook sink: the secret is read from the
@@ -254,6 +257,9 @@ func (c *Config) validate() error {
 			}
 		default:
 			return fmt.Errorf("sinks[%d] %s: unknown type %q (jsonl, webhook, slack, alertmanager)", i, s.Name, s.Type)
+		}
+		if s.MinSeverity != "" && alerting.SeverityRank(s.MinSeverity) == 0 {
+			return fmt.Errorf("sinks[%d] %s: min_severity %q: want info, warning or critical", i, s.Name, s.MinSeverity)
 		}
 		if s.RateLimit.PerSecond < 0 || s.RateLimit.Burst < 0 {
 			return fmt.Errorf("sinks[%d] %s: rate_limit: per_second and burst must not be negative", i, s.Name)
