@@ -273,3 +273,55 @@ func TestAlertmanagerFiringEscalatedResolved(t *testing.T) {
 		}
 	}
 }
+
+// Firing notifications are re-posted with a fresh endsAt until resolved, so
+// Alertmanager never times them out; resolved ones are not re-posted.
+func TestAlertmanagerRefresh(t *testing.T) {
+	var mu sync.Mutex
+	var posts [][]amAlert
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var batch []amAlert
+		if r.URL.Path != "/api/v2/alerts" || json.NewDecoder(r.Body).Decode(&batch) != nil {
+			http.Error(w, "bad", http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		posts = append(posts, batch)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	now := time.Date(2025, 4, 28, 10, 45, 0, 0, time.UTC)
+	sink, err := NewAlertmanager(AlertmanagerConfig{URL: srv.URL + "/", Refresh: time.Hour, Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	a, b := testEvent(1), testEvent(2)
+	for _, ev := range []*Event{a, b} {
+		if err := sink.Send(context.Background(), ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := sink.Send(context.Background(), resolvedOf(a, now)); err != nil {
+		t.Fatal(err)
+	}
+	now = now.Add(50 * time.Minute)
+	if err := sink.RefreshNow(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(posts) != 4 {
+		t.Fatalf("%d posts, want 4", len(posts))
+	}
+	first, resolve, refresh := posts[0][0], posts[2][0], posts[3]
+	if !first.EndsAt.Equal(time.Date(2025, 4, 28, 14, 45, 0, 0, time.UTC)) || first.Labels["entity"] != a.Entity {
+		t.Errorf("firing post %+v", first)
+	}
+	if !resolve.EndsAt.Equal(time.Date(2025, 4, 28, 10, 45, 0, 0, time.UTC)) {
+		t.Errorf("resolve endsAt %s", resolve.EndsAt)
+	}
+	if len(refresh) != 1 || refresh[0].Labels["entity"] != b.Entity || !refresh[0].EndsAt.Equal(now.Add(4*time.Hour)) {
+		t.Errorf("refresh %+v", refresh)
+	}
+}
