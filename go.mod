@@ -21,6 +21,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/net v0.59.0
 	golang.org/x/term v0.46.0
+	golang.org/x/text v0.42.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -41,5 +42,4 @@ require (
 	github.com/spf13/pflag v1.0.9 // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
 	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 )
