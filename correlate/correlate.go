@@ -289,6 +289,9 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 			inc.LastEvent = ev
 		}
 		if firing == 0 || ev.Update == "" {
+			// Between notifications the API shows the event as it
+			// stands, under the revision last sent.
+			ev.Revision = inc.Revision
 			continue
 		}
 		inc.Revision++
