@@ -100,6 +100,27 @@ func Sign(secret string, timestamp int64, body []byte) string {
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
 }
 
+// ErrBadSignature is returned by Verify.
+var ErrBadSignature = errors.New("webhook signature does not verify")
+
+// Verify is what a receiver written in Go does with a delivery: it checks
+// the signature header against the timestamp header and the body, and
+// refuses a timestamp more than tolerance away from now (a recorded
+// request replayed later).
+func Verify(secret string, body []byte, signature, timestamp string, now time.Time, tolerance time.Duration) error {
+	ts, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: bad timestamp %q", ErrBadSignature, timestamp)
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
+		return fmt.Errorf("%w: timestamp %s is %s away", ErrBadSignature, timestamp, d.Round(time.Second))
+	}
+	if !hmac.Equal([]byte(signature), []byte(Sign(secret, ts, body))) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
 // RedactURL keeps a URL's scheme and host only: webhook URLs often carry
 // their secret in the path or query, and logs are read by many.
 func RedactURL(raw string) string {

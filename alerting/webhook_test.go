@@ -84,6 +84,15 @@ func TestWebhookSignatureAndBody(t *testing.T) {
 		t.Error("signature verifies with another timestamp")
 	}
 	eq(t, "signature", sig, Sign("s3cret", 1745836500, []byte(want)))
+	if err := Verify("s3cret", r.body, sig, "1745836500", now.Add(time.Minute), 5*time.Minute); err != nil {
+		t.Errorf("verify: %v", err)
+	}
+	if err := Verify("s3cret", r.body, sig, "1745836500", now.Add(10*time.Minute), 5*time.Minute); err == nil {
+		t.Error("a ten-minute-old delivery verifies")
+	}
+	if err := Verify("s3cret", append([]byte(" "), r.body...), sig, "1745836500", now, 5*time.Minute); err == nil {
+		t.Error("an altered body verifies")
+	}
 	eq(t, "event id header", r.header.Get(HeaderEventID), ev.ID)
 	eq(t, "delivery key header", r.header.Get(HeaderDeliveryKey), DeliveryKey(ev))
 	eq(t, "content type", r.header.Get("Content-Type"), "application/json")
