@@ -127,3 +127,26 @@ func TestImpactAndSeverity(t *testing.T) {
 		}
 	}
 }
+
+// A zone belongs to the network named like its registrable label, or to
+// the one the configuration says; its alerts join that network's country.
+func TestZoneJoinsItsNetwork(t *testing.T) {
+	m := testMap()
+	m.Countries[2818], m.Names[2818] = "GB", "BBC"
+	c := correlate.New(correlate.Config{Map: m, ZoneOwners: map[string]uint32{"nhs.uk": 2856}})
+	for zone, want := range map[string]string{"zone:virginmedia.com": "country:GB", "zone:www.bbc.co.uk": "country:GB",
+		"zone:nhs.uk": "country:GB", "zone:example.org": "zone:example.org"} {
+		ev := alert(alerting.Firing, "dns_failure", "dns_failure_ratio", zone, t0, t0.Add(10*time.Minute), 0)
+		c.Add(ev)
+		c.Flush(t0.Add(10 * time.Minute))
+		var got string
+		for _, e := range c.Active() {
+			if e.ID == ev.OutageEvent {
+				got = e.Scope.Place
+			}
+		}
+		if got != want {
+			t.Errorf("%s: place %s, want %s", zone, got, want)
+		}
+	}
+}

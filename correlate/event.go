@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/net/publicsuffix"
 	"golang.org/x/text/language"
 	"golang.org/x/text/language/display"
 
@@ -90,16 +91,11 @@ func (c *Correlator) zoneOwner(zone string) (uint32, bool) {
 	if asn, ok := c.cfg.ZoneOwners[zone]; ok {
 		return asn, true
 	}
-	labels := strings.Split(zone, ".")
-	if len(labels) < 2 {
+	reg, err := publicsuffix.EffectiveTLDPlusOne(zone)
+	if err != nil {
 		return 0, false
 	}
-	label := labels[0]
-	if len(labels) >= 3 && len(labels[len(labels)-1]) == 2 && len(labels[len(labels)-2]) <= 3 {
-		label = labels[len(labels)-3] // bbc.co.uk
-	} else {
-		label = labels[len(labels)-2]
-	}
+	label, _, _ := strings.Cut(reg, ".")
 	var found uint32
 	for asn, name := range c.cfg.Map.Names {
 		if squash(name) == label && (found == 0 || asn < found) {
@@ -121,9 +117,7 @@ func squash(s string) string {
 
 // Name returns a readable name of an entity: "Spain", "MTN Uganda
 // (AS20294)", "AS1299 at ams01", "virginmedia.com".
-func Name(m interface {
-	Country(uint32) string
-}, names map[uint32]string, entity string) string {
+func Name(names map[uint32]string, entity string) string {
 	kind, id, err := obs.SplitEntity(entity)
 	if err != nil {
 		return entity
@@ -168,7 +162,7 @@ func CountryName(cc string) string {
 }
 
 func (c *Correlator) name(entity string) string {
-	return Name(c.cfg.Map, c.cfg.Map.Names, entity)
+	return Name(c.cfg.Map.Names, entity)
 }
 
 // entityRank orders entities widest first.
