@@ -105,7 +105,13 @@ type state struct {
 	// muted too.
 	Muted   map[string]string
 	Changed map[string]bool
+	// Recent are the last resolved events, newest last, so an event's
+	// page still answers after it is over.
+	Recent []alerting.Event
 }
+
+// keepRecent bounds State.Recent.
+const keepRecent = 200
 
 type incident struct {
 	ID      string
@@ -278,6 +284,10 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 				inc.Revision++
 				ev.Revision = inc.Revision
 				out = append(out, ev)
+				c.st.Recent = append(c.st.Recent, *ev)
+				if n := len(c.st.Recent) - keepRecent; n > 0 {
+					c.st.Recent = slices.Delete(c.st.Recent, 0, n)
+				}
 			}
 			delete(c.st.Open, id)
 		case inc.Revision == 0:
@@ -331,6 +341,20 @@ func (c *Correlator) Active() []alerting.Event {
 		}
 	}
 	return out
+}
+
+// Event returns an open event as of the last bucket, or one of the last
+// resolved ones.
+func (c *Correlator) Event(id string) (alerting.Event, bool) {
+	if inc := c.st.Open[id]; inc != nil && inc.LastEvent != nil && inc.Revision > 0 {
+		return *inc.LastEvent, true
+	}
+	for i := len(c.st.Recent) - 1; i >= 0; i-- {
+		if c.st.Recent[i].ID == id {
+			return c.st.Recent[i], true
+		}
+	}
+	return alerting.Event{}, false
 }
 
 func sevRank(s string) int { return alerting.SeverityRank(s) }

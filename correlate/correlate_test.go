@@ -108,6 +108,13 @@ func TestGroupGrowResolveAcrossCheckpoint(t *testing.T) {
 	if len(c2.Active()) != 0 {
 		t.Fatal("resolved event still active")
 	}
+	// Its page still answers, with the resolve.
+	if ev, ok := c2.Event(id); !ok || ev.Status != alerting.Resolved || ev.Revision != 4 {
+		t.Fatalf("resolved event lookup: %v %+v", ok, ev)
+	}
+	if _, ok := c2.Event("nope"); ok {
+		t.Fatal("unknown event found")
+	}
 }
 
 func TestImpactAndSeverity(t *testing.T) {

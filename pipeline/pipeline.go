@@ -97,7 +97,7 @@ type Pipeline struct {
 	silence *detectors.FeedSilence
 	held    held
 	mgr     *alerting.Manager
-	corr    *correlate.Correlator
+	corr    *correlate.Correlator // under mu
 	out     func(*alerting.Event)
 	log     *slog.Logger
 
@@ -282,8 +282,8 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 		}
 		br.det.Bucket(c, br.pts, func(f detectors.Finding) { p.emit(br.rule, f) })
 	}
-	evs := p.corr.Flush(time.Unix(0, c.End).UTC())
 	p.mu.Lock()
+	evs := p.corr.Flush(time.Unix(0, c.End).UTC())
 	p.outages += int64(len(evs))
 	p.outageNow = p.corr.Active()
 	p.mu.Unlock()
@@ -309,11 +309,11 @@ func (p *Pipeline) level(signal, entity string, t time.Time) (float64, bool) {
 
 func (p *Pipeline) emit(r *rules.Rule, f detectors.Finding) {
 	ev := p.mgr.Handle(r, f)
+	p.mu.Lock() // the correlator is read by Event from the HTTP side
 	if ev != nil {
 		ev.Kind = alerting.KindAlert
 		p.corr.Add(ev)
 	}
-	p.mu.Lock()
 	p.findings++
 	if ev != nil {
 		p.events++
@@ -337,6 +337,13 @@ func (p *Pipeline) Stats() Stats {
 	return Stats{Records: recs, DecodeErrors: maps.Clone(p.errs),
 		Observations: as.Observations, Late: as.Late, BucketsClosed: as.BucketsClosed, Series: as.Series,
 		Findings: p.findings, Events: p.events, OutageEvents: p.outages, Watermark: p.watermark}
+}
+
+// Event returns an outage event by ID: open, or among the last resolved.
+func (p *Pipeline) Event(id string) (alerting.Event, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.corr.Event(id)
 }
 
 // ActiveEvents returns the outage events open now, as of the last bucket.

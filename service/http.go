@@ -44,6 +44,7 @@ func (s *Service) listen() error {
 //	GET  /api/v1/alerts        the alerts firing now, as JSON (each names its
 //	                           outage event, or why it is muted)
 //	GET  /api/v1/events        the outage events open now
+//	GET  /api/v1/events/{id}   one event, open or among the last resolved
 //	GET  /api/v1/silences      silences and maintenance windows
 //	POST /api/v1/silences      add one (bearer token required)
 //	DELETE /api/v1/silences/{id}  remove one (bearer token required)
@@ -93,6 +94,14 @@ func (s *Service) Handler() http.Handler {
 		writeJSON(w, http.StatusOK, struct {
 			Events []alerting.Event `json:"events"`
 		}{evs})
+	})
+	mux.HandleFunc("GET /api/v1/events/{id}", func(w http.ResponseWriter, r *http.Request) {
+		ev, ok := s.p.Event(r.PathValue("id"))
+		if !ok {
+			http.Error(w, "no such event (open, or among the last 200 resolved)", http.StatusNotFound)
+			return
+		}
+		writeJSON(w, http.StatusOK, ev)
 	})
 	mux.HandleFunc("GET /api/v1/silences", func(w http.ResponseWriter, r *http.Request) {
 		l := s.silences.List()

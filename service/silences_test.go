@@ -86,4 +86,7 @@ func TestSilencesAPI(t *testing.T) {
 	if code, msg := apiCall(t, srv2, "GET", "/api/v1/events", "", ""); code != http.StatusOK || strings.TrimSpace(msg) != `{"events":[]}` {
 		t.Fatalf("events: %d %s", code, msg)
 	}
+	if code, _ := apiCall(t, srv2, "GET", "/api/v1/events/572ab3495d561011", "", ""); code != http.StatusNotFound {
+		t.Fatalf("unknown event: %d", code)
+	}
 }
