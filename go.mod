@@ -26,6 +26,7 @@ require (
 	golang.org/x/image v0.45.0
 	golang.org/x/net v0.59.0
 	golang.org/x/term v0.46.0
+	golang.org/x/text v0.42.0
 	gonum.org/v1/gonum v0.17.0
 	google.golang.org/grpc v1.56.3
 	google.golang.org/protobuf v1.36.12
@@ -69,7 +70,6 @@ require (
 	github.com/vishvananda/netlink v1.2.1 // indirect
 	github.com/vishvananda/netns v0.0.4 // indirect
 	golang.org/x/sys v0.50.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20230525234030-28d5490b6b19 // indirect
 	gopkg.in/ini.v1 v1.67.0 // indirect
 	gopkg.in/yaml.v3 v3.0.1 // indirect

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/trafficmanager"
@@ -47,9 +48,13 @@ func (a *API) webhook(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	if a.Secret != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get(alerting.HeaderSignature)), []byte(alerting.Sign(a.Secret, body))) != 1 {
-		http.Error(w, "bad signature", http.StatusUnauthorized)
-		return
+	if a.Secret != "" {
+		// The signature covers the delivery's timestamp: a replayed
+		// delivery older than five minutes is refused.
+		if err := alerting.Verify(a.Secret, body, r.Header.Get(alerting.HeaderSignature), r.Header.Get(alerting.HeaderTimestamp), time.Now(), 5*time.Minute); err != nil {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
 	}
 	var ev alerting.Event
 	if err := json.Unmarshal(body, &ev); err != nil {

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/trafficmanager"
@@ -49,7 +51,7 @@ func TestAPI(t *testing.T) {
 	if code, _ := do("POST", "/api/v1/alerts/webhook", []byte(ev), map[string]string{alerting.HeaderSignature: "sha256=00"}); code != http.StatusUnauthorized {
 		t.Fatalf("bad signature: %d", code)
 	}
-	if code, b := do("POST", "/api/v1/alerts/webhook", []byte(ev), map[string]string{alerting.HeaderSignature: alerting.Sign("s3cret", []byte(ev))}); code != http.StatusNoContent {
+	if code, b := do("POST", "/api/v1/alerts/webhook", []byte(ev), signed("s3cret", ev)); code != http.StatusNoContent {
 		t.Fatalf("webhook: %d %s", code, b)
 	}
 	code, b := do("GET", "/api/v1/actions", nil, nil)
@@ -108,4 +110,10 @@ func FuzzWebhook(f *testing.F) {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
 	})
+}
+
+// signed returns the headers of a delivery of body signed now with secret.
+func signed(secret, body string) map[string]string {
+	ts := time.Now().Unix()
+	return map[string]string{alerting.HeaderTimestamp: strconv.FormatInt(ts, 10), alerting.HeaderSignature: alerting.Sign(secret, ts, []byte(body))}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 )
 
@@ -82,10 +83,16 @@ func (d *Dispatcher) Outbox(name string) *Outbox { return d.outbox[name] }
 // when Receivers is empty). An unknown receiver is an error, but the known
 // ones still get the event: losing an alert over a typo in one route is
 // worse than the error.
+//
+// A sink that implements Selector gets only what it Wants: Slack and
+// webhooks page per outage event, not per member alert.
 func (d *Dispatcher) Dispatch(ev *Event) error {
 	var errs []error
 	if len(ev.Receivers) == 0 {
 		for _, o := range d.ordered {
+			if !wants(o.sink, ev) {
+				continue
+			}
 			if err := o.Enqueue(ev); err != nil {
 				errs = append(errs, err)
 			}
@@ -101,6 +108,9 @@ func (d *Dispatcher) Dispatch(ev *Event) error {
 		o := d.outbox[r]
 		if o == nil {
 			errs = append(errs, fmt.Errorf("alerting: event %s: unknown receiver %q", ev.ID, r))
+			continue
+		}
+		if !wants(o.sink, ev) {
 			continue
 		}
 		if err := o.Enqueue(ev); err != nil {
@@ -140,12 +150,18 @@ func (d *Dispatcher) Flush(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Close closes every outbox; undelivered events stay on disk.
+// Close closes every outbox (undelivered events stay on disk), then the
+// sinks that hold resources (the Alertmanager refresh loop).
 func (d *Dispatcher) Close() error {
 	var errs []error
 	for _, o := range d.ordered {
 		if err := o.Close(); err != nil {
 			errs = append(errs, err)
+		}
+		if c, ok := o.sink.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				errs = append(errs, err)
+			}
 		}
 	}
 	return errors.Join(errs...)
@@ -158,4 +174,11 @@ func (d *Dispatcher) Stats() []SinkStats {
 		out[i] = o.Stats()
 	}
 	return out
+}
+
+func wants(s Sink, ev *Event) bool {
+	if sel, ok := s.(Selector); ok {
+		return sel.Wants(ev)
+	}
+	return true
 }

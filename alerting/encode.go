@@ -13,8 +13,14 @@ import (
 
 // MarshalEvent encodes ev as the public alert JSON: one line, no trailing
 // newline, and no HTML escaping, so that "<", ">" and "&" in summaries reach
-// JSON-lines files and webhook receivers as written.
+// JSON-lines files and webhook receivers as written. The line carries its
+// delivery key, so every sink's output lets a receiver drop a repeat.
 func MarshalEvent(ev *Event) ([]byte, error) {
+	if ev.DeliveryKey == "" {
+		c := *ev
+		c.DeliveryKey = DeliveryKey(ev)
+		ev = &c
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -31,7 +37,8 @@ func MarshalEvent(ev *Event) ([]byte, error) {
 // or a replay of already-delivered input does not notify twice, while a new
 // incident of the same alert (a later Start) is a new notification. The
 // evaluation time At and the measured values are deliberately left out: they
-// change between re-emissions of the same finding.
+// change between re-emissions of the same finding. An outage event's key
+// also covers its revision.
 func DeliveryKey(ev *Event) string {
 	h := sha256.New()
 	var b []byte
@@ -43,6 +50,12 @@ func DeliveryKey(ev *Event) string {
 	b = append(b, 0)
 	if ev.End != nil {
 		b = strconv.AppendInt(b, ev.End.UnixNano(), 10)
+	}
+	if ev.Outage != nil {
+		// Each notification of an event (open, growth, resolve) is its
+		// own delivery; an alert's key is unchanged by this.
+		b = append(b, 0, 'r')
+		b = strconv.AppendInt(b, int64(ev.Revision), 10)
 	}
 	h.Write(b)
 	return hex.EncodeToString(h.Sum(nil)[:16])

@@ -5,9 +5,13 @@ import (
 	"encoding/gob"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -53,8 +57,18 @@ func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
 		ID: id, Status: f.Status, Rule: ruleName, Detector: f.Detector, Signal: f.Signal, Entity: f.Entity,
 		Labels: m.labels(f.Entity, labels), Start: ts(f.Start), At: ts(f.At),
 		Observed: f.Observed, Baseline: f.Baseline, BaselineMethod: f.BaselineMethod, ChangePct: f.ChangePct,
-		Confidence: f.Confidence, Reason: f.Reason,
+		Reason:   f.Reason,
 		Severity: severity, Summary: f.Summary, Actions: []string{}, Details: f.Details, Receivers: receivers,
+	}
+	if r != nil {
+		ev.Threshold = ThresholdText(r.Params)
+	}
+	if f.Confidence > 0 {
+		ev.Details = maps.Clone(ev.Details)
+		if ev.Details == nil {
+			ev.Details = map[string]any{}
+		}
+		ev.Details["confidence"] = f.Confidence
 	}
 	for _, e := range f.Evidence {
 		p := Point{Time: ts(e.Time), Baseline: e.Baseline}
@@ -135,4 +149,74 @@ func (m *Manager) UnmarshalBinary(b []byte) error {
 	}
 	m.active = act
 	return nil
+}
+
+// ThresholdText says in words what a rule's detector fires on, from its
+// params as the rules file writes them: "threshold 40 %, for 10 min,
+// critical 80 %". Keys a detector does not have are left out.
+func ThresholdText(p any) string {
+	if p == nil {
+		return ""
+	}
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return ""
+	}
+	var m map[string]any
+	if yaml.Unmarshal(b, &m) != nil {
+		return ""
+	}
+	pct := func(v any) string {
+		f, ok := v.(float64)
+		if !ok || f <= 0 {
+			return ""
+		}
+		if f < 1 {
+			return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + " %"
+		}
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	var parts []string
+	add := func(key, label, unit string, fmtv func(any) string) {
+		v, ok := m[key]
+		if !ok {
+			return
+		}
+		if s := fmtv(v); s != "" {
+			parts = append(parts, label+" "+s+unit)
+		}
+	}
+	num := func(v any) string {
+		switch x := v.(type) {
+		case int:
+			if x > 0 {
+				return strconv.Itoa(x)
+			}
+		case float64:
+			if x > 0 {
+				return strconv.FormatFloat(x, 'f', -1, 64)
+			}
+		}
+		return ""
+	}
+	dur := func(v any) string {
+		s, _ := v.(string)
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			return ""
+		}
+		return HumanDuration(d)
+	}
+	add("threshold", "threshold", "", pct)
+	add("floor", "at least", "", pct)
+	add("multiple", "", "× the baseline", num)
+	add("min_delta_ms", "and", " ms above it", num)
+	add("min_delta_mbps", "and", " Mbit/s below it", num)
+	add("min_destinations", "on at least", " destinations", num)
+	add("for", "for", "", dur)
+	add("critical", "critical at", "", pct)
+	for i, s := range parts {
+		parts[i] = strings.TrimSpace(s)
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,6 +1,7 @@
 package alerting
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,6 +43,11 @@ type SlackConfig struct {
 	// MaxThreads bounds the remembered messages; the oldest resolved ones
 	// are forgotten first. Default 5000.
 	MaxThreads int
+	// EventURL is a link prefix to an event's page; the ID is appended.
+	EventURL string
+	// MinSeverity, when set, posts only at that severity or above; an
+	// event that opens as info is posted when it reaches it.
+	MinSeverity string
 }
 
 // Slack posts a message when an alert fires; when it resolves, it rewrites
@@ -66,6 +72,15 @@ type slackThread struct {
 	Updated  bool      `json:"updated,omitempty"`
 	Replied  bool      `json:"replied,omitempty"`
 	Resolved time.Time `json:"resolved,omitzero"`
+	// Chart says the chart image is in the thread.
+	Chart bool `json:"chart,omitempty"`
+}
+
+// sameIncident says whether t is the message of ev's incident. An outage
+// event's ID is its incident (its start may move earlier as members join);
+// an alert's ID is reused by later incidents, told apart by start.
+func (t *slackThread) sameIncident(ev *Event) bool {
+	return t != nil && (ev.IsEvent() || t.Start.Equal(ev.Start))
 }
 
 // NewSlack returns the sink, loading the message map left by a previous run.
@@ -144,29 +159,52 @@ func (s *Slack) Send(ctx context.Context, ev *Event) error {
 }
 
 func (s *Slack) fire(ctx context.Context, ev *Event) error {
-	text, blocks := slackMessage(ev)
+	text, blocks := s.message(ev)
 	opts := []slack.MsgOption{slack.MsgOptionText(text, false), slack.MsgOptionBlocks(blocks...), slack.MsgOptionDisableLinkUnfurl()}
-	if t := s.thread[ev.ID]; t != nil && t.Start.Equal(ev.Start) && t.Resolved.IsZero() {
-		// Same incident sent again (a retry after the post succeeded
-		// but the outbox could not record it): refresh, do not repost.
-		_, _, _, err := s.api.UpdateMessageContext(ctx, t.Channel, t.TS, opts...)
-		return err
+	t := s.thread[ev.ID]
+	if t.sameIncident(ev) && t.Resolved.IsZero() {
+		// The event grew (or the same notification is sent again after
+		// the outbox could not record it): update in place, never a
+		// second message.
+		if _, _, _, err := s.api.UpdateMessageContext(ctx, t.Channel, t.TS, opts...); err != nil {
+			return err
+		}
+	} else {
+		ch, ts, err := s.api.PostMessageContext(ctx, s.cfg.Channel, opts...)
+		if err != nil {
+			return err
+		}
+		if ch == "" {
+			ch = s.cfg.Channel
+		}
+		t = &slackThread{Channel: ch, TS: ts, Start: ev.Start}
+		s.thread[ev.ID] = t
+		if err := s.save(); err != nil {
+			return err
+		}
 	}
-	ch, ts, err := s.api.PostMessageContext(ctx, s.cfg.Channel, opts...)
-	if err != nil {
-		return err
+	if ev.IsEvent() && !t.Chart {
+		if img := ChartPNG(ev, 720, 240); img != nil {
+			_, err := s.api.UploadFileContext(ctx, slack.UploadFileParameters{
+				Filename: "outage-" + ev.ID + ".png", FileSize: len(img), Reader: bytes.NewReader(img),
+				Title:   SignalWords(ev.Signal) + " of " + ev.Entity + " against its baseline",
+				AltTxt:  SignalWords(ev.Signal) + " against " + BaselineWording(ev.BaselineMethod),
+				Channel: t.Channel, ThreadTimestamp: t.TS,
+			})
+			if err != nil {
+				return fmt.Errorf("upload chart: %w", err)
+			}
+		}
+		t.Chart = true
+		return s.save()
 	}
-	if ch == "" {
-		ch = s.cfg.Channel
-	}
-	s.thread[ev.ID] = &slackThread{Channel: ch, TS: ts, Start: ev.Start}
-	return s.save()
+	return nil
 }
 
 func (s *Slack) resolve(ctx context.Context, ev *Event) error {
-	text, blocks := slackMessage(ev)
+	text, blocks := s.message(ev)
 	t := s.thread[ev.ID]
-	if t == nil || !t.Start.Equal(ev.Start) {
+	if !t.sameIncident(ev) {
 		// The firing message is unknown (posted before the state file
 		// existed, or forgotten): a standalone resolve is the best left.
 		_, _, err := s.api.PostMessageContext(ctx, s.cfg.Channel,
@@ -192,8 +230,10 @@ func (s *Slack) resolve(ctx context.Context, ev *Event) error {
 		}
 	}
 	if !t.Replied {
-		reply := fmt.Sprintf("Resolved: %s back to %s (baseline %s), outage lasted %s.",
-			slackEscape(ev.Entity), fmtNum(ev.Observed), fmtNum(ev.Baseline), duration(ev))
+		until := strings.Replace(whenText(ev.End, ev.Labels["country"]), " (", ", ", 1)
+		until = strings.TrimSuffix(until, ")")
+		reply := fmt.Sprintf("Resolved: %s is back; it lasted %s (until %s).",
+			slackEscape(displayName(ev)), duration(ev), until)
 		_, _, err := s.api.PostMessageContext(ctx, t.Channel, slack.MsgOptionText(reply, false), slack.MsgOptionTS(t.TS))
 		if err != nil {
 			return err
@@ -239,50 +279,144 @@ func (s *Slack) save() error {
 	return nil
 }
 
-// slackMessage renders ev as fallback text (notifications, old clients) and
-// blocks.
-func slackMessage(ev *Event) (string, []slack.Block) {
+// message renders ev as fallback text (notifications, old clients) and
+// Block Kit blocks, in words an operator reads at 3 a.m.: names rather
+// than AS numbers, rates rather than bytes per bucket, durations, times.
+func (s *Slack) message(ev *Event) (string, []slack.Block) {
 	icon, word := ":red_circle:", "FIRING"
-	if ev.Severity == "warning" {
+	switch ev.Severity {
+	case "warning":
 		icon = ":large_orange_circle:"
+	case "info":
+		icon = ":large_blue_circle:"
 	}
 	if ev.Status == Resolved {
 		icon, word = ":white_check_mark:", "RESOLVED"
 	}
-	entity := slackEscape(ev.Entity)
-	change := strconv.FormatFloat(ev.ChangePct, 'f', 1, 64) + "%"
-	if ev.ChangePct > 0 {
-		change = "+" + change
+	md := func(s string) *slack.TextBlockObject {
+		return slack.NewTextBlockObject(slack.MarkdownType, s, false, false)
 	}
-	start := ev.Start.UTC().Format(time.RFC3339)
-	text := fmt.Sprintf("%s %s [%s] %s %s %s: observed %s vs baseline %s since %s",
-		icon, word, slackEscape(ev.Severity), entity, slackEscape(ev.Signal), change,
-		fmtNum(ev.Observed), fmtNum(ev.Baseline), start)
-	head := fmt.Sprintf("%s *%s* %s — *%s* %s", icon, word, entity, change, slackEscape(ev.Signal))
+	name := slackEscape(displayName(ev))
+	measure := slackEscape(SignalWords(ev.Signal) + " " + Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+	var blocks []slack.Block
+	var text string
+	if ev.IsEvent() {
+		o := ev.Outage
+		in := "in"
+		if o.Title != "" && o.Title != o.Scope.Name {
+			in = "of"
+		}
+		text = fmt.Sprintf("%s %s [%s] Outage %s %s: %s", icon, word, ev.Severity, in, name, measure)
+		head := fmt.Sprintf("%s *%s: outage %s %s* (%s)", icon, word, in, name, slackEscape(ev.Severity))
+		var lines []string
+		for _, sc := range o.Signals {
+			line := "• *" + slackEscape(SignalWords(sc.Signal)) + "* of " + slackEscape(entityName(ev, sc.Entity)) + ": " +
+				slackEscape(Measure(sc.Signal, sc.Observed, sc.Baseline, sc.ChangePct, ""))
+			if sc.Threshold != "" {
+				line += " _(rule: " + slackEscape(sc.Threshold) + ")_"
+			}
+			lines = append(lines, line)
+		}
+		blocks = append(blocks, slack.NewSectionBlock(md(head+"\n"+strings.Join(lines, "\n")), nil, nil))
+		var scope []string
+		for _, e := range o.Scope.Entities {
+			n := slackEscape(e.Name)
+			if e.Share > 0 && e.Share < 1 {
+				n += fmt.Sprintf(" (%.0f %%)", e.Share*100)
+			}
+			scope = append(scope, n)
+		}
+		fields := []*slack.TextBlockObject{
+			md("*Scope*\n" + strings.Join(scope, ", ")),
+			md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
+			md("*Severity*\n" + fmt.Sprintf("%s (impact %.2f)", slackEscape(ev.Severity), o.Impact)),
+			md("*Confidence*\n" + fmt.Sprintf("%.2f from %d views", o.Confidence, countKinds(o.Signals))),
+		}
+		if ev.Status == Resolved && ev.End != nil {
+			fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))
+		} else {
+			fields = append(fields, md("*Lasting*\n"+HumanDuration(ev.At.Sub(ev.Start))+" so far"))
+		}
+		if ev.Signal != "" {
+			fields = append(fields, md("*Baseline*\n"+slackEscape(BaselineWording(ev.BaselineMethod))))
+		}
+		blocks = append(blocks, slack.NewSectionBlock(nil, fields, nil))
+		if o.Cause != "" {
+			blocks = append(blocks, slack.NewSectionBlock(md("*Likely cause*: "+slackEscape(o.Cause)), nil, nil))
+		}
+		ctxText := fmt.Sprintf("event %s · %d alerts · update %d (%s)", ev.ID, len(o.Members), o.Revision, o.Update)
+		if s.cfg.EventURL != "" {
+			ctxText += " · <" + s.cfg.EventURL + ev.ID + "|open the event>"
+		}
+		blocks = append(blocks, slack.NewContextBlock("", md(ctxText)))
+		return text, blocks
+	}
+	text = fmt.Sprintf("%s %s [%s] %s: %s since %s", icon, word, slackEscape(ev.Severity), name, measure, whenText(&ev.Start, ev.Labels["country"]))
+	head := fmt.Sprintf("%s *%s* %s: %s", icon, word, name, measure)
 	if ev.Summary != "" {
 		head += "\n" + slackEscape(ev.Summary)
 	}
 	fields := []*slack.TextBlockObject{
-		slack.NewTextBlockObject(slack.MarkdownType, "*Entity*\n"+entity, false, false),
-		slack.NewTextBlockObject(slack.MarkdownType, "*Change*\n"+change, false, false),
-		slack.NewTextBlockObject(slack.MarkdownType, "*Observed vs baseline*\n"+fmtNum(ev.Observed)+" vs "+fmtNum(ev.Baseline), false, false),
-		slack.NewTextBlockObject(slack.MarkdownType, "*Severity*\n"+slackEscape(ev.Severity), false, false),
-		slack.NewTextBlockObject(slack.MarkdownType, "*Start*\n"+start, false, false),
+		md("*Baseline*\n" + slackEscape(BaselineWording(ev.BaselineMethod))),
+		md("*Severity*\n" + slackEscape(ev.Severity)),
+		md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
+	}
+	if ev.Threshold != "" {
+		fields = append(fields, md("*Rule*\n"+slackEscape(ev.Threshold)))
 	}
 	if ev.Status == Resolved && ev.End != nil {
-		fields = append(fields, slack.NewTextBlockObject(slack.MarkdownType,
-			"*End*\n"+ev.End.UTC().Format(time.RFC3339)+" ("+duration(ev)+")", false, false))
+		fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))
 	}
 	ctxText := "rule " + slackEscape(ev.Rule) + " · detector " + slackEscape(ev.Detector) + " · alert " + ev.ID
-	if ev.BaselineMethod != "" {
-		ctxText += " · baseline " + slackEscape(ev.BaselineMethod)
-	}
-	blocks := []slack.Block{
-		slack.NewSectionBlock(slack.NewTextBlockObject(slack.MarkdownType, head, false, false), nil, nil),
+	blocks = []slack.Block{
+		slack.NewSectionBlock(md(head), nil, nil),
 		slack.NewSectionBlock(nil, fields, nil),
-		slack.NewContextBlock("", slack.NewTextBlockObject(slack.MarkdownType, ctxText, false, false)),
+		slack.NewContextBlock("", md(ctxText)),
 	}
 	return text, blocks
+}
+
+// displayName is the place or entity in words: the event's scope name, or
+// the alert's labelled name with its entity.
+func displayName(ev *Event) string {
+	if ev.Outage != nil && ev.Title != "" {
+		return ev.Title
+	}
+	if ev.Outage != nil && ev.Scope.Name != "" {
+		return ev.Scope.Name
+	}
+	return entityName(ev, ev.Entity)
+}
+
+func entityName(ev *Event, entity string) string {
+	if ev.Outage != nil {
+		for _, e := range ev.Scope.Entities {
+			if e.Entity == entity && e.Name != "" {
+				return e.Name
+			}
+		}
+	}
+	if entity == ev.Entity && ev.Labels["name"] != "" {
+		return ev.Labels["name"] + " (" + entity + ")"
+	}
+	return entity
+}
+
+func countKinds(sc []SignalChange) int {
+	seen := map[string]bool{}
+	for _, s := range sc {
+		seen[s.Kind] = true
+	}
+	return len(seen)
+}
+
+// whenText writes a time in UTC and, for what is in a country, its local
+// time.
+func whenText(t *time.Time, country string) string {
+	if t == nil {
+		return "unknown"
+	}
+	return When(*t, country)
 }
 
 func fmtNum(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
@@ -291,7 +425,7 @@ func duration(ev *Event) string {
 	if ev.End == nil {
 		return "unknown"
 	}
-	return ev.End.Sub(ev.Start).Round(time.Second).String()
+	return HumanDuration(ev.End.Sub(ev.Start))
 }
 
 // slackEscape escapes the three characters Slack treats as markup in
@@ -302,3 +436,7 @@ func slackEscape(s string) string {
 	}
 	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
 }
+
+// Wants implements Selector: one Slack message per outage event, not one
+// per member alert.
+func (s *Slack) Wants(ev *Event) bool { return ev.PagedAtLeast(s.cfg.MinSeverity) }

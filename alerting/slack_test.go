@@ -146,12 +146,12 @@ func TestSlackResolveUpdatesOriginal(t *testing.T) {
 	post := calls[0]
 	eq(t, "channel", post.form.Get("channel"), "#outages")
 	eq(t, "text", post.form.Get("text"),
-		":red_circle: FIRING [critical] asn:5007 traffic_bytes -97.3%: observed 1.5e+06 vs baseline 5.6e+07 since 2025-04-28T10:35:00Z")
+		":red_circle: FIRING [critical] asn:5007: traffic 40 kbit/s vs 1.5 Mbit/s expected, −97 % since 2025-04-28 10:35 UTC (11:35 Europe/Lisbon)")
 	eq(t, "thread_ts", post.form.Get("thread_ts"), "")
 	got := strings.Join(blockTexts(t, post.form.Get("blocks")), "|")
-	want := ":red_circle: *FIRING* asn:5007 — *-97.3%* traffic_bytes\ntraffic &lt;fell&gt; &amp; stayed down" +
-		"|*Entity*\nasn:5007|*Change*\n-97.3%|*Observed vs baseline*\n1.5e+06 vs 5.6e+07|*Severity*\ncritical|*Start*\n2025-04-28T10:35:00Z" +
-		"|rule traffic-drop · detector traffic_drop · alert " + fire.ID + " · baseline previous_weeks"
+	want := ":red_circle: *FIRING* asn:5007: traffic 40 kbit/s vs 1.5 Mbit/s expected, −97 %\ntraffic &lt;fell&gt; &amp; stayed down" +
+		"|*Baseline*\nthe same time in previous weeks|*Severity*\ncritical|*Started*\n2025-04-28 10:35 UTC (11:35 Europe/Lisbon)" +
+		"|rule traffic-drop · detector traffic_drop · alert " + fire.ID
 	eq(t, "blocks", got, want)
 
 	d = open() // restart
@@ -175,14 +175,14 @@ func TestSlackResolveUpdatesOriginal(t *testing.T) {
 	eq(t, "update channel", up.form.Get("channel"), slackChannelID)
 	eq(t, "update ts", up.form.Get("ts"), post.ts)
 	eq(t, "update text", up.form.Get("text"),
-		":white_check_mark: RESOLVED [critical] asn:5007 traffic_bytes -1.8%: observed 5.5e+07 vs baseline 5.6e+07 since 2025-04-28T10:35:00Z")
-	if b := strings.Join(blockTexts(t, up.form.Get("blocks")), "|"); !strings.Contains(b, "*End*\n2025-04-28T12:10:00Z (1h35m0s)") {
+		":white_check_mark: RESOLVED [critical] asn:5007: traffic 1.5 Mbit/s vs 1.5 Mbit/s expected, −1.8 % since 2025-04-28 10:35 UTC (11:35 Europe/Lisbon)")
+	if b := strings.Join(blockTexts(t, up.form.Get("blocks")), "|"); !strings.Contains(b, "*Ended*\n2025-04-28 12:10 UTC (13:10 Europe/Lisbon), after 1 h 35 min") {
 		t.Errorf("update blocks lack the end: %s", b)
 	}
 	eq(t, "reply method", reply.method, "chat.postMessage")
 	eq(t, "reply channel", reply.form.Get("channel"), slackChannelID)
 	eq(t, "reply thread_ts", reply.form.Get("thread_ts"), post.ts)
-	eq(t, "reply text", reply.form.Get("text"), "Resolved: asn:5007 back to 5.5e+07 (baseline 5.6e+07), outage lasted 1h35m0s.")
+	eq(t, "reply text", reply.form.Get("text"), "Resolved: asn:5007 is back; it lasted 1 h 35 min (until 2025-04-28 12:10 UTC, 13:10 Europe/Lisbon).")
 	st := d.Stats()[0]
 	eq(t, "deduped", st.Deduped, 1)
 	eq(t, "sent", st.Sent, 1)

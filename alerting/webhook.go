@@ -17,11 +17,14 @@ import (
 )
 
 // Webhook headers. The signature lets a receiver check that the body came
-// from this outagewatch (shared secret) and was not altered; the event ID and
-// delivery key let it drop the duplicates that at-least-once delivery can
-// produce after a crash.
+// from this outagewatch (shared secret) and was not altered; it covers the
+// timestamp, so a receiver that refuses old timestamps (five minutes is
+// usual) cannot be fed a recorded request again. The event ID and delivery
+// key let it drop the duplicates that at-least-once delivery can produce
+// after a crash.
 const (
 	HeaderSignature   = "X-Outagewatch-Signature"
+	HeaderTimestamp   = "X-Outagewatch-Timestamp"
 	HeaderEventID     = "X-Outagewatch-Event-Id"
 	HeaderDeliveryKey = "X-Outagewatch-Delivery-Key"
 )
@@ -43,6 +46,11 @@ type WebhookConfig struct {
 	// Client overrides the HTTP client (its Timeout is left alone; the
 	// per-attempt Timeout above applies through the request context).
 	Client *http.Client
+	// Now is the clock of the signature timestamp; default time.Now.
+	Now func() time.Time
+	// MinSeverity, when set, pages only at that severity or above
+	// ("warning" skips info events).
+	MinSeverity string
 }
 
 // Webhook posts events as JSON to an HTTP endpoint.
@@ -58,10 +66,14 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 	}
 	u, err := url.Parse(cfg.URL)
 	if err != nil {
-		return nil, fmt.Errorf("alerting: webhook %s: bad url: %w", cfg.Name, err)
+		// url.Parse quotes the whole URL in its error: keep the secret out.
+		return nil, fmt.Errorf("alerting: webhook %s: bad url %s", cfg.Name, RedactURL(cfg.URL))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" {
-		return nil, fmt.Errorf("alerting: webhook %s: url %q is not http(s)", cfg.Name, cfg.URL)
+		return nil, fmt.Errorf("alerting: webhook %s: url %q is not http(s)", cfg.Name, RedactURL(cfg.URL))
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 10 * time.Second
@@ -76,13 +88,57 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 // Name implements Sink.
 func (w *Webhook) Name() string { return w.cfg.Name }
 
-// Sign returns the value of the signature header for body: "sha256=" and the
-// hex HMAC-SHA256 of the body keyed with secret. Receivers compute the same
-// and compare with hmac.Equal.
-func Sign(secret string, body []byte) string {
+// Sign returns the value of the signature header: "sha256=" and the hex
+// HMAC-SHA256, keyed with secret, of the timestamp header's value, a dot,
+// and the body. Receivers compute the same, compare with hmac.Equal, and
+// refuse timestamps too far from their clock.
+func Sign(secret string, timestamp int64, body []byte) string {
 	m := hmac.New(sha256.New, []byte(secret))
+	m.Write(strconv.AppendInt(nil, timestamp, 10))
+	m.Write([]byte{'.'})
 	m.Write(body)
 	return "sha256=" + hex.EncodeToString(m.Sum(nil))
+}
+
+// ErrBadSignature is returned by Verify.
+var ErrBadSignature = errors.New("webhook signature does not verify")
+
+// Verify is what a receiver written in Go does with a delivery: it checks
+// the signature header against the timestamp header and the body, and
+// refuses a timestamp more than tolerance away from now (a recorded
+// request replayed later).
+func Verify(secret string, body []byte, signature, timestamp string, now time.Time, tolerance time.Duration) error {
+	ts, err := strconv.ParseInt(timestamp, 10, 64)
+	if err != nil {
+		return fmt.Errorf("%w: bad timestamp %q", ErrBadSignature, timestamp)
+	}
+	if d := now.Sub(time.Unix(ts, 0)); d > tolerance || d < -tolerance {
+		return fmt.Errorf("%w: timestamp %s is %s away", ErrBadSignature, timestamp, d.Round(time.Second))
+	}
+	if !hmac.Equal([]byte(signature), []byte(Sign(secret, ts, body))) {
+		return ErrBadSignature
+	}
+	return nil
+}
+
+// RedactURL keeps a URL's scheme and host only: webhook URLs often carry
+// their secret in the path or query, and logs are read by many.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return "(url withheld)"
+	}
+	return u.Scheme + "://" + u.Host
+}
+
+// redactErr rewrites the *url.Error of an HTTP client, which quotes the
+// full URL, to name scheme and host only.
+func redactErr(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("%s %s: %w", ue.Op, RedactURL(ue.URL), ue.Err)
+	}
+	return err
 }
 
 // Send implements Sink. Any non-2xx status or transport error is returned
@@ -96,7 +152,7 @@ func (w *Webhook) Send(ctx context.Context, ev *Event) error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.cfg.URL, bytes.NewReader(body))
 	if err != nil {
-		return fmt.Errorf("alerting: webhook %s: %w", w.cfg.Name, err)
+		return fmt.Errorf("alerting: webhook %s: %w", w.cfg.Name, redactErr(err))
 	}
 	for k, v := range w.cfg.Headers {
 		req.Header.Set(k, v)
@@ -106,11 +162,13 @@ func (w *Webhook) Send(ctx context.Context, ev *Event) error {
 	req.Header.Set(HeaderEventID, ev.ID)
 	req.Header.Set(HeaderDeliveryKey, DeliveryKey(ev))
 	if w.cfg.Secret != "" {
-		req.Header.Set(HeaderSignature, Sign(w.cfg.Secret, body))
+		ts := w.cfg.Now().Unix()
+		req.Header.Set(HeaderTimestamp, strconv.FormatInt(ts, 10))
+		req.Header.Set(HeaderSignature, Sign(w.cfg.Secret, ts, body))
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
-		return fmt.Errorf("alerting: webhook %s: post event %s: %w", w.cfg.Name, ev.ID, err)
+		return fmt.Errorf("alerting: webhook %s: post event %s: %w", w.cfg.Name, ev.ID, redactErr(err))
 	}
 	defer resp.Body.Close()
 	// Read a little of the body: it keeps the connection reusable and
@@ -129,3 +187,7 @@ func (w *Webhook) Send(ctx context.Context, ev *Event) error {
 	}
 	return err
 }
+
+// Wants implements Selector: a webhook pages, so it gets outage events and
+// the alerts that belong to none (feed faults), not each member alert.
+func (w *Webhook) Wants(ev *Event) bool { return ev.PagedAtLeast(w.cfg.MinSeverity) }

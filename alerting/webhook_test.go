@@ -17,7 +17,7 @@ import (
 
 // verifySignature is what a receiver does: recompute and compare in
 // constant time.
-func verifySignature(secret string, body []byte, header string) bool {
+func verifySignature(secret string, body []byte, header, timestamp string) bool {
 	hexSig, ok := strings.CutPrefix(header, "sha256=")
 	if !ok {
 		return false
@@ -27,6 +27,7 @@ func verifySignature(secret string, body []byte, header string) bool {
 		return false
 	}
 	m := hmac.New(sha256.New, []byte(secret))
+	m.Write([]byte(timestamp + "."))
 	m.Write(body)
 	return hmac.Equal(got, m.Sum(nil))
 }
@@ -50,7 +51,9 @@ func TestWebhookSignatureAndBody(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	wh, err := NewWebhook(WebhookConfig{Name: "hook", URL: srv.URL, Secret: "s3cret", Headers: map[string]string{"Authorization": "Bearer x"}})
+	now := time.Unix(1745836500, 0)
+	wh, err := NewWebhook(WebhookConfig{Name: "hook", URL: srv.URL, Secret: "s3cret", Headers: map[string]string{"Authorization": "Bearer x"},
+		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,13 +72,27 @@ func TestWebhookSignatureAndBody(t *testing.T) {
 		t.Errorf("body escapes HTML: %s", r.body)
 	}
 	sig := r.header.Get(HeaderSignature)
-	if !verifySignature("s3cret", r.body, sig) {
+	eq(t, "timestamp", r.header.Get(HeaderTimestamp), "1745836500")
+	if !verifySignature("s3cret", r.body, sig, "1745836500") {
 		t.Errorf("signature %q does not verify", sig)
 	}
-	if verifySignature("other", r.body, sig) {
+	if verifySignature("other", r.body, sig, "1745836500") {
 		t.Error("signature verifies with the wrong secret")
 	}
-	eq(t, "signature", sig, Sign("s3cret", []byte(want)))
+	// A replay with a fresher timestamp header does not verify.
+	if verifySignature("s3cret", r.body, sig, "1745836800") {
+		t.Error("signature verifies with another timestamp")
+	}
+	eq(t, "signature", sig, Sign("s3cret", 1745836500, []byte(want)))
+	if err := Verify("s3cret", r.body, sig, "1745836500", now.Add(time.Minute), 5*time.Minute); err != nil {
+		t.Errorf("verify: %v", err)
+	}
+	if err := Verify("s3cret", r.body, sig, "1745836500", now.Add(10*time.Minute), 5*time.Minute); err == nil {
+		t.Error("a ten-minute-old delivery verifies")
+	}
+	if err := Verify("s3cret", append([]byte(" "), r.body...), sig, "1745836500", now, 5*time.Minute); err == nil {
+		t.Error("an altered body verifies")
+	}
 	eq(t, "event id header", r.header.Get(HeaderEventID), ev.ID)
 	eq(t, "delivery key header", r.header.Get(HeaderDeliveryKey), DeliveryKey(ev))
 	eq(t, "content type", r.header.Get("Content-Type"), "application/json")
@@ -139,5 +156,28 @@ func TestWebhookTimeout(t *testing.T) {
 	err = wh.Send(context.Background(), testEvent(1))
 	if err == nil || !strings.Contains(err.Error(), "deadline exceeded") {
 		t.Fatalf("err = %v, want deadline exceeded", err)
+	}
+}
+
+// A failed delivery names scheme and host only: the path of many webhook
+// URLs is their secret.
+func TestWebhookErrorKeepsSecretOutOfLogs(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	addr := srv.URL
+	srv.Close() // nothing listens there now
+	wh, err := NewWebhook(WebhookConfig{Name: "hook", URL: addr + "/services/T0/B0/XyZsecret?token=alsosecret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wh.Send(context.Background(), testEvent(1))
+	if err == nil {
+		t.Fatal("delivery to a closed port succeeded")
+	}
+	if strings.Contains(err.Error(), "secret") || !strings.Contains(err.Error(), addr) {
+		t.Fatalf("error %q: want scheme and host %s, no path", err, addr)
+	}
+	_, err = NewWebhook(WebhookConfig{Name: "hook", URL: "ftp://host/XyZsecret"})
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Fatalf("bad scheme error %v", err)
 	}
 }

@@ -16,9 +16,11 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -39,6 +41,18 @@ type Config struct {
 	// values observed, which the history does not keep for outliers (it keeps
 	// the prediction). The HTML report records them this way.
 	Tap func(*aggregate.Closed)
+	// Events, when set, receives the outage events (alerts grouped by
+	// place and time, package correlate) after the alerts of the bucket
+	// that opened, grew or resolved them. The correlation runs either way,
+	// so alerts always name their event.
+	Events func(*alerting.Event)
+	// Severity maps an event's impact to its severity; zero values take
+	// correlate.DefaultThresholds.
+	Severity correlate.Thresholds
+	// ZoneOwners maps DNS zones to the network whose outage they belong to.
+	ZoneOwners map[string]uint32
+	// Mute holds silences: a muted alert is recorded but joins no event.
+	Mute []correlate.Muter
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -52,7 +66,9 @@ type Stats struct {
 	Series        int
 	Findings      int64
 	Events        int64
-	Watermark     int64
+	// OutageEvents counts event notifications (open, grow, resolve).
+	OutageEvents int64
+	Watermark    int64
 }
 
 type formatKey struct{ stream, format string }
@@ -81,6 +97,7 @@ type Pipeline struct {
 	silence *detectors.FeedSilence
 	held    held
 	mgr     *alerting.Manager
+	corr    *correlate.Correlator // under mu
 	out     func(*alerting.Event)
 	log     *slog.Logger
 
@@ -89,8 +106,10 @@ type Pipeline struct {
 	errs      map[string]int64
 	findings  int64
 	events    int64
+	outages   int64
 	watermark int64
 	active    []alerting.Event
+	outageNow []alerting.Event
 	// aggStats is the aggregator's counters as of the last record or bucket,
 	// copied under mu so that Stats never reads the aggregator while the
 	// processing goroutine writes it.
@@ -127,6 +146,8 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		p.held.release(end, func(r *ingest.Record) { _ = p.apply(r, false) })
 	})
 	p.agg.Pending(p.held.earliest)
+	p.corr = correlate.New(correlate.Config{Map: cfg.Map, Level: p.level, Severity: cfg.Severity,
+		ZoneOwners: cfg.ZoneOwners, Mute: cfg.Mute})
 	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.agg.BeforeClose, Shared: map[string]any{}}
 	for _, r := range cfg.Rules.Rules {
 		p.rules = append(p.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})
@@ -261,6 +282,29 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 		}
 		br.det.Bucket(c, br.pts, func(f detectors.Finding) { p.emit(br.rule, f) })
 	}
+	p.mu.Lock()
+	evs := p.corr.Flush(time.Unix(0, c.End).UTC())
+	p.outages += int64(len(evs))
+	p.outageNow = p.corr.Active()
+	p.mu.Unlock()
+	if p.cfg.Events != nil {
+		for _, ev := range evs {
+			p.cfg.Events(ev)
+		}
+	}
+}
+
+// level reads a series' history for the correlator's traffic shares.
+func (p *Pipeline) level(signal, entity string, t time.Time) (float64, bool) {
+	sig, ok := obs.Lookup(signal)
+	if !ok {
+		return 0, false
+	}
+	s := p.agg.Series(aggregate.Key{Signal: sig, Entity: entity})
+	if s == nil {
+		return 0, false
+	}
+	return s.Hist.Get(t.UnixNano())
 }
 
 func (p *Pipeline) emit(r *rules.Rule, f detectors.Finding) {
@@ -268,7 +312,11 @@ func (p *Pipeline) emit(r *rules.Rule, f detectors.Finding) {
 	if ev != nil { // names people read: "MTN Uganda (AS20294)", "Spain"
 		ev.Summary, ev.Labels = p.cfg.Map.Annotate(ev.Entity, ev.Summary, ev.Labels)
 	}
-	p.mu.Lock()
+	p.mu.Lock() // the correlator is read by Event from the HTTP side
+	if ev != nil {
+		ev.Kind = alerting.KindAlert
+		p.corr.Add(ev)
+	}
 	p.findings++
 	if ev != nil {
 		p.events++
@@ -291,7 +339,21 @@ func (p *Pipeline) Stats() Stats {
 	}
 	return Stats{Records: recs, DecodeErrors: maps.Clone(p.errs),
 		Observations: as.Observations, Late: as.Late, BucketsClosed: as.BucketsClosed, Series: as.Series,
-		Findings: p.findings, Events: p.events, Watermark: p.watermark}
+		Findings: p.findings, Events: p.events, OutageEvents: p.outages, Watermark: p.watermark}
+}
+
+// Event returns an outage event by ID: open, or among the last resolved.
+func (p *Pipeline) Event(id string) (alerting.Event, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.corr.Event(id)
+}
+
+// ActiveEvents returns the outage events open now, as of the last bucket.
+func (p *Pipeline) ActiveEvents() []alerting.Event {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.outageNow)
 }
 
 // ActiveAlerts returns the alerts firing now.
@@ -313,6 +375,7 @@ type checkpoint struct {
 	Detectors  map[string][]byte
 	Silence    *detectors.FeedSilence
 	Alerts     []byte
+	Outages    []byte
 	Records    map[string]int64
 	Errors     map[string]int64
 	Watermark  int64
@@ -345,6 +408,9 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 		}
 	}
 	if cp.Alerts, err = p.mgr.MarshalBinary(); err != nil {
+		return nil, err
+	}
+	if cp.Outages, err = p.corr.MarshalBinary(); err != nil {
 		return nil, err
 	}
 	st := p.Stats()
@@ -395,6 +461,11 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	if err := p.mgr.UnmarshalBinary(cp.Alerts); err != nil {
 		return err
 	}
+	if len(cp.Outages) > 0 {
+		if err := p.corr.UnmarshalBinary(cp.Outages); err != nil {
+			return err
+		}
+	}
 	if cp.Silence != nil {
 		p.silence = cp.Silence
 	}
@@ -408,6 +479,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 		p.errs = map[string]int64{}
 	}
 	p.active = p.mgr.Active()
+	p.outageNow = p.corr.Active()
 	p.mu.Unlock()
 	return nil
 }

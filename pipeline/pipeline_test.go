@@ -34,8 +34,10 @@ func allRecords(t *testing.T, file string) (*scenario.Spec, []*ingest.Record) {
 func newPipeline(t *testing.T, spec *scenario.Spec, out *bytes.Buffer) *pipeline.Pipeline {
 	t.Helper()
 	sink := alerting.NewJSONL("test", out)
-	p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs},
-		func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) })
+	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+	// Outage events too: an event open across the checkpoint must grow and
+	// resolve exactly as in an uninterrupted run.
+	p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs, Events: send}, send)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,6 +79,9 @@ func TestCheckpointRestoreMidIncident(t *testing.T) {
 	}
 	if len(q.ActiveAlerts()) != len(p.ActiveAlerts()) {
 		t.Fatalf("restored %d active alerts, had %d", len(q.ActiveAlerts()), len(p.ActiveAlerts()))
+	}
+	if a, b := q.ActiveEvents(), p.ActiveEvents(); len(b) != 1 || len(a) != 1 || a[0].ID != b[0].ID || a[0].Revision != b[0].Revision || a[0].Revision == 0 {
+		t.Fatalf("restored events %+v, had %+v", a, b)
 	}
 	if err := replay.Run(q, []replay.Source{replay.NewSliceSource("b", slices.Clone(recs[cut:]))}, nil); err != nil {
 		t.Fatal(err)

@@ -78,7 +78,10 @@ func (w *Webhook) Publish(ctx context.Context, m *Message) error {
 	req.Header.Set("User-Agent", "outagewatch")
 	req.Header.Set(HeaderSeq, strconv.FormatUint(m.Seq, 10))
 	if w.Secret != "" {
-		req.Header.Set(alerting.HeaderSignature, alerting.Sign(w.Secret, body))
+		// Signed as alert webhooks are: over the timestamp and the body.
+		ts := time.Now().Unix()
+		req.Header.Set(alerting.HeaderTimestamp, strconv.FormatInt(ts, 10))
+		req.Header.Set(alerting.HeaderSignature, alerting.Sign(w.Secret, ts, body))
 	}
 	resp, err := w.Client.Do(req)
 	if err != nil {

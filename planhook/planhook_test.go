@@ -33,7 +33,7 @@ func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "load balancer busy", http.StatusServiceUnavailable)
 		return
 	}
-	if r.Header.Get(alerting.HeaderSignature) != alerting.Sign("s3cret", b) {
+	if alerting.Verify("s3cret", b, r.Header.Get(alerting.HeaderSignature), r.Header.Get(alerting.HeaderTimestamp), time.Now(), time.Minute) != nil {
 		http.Error(w, "bad signature", http.StatusForbidden)
 		return
 	}

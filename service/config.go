@@ -18,7 +18,10 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/silence"
 )
 
 // Config is the YAML configuration of `outagewatch run` (see
@@ -41,6 +44,12 @@ type Config struct {
 	LocalASNs []uint32 `yaml:"local_asns"`
 	Sinks     []Sink   `yaml:"sinks"`
 	HTTP      HTTP     `yaml:"http"`
+	// Correlation tunes the outage events: impact thresholds of severity
+	// and zones whose failures belong to a network's outage.
+	Correlation Correlation `yaml:"correlation"`
+	// Silences are maintenance windows set in the config; more can be set
+	// through POST /api/v1/silences (persisted under data_dir).
+	Silences []silence.Silence `yaml:"silences"`
 
 	// file is where the config was read from, for relative paths.
 	file string
@@ -74,11 +83,36 @@ type Topic struct {
 	Format string `yaml:"format"`
 }
 
+// Correlation configures the correlation stage.
+type Correlation struct {
+	// Severity: impact (drop × share × duration factor) at which an event
+	// is a warning or critical, and the duration at which the duration
+	// factor reaches 1. Zero keeps correlate.DefaultThresholds.
+	Severity correlate.Thresholds `yaml:"severity"`
+	// ZoneOwners maps a DNS zone to the AS whose outage its failures
+	// belong to; unlisted zones are matched to networks by name.
+	ZoneOwners map[string]uint32 `yaml:"zone_owners"`
+}
+
 // Sink is one alert destination.
 type Sink struct {
 	Name string `yaml:"name"`
-	// Type is "jsonl", "webhook" or "slack".
+	// Type is "jsonl", "webhook", "slack" or "alertmanager".
 	Type string `yaml:"type"`
+	// Headers are added to every request of a webhook or alertmanager
+	// sink (an Authorization header, a tenant ID).
+	Headers map[string]string `yaml:"headers"`
+	// RateLimit caps deliveries to this sink.
+	RateLimit struct {
+		PerSecond float64 `yaml:"per_second"`
+		Burst     int     `yaml:"burst"`
+	} `yaml:"rate_limit"`
+	// EventURL is a link prefix to an event's page; the event ID is
+	// appended (Slack's "open" link, Alertmanager's generatorURL).
+	EventURL string `yaml:"event_url"`
+	// MinSeverity makes a slack or webhook sink page only at that
+	// severity or above (info, warning, critical).
+	MinSeverity string `yaml:"min_severity"`
 	// Path of a jsonl sink; "-" is stdout.
 	Path string `yaml:"path"`
 	// URL and SecretEnv of a webhook sink: the secret is read from the
@@ -217,11 +251,41 @@ func (c *Config) validate() error {
 			if s.TokenEnv == "" || s.Channel == "" {
 				return fmt.Errorf("sinks[%d] %s: slack needs token_env and channel", i, s.Name)
 			}
+		case "alertmanager":
+			if s.URL == "" {
+				return fmt.Errorf("sinks[%d] %s: alertmanager needs url (its base, http://alertmanager:9093)", i, s.Name)
+			}
 		default:
-			return fmt.Errorf("sinks[%d] %s: unknown type %q (jsonl, webhook, slack)", i, s.Name, s.Type)
+			return fmt.Errorf("sinks[%d] %s: unknown type %q (jsonl, webhook, slack, alertmanager)", i, s.Name, s.Type)
+		}
+		if s.MinSeverity != "" && alerting.SeverityRank(s.MinSeverity) == 0 {
+			return fmt.Errorf("sinks[%d] %s: min_severity %q: want info, warning or critical", i, s.Name, s.MinSeverity)
+		}
+		if s.RateLimit.PerSecond < 0 || s.RateLimit.Burst < 0 {
+			return fmt.Errorf("sinks[%d] %s: rate_limit: per_second and burst must not be negative", i, s.Name)
+		}
+	}
+	th := c.Correlation.Severity
+	if th.Warning < 0 || th.Critical < 0 || th.FullAfter < 0 || th.Warning > 0 && th.Critical > 0 && th.Critical <= th.Warning {
+		return errors.New("correlation.severity: warning and critical must be positive, critical above warning")
+	}
+	for i := range c.Silences {
+		if err := c.Silences[i].Validate(); err != nil {
+			return fmt.Errorf("silences[%d]: %w", i, err)
 		}
 	}
 	return nil
+}
+
+// rateLimits returns the configured per-sink rate limits.
+func (c *Config) rateLimits() map[string]alerting.RateLimit {
+	out := map[string]alerting.RateLimit{}
+	for _, s := range c.Sinks {
+		if s.RateLimit.PerSecond > 0 {
+			out[s.Name] = alerting.RateLimit{PerSecond: s.RateLimit.PerSecond, Burst: s.RateLimit.Burst}
+		}
+	}
+	return out
 }
 
 // topic returns the binding of a topic name.

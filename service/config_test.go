@@ -41,6 +41,11 @@ func TestConfigErrors(t *testing.T) {
 		strings.Replace(base, "data_dir: /tmp/x\n", "", 1):                                   "data_dir: required",
 		base + "sinks: [{name: a, type: carrier-pigeon}]\n":                                  `unknown type "carrier-pigeon"`,
 		base + "sinks: [{name: a, type: jsonl, path: -}, {name: a, type: jsonl, path: -}]\n": `sink "a" listed twice`,
+		base + "sinks: [{name: am, type: alertmanager}]\n":                                   "c.yaml: sinks[0] am: alertmanager needs url",
+		base + "silences: [{entity: 'asn:1', start: 2025-01-01T00:00:00Z, end: 2025-01-01T00:00:00Z, author: a, comment: c}]\n": "c.yaml: silences[0]: end: must be after start",
+		base + "silences: [{entity: 'asn:1', start: 2025-01-01T00:00:00Z, end: 2025-01-02T00:00:00Z, author: a}]\n":             "silences[0]: comment: required",
+		base + "correlation: {severity: {warning: 0.3, critical: 0.2}}\n":                                                       "correlation.severity",
+		base + "correlation: {severity: {full_after: soon}}\n":                                                                  "c.yaml:5: ",
 	}
 	for text, want := range cases {
 		_, err := ParseConfig("c.yaml", []byte(text))
@@ -54,6 +59,16 @@ func TestConfigErrors(t *testing.T) {
 	}
 	if c.HTTP.Listen != "127.0.0.1:9310" || c.Kafka.GroupID != "outagewatch" || c.CheckpointInterval != DefaultCheckpointInterval {
 		t.Errorf("defaults: %+v", c)
+	}
+	c, err = ParseConfig("c.yaml", []byte(base+`correlation: {severity: {warning: 0.1, critical: 0.4, full_after: 1h}, zone_owners: {virginmedia.com: 5089}}
+sinks: [{name: am, type: alertmanager, url: "http://am:9093", headers: {X-Scope-OrgID: noc}, rate_limit: {per_second: 2, burst: 5}}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Correlation.Severity.FullAfter != time.Hour || c.Correlation.ZoneOwners["virginmedia.com"] != 5089 ||
+		c.Sinks[0].Headers["X-Scope-OrgID"] != "noc" || c.rateLimits()["am"].Burst != 5 {
+		t.Errorf("correlation and sink options: %+v", c)
 	}
 }
 

@@ -98,8 +98,8 @@ func buildFixture() error {
 	// Replay of the very records the tests produce.
 	var out bytes.Buffer
 	sink := alerting.NewJSONL("replay", &out)
-	p, err := pipeline.New(pipeline.Config{Rules: fix.set, Map: fix.m, LocalASNs: fix.local, Logger: quietLog()},
-		func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) })
+	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+	p, err := pipeline.New(pipeline.Config{Rules: fix.set, Map: fix.m, LocalASNs: fix.local, Logger: quietLog(), Events: send}, send)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package service
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/silence"
 )
 
 func (s *Service) listen() error {
@@ -39,7 +41,13 @@ func (s *Service) listen() error {
 //	GET  /metrics              Prometheus metrics
 //	GET  /healthz              200 while the main loop is alive
 //	GET  /readyz               200 when consuming, 503 with the reason otherwise
-//	GET  /api/v1/alerts        the alerts firing now, as JSON
+//	GET  /api/v1/alerts        the alerts firing now, as JSON (each names its
+//	                           outage event, or why it is muted)
+//	GET  /api/v1/events        the outage events open now
+//	GET  /api/v1/events/{id}   one event, open or among the last resolved
+//	GET  /api/v1/silences      silences and maintenance windows
+//	POST /api/v1/silences      add one (bearer token required)
+//	DELETE /api/v1/silences/{id}  remove one (bearer token required)
 //	POST /api/v1/checkpoint    write a checkpoint now (bearer token required)
 func (s *Service) Handler() http.Handler {
 	mux := http.NewServeMux()
@@ -78,6 +86,62 @@ func (s *Service) Handler() http.Handler {
 		}
 		_ = enc.Encode(body)
 	})
+	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
+		evs := s.p.ActiveEvents()
+		if evs == nil {
+			evs = []alerting.Event{}
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Events []alerting.Event `json:"events"`
+		}{evs})
+	})
+	mux.HandleFunc("GET /api/v1/events/{id}", func(w http.ResponseWriter, r *http.Request) {
+		ev, ok := s.p.Event(r.PathValue("id"))
+		if !ok {
+			http.Error(w, "no such event (open, or among the last 200 resolved)", http.StatusNotFound)
+			return
+		}
+		writeJSON(w, http.StatusOK, ev)
+	})
+	mux.HandleFunc("GET /api/v1/silences", func(w http.ResponseWriter, r *http.Request) {
+		l := s.silences.List()
+		if l == nil {
+			l = []silence.Silence{}
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Silences []silence.Silence `json:"silences"`
+		}{l})
+	})
+	mux.HandleFunc("POST /api/v1/silences", s.authorized(func(w http.ResponseWriter, r *http.Request) {
+		var in silence.Silence
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&in); err != nil {
+			http.Error(w, "silence: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := s.silences.Add(in)
+		if err != nil {
+			http.Error(w, "silence: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		s.log.Info("silence added", "id", out.ID, "author", out.Author, "entity", out.Entity, "start", out.Start, "end", out.End, "comment", out.Comment)
+		writeJSON(w, http.StatusCreated, out)
+	}))
+	mux.HandleFunc("DELETE /api/v1/silences/{id}", s.authorized(func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("id")
+		switch err := s.silences.Delete(id); {
+		case errors.Is(err, silence.ErrNotFound):
+			http.Error(w, err.Error(), http.StatusNotFound)
+		case errors.Is(err, silence.ErrFromConfig):
+			http.Error(w, err.Error(), http.StatusConflict)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+		default:
+			s.log.Info("silence deleted", "id", id)
+			w.WriteHeader(http.StatusNoContent)
+		}
+	}))
 	mux.HandleFunc("POST /api/v1/checkpoint", s.authorized(func(w http.ResponseWriter, r *http.Request) {
 		if err := s.Checkpoint(r.Context()); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
@@ -87,6 +151,14 @@ func (s *Service) Handler() http.Handler {
 	}))
 	mux.Handle("/", s.statusPage()) // the outage page: /, /incident/{id}, /api/v1/incidents
 	return mux
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v)
 }
 
 // authorized guards state-changing endpoints with the bearer token named by

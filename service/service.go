@@ -18,10 +18,12 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/silence"
 )
 
 // Options carry what a config file cannot: the parts a caller (the command,
@@ -97,6 +99,9 @@ type Service struct {
 
 	kill     chan struct{}
 	killOnce sync.Once
+
+	// silences of the config and the API; the pipeline reads them
+	silences *silence.Store
 }
 
 type assignReq struct {
@@ -149,12 +154,18 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	if oc.Logger == nil {
 		oc.Logger = log
 	}
-	if s.disp, err = alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(cfg.DataDir, "outbox"), Outbox: oc}, sinks...); err != nil {
+	if s.silences, err = silence.Open(filepath.Join(cfg.DataDir, "silences.json"), cfg.Silences); err != nil {
+		return nil, err
+	}
+	if s.disp, err = alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(cfg.DataDir, "outbox"), Outbox: oc,
+		RateLimits: cfg.rateLimits()}, sinks...); err != nil {
 		return nil, err
 	}
 	pc := pipeline.Config{
 		Aggregate: aggregate.Config{Width: int64(cfg.BucketWidth), Lateness: int64(cfg.Lateness), History: cfg.History},
 		Rules:     set, Map: m, LocalASNs: cfg.LocalASNs, Logger: log,
+		Events: s.dispatch, Severity: cfg.Correlation.Severity, ZoneOwners: cfg.Correlation.ZoneOwners,
+		Mute: []correlate.Muter{s.silences},
 	}
 	if s.p, err = pipeline.New(pc, s.dispatch); err != nil {
 		s.disp.Close()

@@ -36,7 +36,8 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 					return nil, fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, sc.SecretEnv)
 				}
 			}
-			w, err := alerting.NewWebhook(alerting.WebhookConfig{Name: sc.Name, URL: sc.URL, Secret: secret})
+			w, err := alerting.NewWebhook(alerting.WebhookConfig{Name: sc.Name, URL: sc.URL, Secret: secret, Headers: sc.Headers,
+				MinSeverity: sc.MinSeverity})
 			if err != nil {
 				return nil, err
 			}
@@ -47,11 +48,18 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 				return nil, fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, sc.TokenEnv)
 			}
 			sl, err := alerting.NewSlack(alerting.SlackConfig{Name: sc.Name, Token: tok, Channel: sc.Channel,
-				StateDir: filepath.Join(outboxDir, sc.Name)})
+				StateDir: filepath.Join(outboxDir, sc.Name), EventURL: sc.EventURL, MinSeverity: sc.MinSeverity})
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, sl)
+		case "alertmanager":
+			am, err := alerting.NewAlertmanager(alerting.AlertmanagerConfig{Name: sc.Name, URL: sc.URL,
+				GeneratorURL: sc.EventURL, Headers: sc.Headers})
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, am)
 		}
 	}
 	return out, nil

@@ -112,7 +112,7 @@ func TestActionsTM(t *testing.T) {
 	var bodies []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		if r.Header.Get(alerting.HeaderSignature) != alerting.Sign("k", b) {
+		if alerting.Verify("k", b, r.Header.Get(alerting.HeaderSignature), r.Header.Get(alerting.HeaderTimestamp), time.Now(), time.Minute) != nil {
 			http.Error(w, "bad signature", http.StatusForbidden)
 			return
 		}

@@ -42,6 +42,8 @@ type replayOpts struct {
 	serve  string // after the replay, serve the outage page here
 	// recorder keeps observed values for the report.
 	recorder *report.Recorder
+	// events receives outage events (replay prints them with the alerts).
+	events func(*alerting.Event)
 }
 
 func replayCmd() *cobra.Command {
@@ -75,6 +77,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 			if o.report != "" || o.serve != "" {
 				o.recorder = report.NewRecorder()
 			}
+			o.events = func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
 			_, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
@@ -178,7 +181,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		}
 		srcs = append(srcs, s)
 	}
-	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local, Logger: log}
+	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local, Logger: log, Events: o.events}
 	if o.recorder != nil {
 		cfg.Tap = o.recorder.Bucket
 	}

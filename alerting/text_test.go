@@ -1,0 +1,68 @@
+package alerting
+
+import (
+	"os"
+	"testing"
+	"time"
+)
+
+func TestHumanWording(t *testing.T) {
+	for _, c := range []struct{ got, want string }{
+		// 4.5e10 bytes in a 5-minute bucket is 1.2 Gbit/s.
+		{Measure("traffic_bytes", 4.5e10, 1.47e12, -96.9, "similar_days"), "1.2 Gbit/s vs 39 Gbit/s expected, −97 %"},
+		{Measure("latency_p50", 40, 22, 81.8, "previous_days"), "40 ms vs 22 ms expected, +82 %"},
+		{Measure("dns_failure_ratio", 0.962, 0, 0, ""), "96.2 % vs 0 % expected"},
+		{Measure("packet_loss", 0.081, 0.1, 0, "threshold"), "8.1 % of packets lost (a destination counts as lossy from 10 %)"},
+		{Human("dns_queries", 3000), "10 queries/s"},
+		{Human("bgp_announced_v6", 97896), "98k /48s"},
+		{HumanChange(-4.25), "−4.3 %"},
+		{HumanDuration(116*time.Hour + 35*time.Minute), "4 d 20 h"},
+		{HumanDuration(95 * time.Minute), "1 h 35 min"},
+		{HumanDuration(35 * time.Minute), "35 min"},
+		{BaselineWording("similar_days"), "the same time on similar days"},
+	} {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+}
+
+func TestMain(m *testing.M) {
+	// The tz database's table as shipped in testdata, so local times do
+	// not depend on what the machine has installed.
+	ZoneTab = "testdata/zone.tab"
+	os.Exit(m.Run())
+}
+
+func TestLocalTime(t *testing.T) {
+	at := time.Date(2025, 4, 28, 10, 35, 0, 0, time.UTC)
+	for cc, want := range map[string]string{
+		"ES": "2025-04-28 10:35 UTC (12:35 Europe/Madrid)",
+		"UG": "2025-04-28 10:35 UTC (13:35 Africa/Kampala)",
+		"XX": "2025-04-28 10:35 UTC",
+		"":   "2025-04-28 10:35 UTC",
+	} {
+		if got := When(at, cc); got != want {
+			t.Errorf("%s: %q, want %q", cc, got, want)
+		}
+	}
+	if got := When(time.Date(2021, 1, 13, 22, 30, 0, 0, time.UTC), "UG"); got != "2021-01-13 22:30 UTC (Jan 14 01:30 Africa/Kampala)" {
+		t.Errorf("next local day: %q", got)
+	}
+}
+
+// What a rule fires at, from its params as the rules file spells them.
+func TestThresholdText(t *testing.T) {
+	type params struct {
+		Threshold float64 `yaml:"threshold"`
+		For       string  `yaml:"for"`
+		Critical  float64 `yaml:"critical"`
+		MinQ      int     `yaml:"min_queries"`
+	}
+	if got := ThresholdText(&params{Threshold: 0.4, For: "10m0s", Critical: 0.85, MinQ: 50}); got != "threshold 40 %, for 10 min, critical at 85 %" {
+		t.Errorf("got %q", got)
+	}
+	if got := ThresholdText(nil); got != "" {
+		t.Errorf("nil params: %q", got)
+	}
+}
