@@ -6,9 +6,9 @@
 // font or image from elsewhere, so they work on an isolated network and
 // read well on a phone.
 //
-// What it shows comes through Source, one small interface: today an
-// adapter that groups alert events by place, later the outage events of a
-// correlation stage, without the page changing.
+// What it shows comes through Source, one small interface. Store, the one
+// the service and replay use, shows the correlation stage's outage events
+// as incidents, and groups by place whatever alerts belong to no event.
 package statuspage
 
 import (
@@ -78,6 +78,8 @@ type Charts interface {
 type Store struct {
 	mu     sync.RWMutex
 	alerts map[string]alerting.Event
+	// outages holds the latest notification of each outage event.
+	outages map[string]alerting.Event
 	now    time.Time
 	// Recent is how long an ended incident stays listed; a day when 0.
 	Recent time.Duration
@@ -87,7 +89,9 @@ type Store struct {
 }
 
 // NewStore returns an empty store.
-func NewStore() *Store { return &Store{alerts: map[string]alerting.Event{}} }
+func NewStore() *Store {
+	return &Store{alerts: map[string]alerting.Event{}, outages: map[string]alerting.Event{}}
+}
 
 // Name is the sink name.
 func (s *Store) Name() string { return "statuspage" }
@@ -102,10 +106,14 @@ func (s *Store) Send(_ context.Context, ev *alerting.Event) error {
 func (s *Store) Add(ev alerting.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if old, ok := s.alerts[ev.ID]; ok && old.At.After(ev.At) {
+	into := s.alerts
+	if ev.IsEvent() {
+		into = s.outages
+	}
+	if old, ok := into[ev.ID]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
 		return // an older event delivered late
 	}
-	s.alerts[ev.ID] = ev
+	into[ev.ID] = ev
 	if ev.At.After(s.now) {
 		s.now = ev.At
 	}
@@ -122,6 +130,7 @@ func (s *Store) Now() time.Time {
 func (s *Store) Incidents() []Incident {
 	s.mu.RLock()
 	evs := slices.Collect(maps.Values(s.alerts))
+	outs := slices.Collect(maps.Values(s.outages))
 	now := s.now
 	s.mu.RUnlock()
 	if s.Active != nil {
@@ -142,8 +151,56 @@ func (s *Store) Incidents() []Incident {
 	if recent == 0 {
 		recent = 24 * time.Hour
 	}
-	out := Group(evs)
+	out := FromOutages(outs, evs)
 	return slices.DeleteFunc(out, func(in Incident) bool { return in.End != nil && now.Sub(*in.End) > recent })
+}
+
+// FromOutages makes an incident of each outage event (its title, scope,
+// signals, severity and confidence as the correlation stage judged them,
+// its member alerts from alerts), and groups by place the alerts that
+// belong to no event (feed faults, muted alerts).
+func FromOutages(outages, alerts []alerting.Event) []Incident {
+	byID := map[string]alerting.Event{}
+	for _, a := range alerts {
+		byID[a.ID] = a
+	}
+	var out []Incident
+	inEvent := map[string]bool{}
+	for _, o := range outages {
+		if o.Outage == nil {
+			continue
+		}
+		in := Incident{ID: o.ID, Place: cmp.Or(o.Title, o.Scope.Name, o.Entity), Start: o.Start, End: o.End,
+			Severity: o.Severity, Confidence: o.Confidence, Silenced: o.Muted != ""}
+		for _, e := range o.Scope.Entities {
+			if strings.HasPrefix(e.Entity, "asn:") {
+				in.Networks = append(in.Networks, cmp.Or(e.Name, e.Entity))
+			}
+		}
+		seen := map[string]bool{}
+		for _, sc := range o.Signals {
+			if !seen[sc.Signal] {
+				seen[sc.Signal] = true
+				in.Signals = append(in.Signals, sc.Signal)
+			}
+		}
+		for _, id := range o.Members {
+			inEvent[id] = true
+			if a, ok := byID[id]; ok {
+				in.Alerts = append(in.Alerts, a)
+			}
+		}
+		out = append(out, in)
+	}
+	var rest []alerting.Event
+	for _, a := range alerts {
+		if !inEvent[a.ID] {
+			rest = append(rest, a)
+		}
+	}
+	out = append(out, Group(rest)...)
+	sortIncidents(out)
+	return out
 }
 
 // place returns the key alerts are grouped by and its display name.
@@ -208,6 +265,13 @@ func Group(evs []alerting.Event) []Incident {
 		finish(in)
 		out = append(out, *in)
 	}
+	sortIncidents(out)
+	return out
+}
+
+// sortIncidents puts active incidents first (newest first), then ended
+// ones (most recently ended first).
+func sortIncidents(out []Incident) {
 	slices.SortStableFunc(out, func(a, b Incident) int {
 		switch {
 		case a.Active() != b.Active():
@@ -221,7 +285,6 @@ func Group(evs []alerting.Event) []Incident {
 			return cmp.Or(b.End.Compare(*a.End), b.Start.Compare(a.Start))
 		}
 	})
-	return out
 }
 
 // finish fills the incident's summary fields from its members.

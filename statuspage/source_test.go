@@ -96,3 +96,43 @@ func TestStoreConcurrent(t *testing.T) {
 		t.Fatalf("%+v, now %v", ins, s.Now())
 	}
 }
+
+// Outage events from the correlation stage are the incidents, as it judged
+// them; alerts in no event (a feed fault) are grouped beside them.
+func TestStoreShowsOutageEvents(t *testing.T) {
+	t0 := time.Date(2021, 1, 13, 17, 0, 0, 0, time.UTC)
+	alert := func(id, entity, signal, event string) alerting.Event {
+		return alerting.Event{Kind: alerting.KindAlert, ID: id, Status: alerting.Firing, Entity: entity, Signal: signal,
+			Severity: "warning", Start: t0, At: t0, OutageEvent: event}
+	}
+	out := func(rev int, members ...string) alerting.Event {
+		return alerting.Event{Kind: alerting.KindEvent, ID: "ev1", Status: alerting.Firing, Entity: "country:UG",
+			Severity: "critical", Start: t0, At: t0.Add(time.Duration(rev) * 5 * time.Minute),
+			Outage: &alerting.Outage{Title: "Uganda", Confidence: 0.85, Members: members, Revision: rev,
+				Scope: alerting.Scope{Place: "country:UG", Name: "Uganda", Entities: []alerting.ScopeEntity{
+					{Entity: "country:UG", Name: "Uganda"}, {Entity: "asn:20294", Name: "MTN Uganda (AS20294)"}}},
+				Signals: []alerting.SignalChange{{Kind: "traffic", Signal: "traffic_bytes"}, {Kind: "routing", Signal: "bgp_announced_v4"}}}}
+	}
+	s := NewStore()
+	for _, ev := range []alerting.Event{
+		alert("a", "country:UG", "traffic_bytes", "ev1"),
+		alert("b", "asn:20294", "bgp_announced_v4", "ev1"),
+		alert("f", "feed:bgp@rrc00", "bgp_full_feed_peers", ""),
+		out(2, "a", "b"),
+		out(1, "a"), // an older revision delivered late changes nothing
+	} {
+		s.Add(ev)
+	}
+	ins := s.Incidents()
+	if len(ins) != 2 {
+		t.Fatalf("%d incidents, want the event and the feed fault: %+v", len(ins), ins)
+	}
+	ug := ins[0]
+	if ug.ID != "ev1" || ug.Place != "Uganda" || ug.Severity != "critical" || ug.Confidence != 0.85 || len(ug.Alerts) != 2 ||
+		len(ug.Networks) != 1 || ug.Networks[0] != "MTN Uganda (AS20294)" || len(ug.Signals) != 2 {
+		t.Fatalf("event incident %+v", ug)
+	}
+	if ins[1].Place != "feed:bgp@rrc00" || len(ins[1].Alerts) != 1 {
+		t.Fatalf("feed fault incident %+v", ins[1])
+	}
+}

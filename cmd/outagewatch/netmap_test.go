@@ -96,11 +96,14 @@ func TestUgandaAlertsNameNetworks(t *testing.T) {
 	seen := map[string]int{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 		var ev struct {
-			Entity, Status, Summary string
-			Labels                  map[string]string
+			Kind, Entity, Status, Summary string
+			Labels                        map[string]string
 		}
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
 			t.Fatal(err)
+		}
+		if ev.Kind != "alert" {
+			continue // outage events are named by their title
 		}
 		switch ev.Entity {
 		case "asn:20294":

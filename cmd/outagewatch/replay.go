@@ -73,11 +73,16 @@ not found on disk is taken from the ones bundled in the binary.`,
 			bw := bufio.NewWriter(w)
 			defer bw.Flush()
 			sink := alerting.NewJSONL("replay", bw)
-			var events []alerting.Event
+			var events, outages []alerting.Event
 			if o.report != "" || o.serve != "" {
 				o.recorder = report.NewRecorder()
 			}
-			o.events = func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+			o.events = func(ev *alerting.Event) {
+				_ = sink.Send(context.Background(), ev)
+				if o.serve != "" {
+					outages = append(outages, *ev)
+				}
+			}
 			_, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
@@ -96,7 +101,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 			}
 			if o.serve != "" {
 				bw.Flush()
-				return serveStatus(cmd.Context(), o.serve, strings.Join(args, ", "), events, o.recorder)
+				return serveStatus(cmd.Context(), o.serve, strings.Join(args, ", "), append(events, outages...), o.recorder)
 			}
 			return nil
 		},
