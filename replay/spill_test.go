@@ -137,3 +137,41 @@ func TestRunEncodingRoundTrip(t *testing.T) {
 		t.Errorf("cut run: %v, want %v", err, errShortRun)
 	}
 }
+
+// A file longer than a run is read through FromFile into runs on disk, not
+// into memory: the source merges them back in time order, and the summary
+// counts every line.
+func TestFromFileSpillsLongFile(t *testing.T) {
+	smallRuns(t, 16, 4)
+	src, err := FromFile("long.csv", "line", func(fn func(ingest.Record) error) (ReadStats, error) {
+		for i := range 500 {
+			// ten interleaved entities, each in time order, the file not
+			tm := int64(i%10)*1000 + int64(i/10)
+			if err := fn(ingest.Record{Stream: "observations", Format: "csv", Offset: int64(i + 2), Time: tm}); err != nil {
+				return ReadStats{}, err
+			}
+		}
+		return ReadStats{Lines: 501, Skipped: map[string]int64{"time": 1}, FirstBad: 1}, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := src.Source.(*spilledSource); !ok {
+		t.Fatalf("source is %T, want the runs merged from disk", src.Source)
+	}
+	got := drain(t, src)
+	if len(got) != 500 || src.Len() != 500 {
+		t.Fatalf("%d records, Len %d, want 500", len(got), src.Len())
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Time < got[i-1].Time {
+			t.Fatalf("record %d at %d after %d", i, got[i].Time, got[i-1].Time)
+		}
+	}
+	if got[0].Topic != "long.csv" {
+		t.Errorf("topic %q, want the file's name", got[0].Topic)
+	}
+	if s := src.Summary(); s.Read != 501 || s.Skipped["time"] != 1 || s.FirstBad != 1 {
+		t.Errorf("summary %+v", s)
+	}
+}
