@@ -76,4 +76,7 @@ if ((all)); then
 	run ./ingest/bgp -run '^$' -bench 'RIBLoad|OriginAS' -benchmem -benchtime "$bt"
 	run ./bgp -run '^$' -bench . -benchmem -benchtime "$bt"
 	run ./alerting -run '^$' -bench . -benchmem -benchtime "$bt"
+	# first- against last-day throughput as history fills; sizes from
+	# OUTAGEWATCH_SCALE_SERIES (1000) and OUTAGEWATCH_SCALE_DAYS (14)
+	run ./replay -run '^$' -bench Scale -benchtime 1x -timeout 60m
 fi
