@@ -5,7 +5,8 @@
 # a shared or slower machine moves both figures, not much their ratio.
 #   scripts/bench.sh [benchtime [count]]     ratios (defaults: 1s, 3 runs)
 #   scripts/bench.sh --all [benchtime]       and every other benchmark, raw
-# Ratios are of medians over the runs, higher is better for the benchmark.
+# Ratios are medians of the per-run ratios, higher is better for the
+# benchmark; the range shows how much they moved.
 # Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,25 +14,35 @@ all=0
 if [[ ${1:-} == --all ]]; then all=1; shift; fi
 bt=${1:-1s}
 count=${2:-3}
-out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out bin=$tmp/pkg.test
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
-echo "benchtime $bt, $count runs; figures are medians"
-printf '%-44s %16s %16s %7s\n' "benchmark ÷ yardstick" "benchmark" "yardstick" "ratio"
+echo "benchtime $bt, $count alternating runs; medians, and the range of the per-run ratios"
+printf '%-44s %16s %16s %7s  %s\n' "benchmark ÷ yardstick" "benchmark" "yardstick" "ratio" "range"
 
-# pair PKG BENCH YARD UNIT [go test flags...]: runs both, prints the ratio.
-# UNIT is the metric compared: a rate (records/s: higher is better) or
-# ns/op (lower is better; the ratio is turned so that higher is better).
+# pair PKG BENCH YARD UNIT [test flags...]: builds the package's test
+# binary once, then runs benchmark and yardstick alternately, count times,
+# so that a change in the machine's load meets both; prints the median of
+# the per-run ratios and their range. UNIT is the metric compared: a rate
+# (records/s, higher is better) or ns/op (lower is better; the ratio is
+# turned so that higher is better for the benchmark).
 pair() {
-	local pkg=$1 bench=$2 yard=$3 unit=$4 bmetric=$4
+	local pkg=$1 bench=$2 yard=$3 unit=$4 bmetric=$4 i
 	shift 4
 	if [[ $unit == steady-records/s ]]; then unit=records/s; fi
-	go test "$pkg" -run '^$' -bench "^Benchmark(${bench}|${yard})\$" -benchtime "$bt" -count "$count" "$@" >"$out" 2>&1 || {
-		echo "FAILED: go test $pkg -bench ${bench}|${yard}" >&2
-		tail -20 "$out" >&2
-		return 1
-	}
+	go test -c -o "$bin" "$pkg" || return 1
+	: >"$out"
+	for ((i = 0; i < count; i++)); do
+		for name in "$bench" "$yard"; do
+			(cd "$pkg" && "$bin" -test.run '^$' -test.bench "^Benchmark${name}\$" -test.benchtime "$bt" "$@") >>"$out" 2>&1 || {
+				echo "FAILED: $pkg Benchmark$name" >&2
+				tail -20 "$out" >&2
+				return 1
+			}
+		done
+	done
 	awk -v b="Benchmark$bench" -v y="Benchmark$yard" -v bm="$bmetric" -v ym="$unit" -v label="$pkg $bench ÷ $yard" '
 	function med(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
@@ -44,17 +55,21 @@ pair() {
 		if (name == y && (v = metric(ym)) != "") yv[++ny] = v
 	}
 	END {
-		if (nb == 0 || ny == 0) { printf "%-44s %s\n", label, "no figures (did the benchmarks run?)"; exit 1 }
+		if (nb == 0 || ny == 0 || nb != ny) { printf "%-44s %s\n", label, "no figures (did the benchmarks run?)"; exit 1 }
+		lo = 1e300; hi = 0
+		for (i = 1; i <= nb; i++) {
+			r[i] = (ym == "ns/op") ? yv[i] / bv[i] : bv[i] / yv[i]
+			if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i]
+		}
 		B = med(bv, nb); Y = med(yv, ny)
-		r = (ym == "ns/op") ? Y / B : B / Y
-		printf "%-44s %12.4g %-3s %12.4g %-3s %7.2f\n", label, B, (bm == "ns/op" ? "ns" : "/s"), Y, (ym == "ns/op" ? "ns" : "/s"), r
+		printf "%-44s %12.4g %-3s %12.4g %-3s %7.2f  %.2f–%.2f\n", label, B, (bm == "ns/op" ? "ns" : "/s"), Y, (ym == "ns/op" ? "ns" : "/s"), med(r, nb), lo, hi
 	}' "$out"
 }
 
-pair ./pipeline PipelineGoflowProto BareProtoUnmarshal records/s -benchmem
-pair ./pipeline PipelineGoflowJSON BareProtoUnmarshal records/s -benchmem
-pair ./ingest/flows ProtoDecode BareProtoUnmarshal ns/op -cpu 1
-pair ./ingest/flows JSONDecode StdlibJSONUnmarshal ns/op -cpu 1
+pair ./pipeline PipelineGoflowProto BareProtoUnmarshal records/s -test.benchmem
+pair ./pipeline PipelineGoflowJSON BareProtoUnmarshal records/s -test.benchmem
+pair ./ingest/flows ProtoDecode BareProtoUnmarshal ns/op -test.cpu 1
+pair ./ingest/flows JSONDecode StdlibJSONUnmarshal ns/op -test.cpu 1
 pair ./ingest/dns DnstapDecode DnstapFullUnmarshal ns/op
 pair ./ingest/bgp MRTUpdates MRTBareParse records/s
 pair ./quantile P2Add TDigestAdd ns/op
