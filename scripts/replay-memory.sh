@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 series=${1:-1000}
-ris=${2:-/work/shared/testdata/bgp/ris-updates.20160811.1600.gz}
+ris=${2:-ingest/bgp/testdata/ris-updates.20160811.1600.gz}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')"
