@@ -52,13 +52,14 @@ func WriteRecord(w io.Writer, r *ingest.Record) error {
 
 // RecordFileSource reads a record file (optionally gzipped). Records of one
 // file are replayed in file order; a file recorded from several partitions
-// is sorted by time first so the merge sees it in order. Its summary counts
+// is sorted by time first (in bounded memory, see FromFile) so the merge
+// sees it in order. Its summary counts
 // what the pipeline made of the records.
 type RecordFileSource struct {
 	*FileSource
 }
 
-// OpenRecordFile reads a whole record file.
+// OpenRecordFile reads a record file into a time-ordered source.
 func OpenRecordFile(path string) (*RecordFileSource, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -76,12 +77,13 @@ func OpenRecordFile(path string) (*RecordFileSource, error) {
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	var recs []*ingest.Record
+	so := newSorter(path)
 	line := 0
 	for sc.Scan() {
 		line++
 		var fr fileRecord
 		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
+			so.close()
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		rec := &ingest.Record{Stream: fr.Stream, Format: fr.Format, Topic: fr.Topic, Partition: fr.Partition,
@@ -89,13 +91,22 @@ func OpenRecordFile(path string) (*RecordFileSource, error) {
 		for _, h := range fr.Headers {
 			rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
 		}
-		recs = append(recs, rec)
+		if err := so.add(rec); err != nil {
+			so.close()
+			return nil, err
+		}
 	}
 	if err := sc.Err(); err != nil {
+		so.close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	sortRecords(recs)
-	fs := &FileSource{SliceSource: NewSliceSource(path, recs),
-		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(len(recs))}}
+	n := so.n
+	src, err := so.source()
+	if err != nil {
+		so.close()
+		return nil, err
+	}
+	fs := &FileSource{Source: src, n: n,
+		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(n)}}
 	return &RecordFileSource{fs}, nil
 }

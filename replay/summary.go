@@ -121,9 +121,13 @@ func (s *FileSummary) Err() error {
 
 // FileSource is a source read from one file, with its summary.
 type FileSource struct {
-	*SliceSource
+	Source
 	sum FileSummary
+	n   int
 }
+
+// Len is the number of records the file handed on.
+func (f *FileSource) Len() int { return f.n }
 
 // Summary returns the file's summary; Run fills in what the pipeline said
 // of each record.
@@ -135,24 +139,31 @@ type Summarized interface {
 	Summary() *FileSummary
 }
 
-// FromFile reads a whole file into a sorted source that keeps a summary.
-// unit is "line" for text formats and "record" for binary ones.
+// FromFile reads a file into a time-ordered source that keeps a summary.
+// The records are sorted in bounded memory (see sorter): a long file is
+// spilled to temporary files in sorted runs and merged back as it is
+// replayed. unit is "line" for text formats and "record" for binary ones.
 func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadStats, error)) (*FileSource, error) {
-	var recs []*ingest.Record
+	so := newSorter(path)
 	st, err := read(func(r ingest.Record) error {
 		if r.Topic == "" {
 			r.Topic = path // so that the pipeline's decode warnings name the file
 		}
-		recs = append(recs, &r)
-		return nil
+		return so.add(&r)
 	})
 	if err != nil {
+		so.close()
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	sortRecords(recs)
-	fs := &FileSource{SliceSource: NewSliceSource(path, recs), sum: FileSummary{File: path, Unit: unit, Read: st.Lines}}
+	n := so.n
+	src, err := so.source()
+	if err != nil {
+		so.close()
+		return nil, err
+	}
+	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines}, n: n}
 	if fs.sum.Read == 0 {
-		fs.sum.Read = int64(len(recs))
+		fs.sum.Read = int64(n)
 	}
 	for _, r := range slices.Sorted(maps.Keys(st.Skipped)) {
 		fs.sum.skip(r, st.Skipped[r], st.FirstBad, "")

@@ -1,21 +1,97 @@
 #!/usr/bin/env bash
-# The benchmark harness behind the README's performance section. Not part
-# of CI. Each line prints the command it ran, so a figure can be re-measured
-# on its own. The machine is shared and noisy: compare figures of one run.
-#   scripts/bench.sh [benchtime]
+# The benchmark harness behind the README's performance section. Each
+# benchmark runs beside its yardstick in the same `go test` run, so the two
+# meet the same machine load, and the ratio of the two is what is reported:
+# a shared or slower machine moves both figures, not much their ratio.
+#   scripts/bench.sh [benchtime [count]]     ratios (defaults: 1s, 3 runs)
+#   scripts/bench.sh --all [benchtime]       and every other benchmark, raw
+# Ratios are medians of the per-run ratios, higher is better for the
+# benchmark; the range shows how much they moved.
+# Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+all=0
+if [[ ${1:-} == --all ]]; then all=1; shift; fi
 bt=${1:-1s}
-run() { echo "== go test $*"; go test "$@" 2>/dev/null | grep -E '^Benchmark' || true; }
-run ./pipeline -run '^$' -bench 'Pipeline|BareProto' -benchmem -benchtime "$bt"
-run ./ingest/flows -run '^$' -bench . -benchmem -benchtime "$bt" -cpu 1
-run ./aggregate -run '^$' -bench 'Observe' -benchmem -benchtime "$bt"
-run ./aggregate -run '^$' -bench 'SeriesMemory' -benchtime 1x
-run ./detectors -run '^$' -bench . -benchmem -benchtime "$bt"
-run ./ingest/dns -run '^$' -bench . -benchmem -benchtime "$bt"
-run ./ingest/quality -run '^$' -bench . -benchmem -benchtime "$bt"
-run ./quantile -run '^$' -bench . -benchmem -benchtime "$bt"
-run ./netmap -run '^$' -bench . -benchmem -benchtime "$bt"
-run ./bgp ./ingest/bgp -run '^$' -bench . -benchmem -benchtime "$bt"
-run ./service -run '^$' -bench . -benchtime 1x
-run ./alerting -run '^$' -bench . -benchmem -benchtime "$bt"
+count=${2:-3}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+out=$tmp/out bin=$tmp/pkg.test
+
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(go version | cut -d' ' -f3)"
+echo "benchtime $bt, $count alternating runs; medians, and the range of the per-run ratios"
+printf '%-44s %16s %16s %7s  %s\n' "benchmark ÷ yardstick" "benchmark" "yardstick" "ratio" "range"
+
+# pair PKG BENCH YARD UNIT [test flags...]: builds the package's test
+# binary once, then runs benchmark and yardstick alternately, count times,
+# so that a change in the machine's load meets both; prints the median of
+# the per-run ratios and their range. UNIT is the metric compared: a rate
+# (records/s, higher is better) or ns/op (lower is better; the ratio is
+# turned so that higher is better for the benchmark).
+pair() {
+	local pkg=$1 bench=$2 yard=$3 unit=$4 bmetric=$4 i
+	shift 4
+	if [[ $unit == steady-records/s ]]; then unit=records/s; fi
+	go test -c -o "$bin" "$pkg" || return 1
+	: >"$out"
+	for ((i = 0; i < count; i++)); do
+		for name in "$bench" "$yard"; do
+			(cd "$pkg" && "$bin" -test.run '^$' -test.bench "^Benchmark${name}\$" -test.benchtime "$bt" "$@") >>"$out" 2>&1 || {
+				echo "FAILED: $pkg Benchmark$name" >&2
+				tail -20 "$out" >&2
+				return 1
+			}
+		done
+	done
+	awk -v b="Benchmark$bench" -v y="Benchmark$yard" -v bm="$bmetric" -v ym="$unit" -v label="$pkg $bench ÷ $yard" '
+	function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
+		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
+	}
+	function metric(want,   i) { for (i = 3; i < NF; i++) if ($(i+1) == want) return $i; return "" }
+	/^Benchmark/ {
+		name = $1; sub(/-[0-9]+$/, "", name)
+		if (name == b && (v = metric(bm)) != "") bv[++nb] = v
+		if (name == y && (v = metric(ym)) != "") yv[++ny] = v
+	}
+	END {
+		if (nb == 0 || ny == 0 || nb != ny) { printf "%-44s %s\n", label, "no figures (did the benchmarks run?)"; exit 1 }
+		lo = 1e300; hi = 0
+		for (i = 1; i <= nb; i++) {
+			r[i] = (ym == "ns/op") ? yv[i] / bv[i] : bv[i] / yv[i]
+			if (r[i] < lo) lo = r[i]; if (r[i] > hi) hi = r[i]
+		}
+		B = med(bv, nb); Y = med(yv, ny)
+		printf "%-44s %12.4g %-3s %12.4g %-3s %7.2f  %.2f–%.2f\n", label, B, (bm == "ns/op" ? "ns" : "/s"), Y, (ym == "ns/op" ? "ns" : "/s"), med(r, nb), lo, hi
+	}' "$out"
+}
+
+pair ./pipeline PipelineGoflowProto BareProtoUnmarshal records/s -test.benchmem
+pair ./pipeline PipelineGoflowJSON BareProtoUnmarshal records/s -test.benchmem
+pair ./ingest/flows ProtoDecode BareProtoUnmarshal ns/op -test.cpu 1
+pair ./ingest/flows JSONDecode StdlibJSONUnmarshal ns/op -test.cpu 1
+pair ./ingest/dns DnstapDecode DnstapFullUnmarshal ns/op
+pair ./ingest/bgp MRTUpdates MRTBareParse records/s
+pair ./quantile P2Add TDigestAdd ns/op
+# The service benchmarks hold a broker and a service each run: one
+# iteration a run, flows only (the high-volume stream).
+bt_saved=$bt
+bt=1x
+OUTAGEWATCH_BENCH_STREAM=flows pair ./service EndToEnd BareKafkaGo steady-records/s
+bt=$bt_saved
+
+if ((all)); then
+	run() { echo "== go test $*"; go test "$@" 2>/dev/null | grep -E '^Benchmark' || true; }
+	run ./pipeline -run '^$' -bench 'PipelineDnstap|PipelineQuality' -benchmem -benchtime "$bt"
+	run ./aggregate -run '^$' -bench 'Observe' -benchmem -benchtime "$bt"
+	run ./aggregate -run '^$' -bench 'SeriesMemory' -benchtime 1x
+	run ./detectors -run '^$' -bench . -benchmem -benchtime "$bt"
+	run ./ingest/quality -run '^$' -bench . -benchmem -benchtime "$bt"
+	run ./netmap -run '^$' -bench . -benchmem -benchtime "$bt"
+	run ./ingest/bgp -run '^$' -bench 'RIBLoad|OriginAS' -benchmem -benchtime "$bt"
+	run ./bgp -run '^$' -bench . -benchmem -benchtime "$bt"
+	run ./alerting -run '^$' -bench . -benchmem -benchtime "$bt"
+	# first- against last-day throughput as history fills; sizes from
+	# OUTAGEWATCH_SCALE_SERIES (1000) and OUTAGEWATCH_SCALE_DAYS (14)
+	run ./replay -run '^$' -bench Scale -benchtime 1x -timeout 60m
+fi
