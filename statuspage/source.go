@@ -80,7 +80,7 @@ type Store struct {
 	alerts map[string]alerting.Event
 	// outages holds the latest notification of each outage event.
 	outages map[string]alerting.Event
-	now    time.Time
+	now     time.Time
 	// Recent is how long an ended incident stays listed; a day when 0.
 	Recent time.Duration
 	// Active, when set, gives the alerts firing now, from the pipeline:
