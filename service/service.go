@@ -127,6 +127,11 @@ func New(cfg *Config, opts Options) (*Service, error) {
 			}
 		}
 	}
+	if opts.Dialer == nil {
+		if opts.Dialer, err = cfg.KafkaDialer(); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -726,10 +731,8 @@ func (s *Service) readPartition(ctx, gctx context.Context, k tp, off int64) {
 // topics: consumer lag, whether a silent partition is caught up, and
 // whether the brokers answer at all (readiness).
 func (s *Service) pollLoop(ctx context.Context) {
-	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Kafka.Brokers...), Timeout: 5 * time.Second}
-	if s.opts.Dialer != nil {
-		client.Transport = &kafka.Transport{Dial: s.opts.Dialer.DialFunc, TLS: s.opts.Dialer.TLS, SASL: s.opts.Dialer.SASLMechanism}
-	}
+	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Kafka.Brokers...), Timeout: 5 * time.Second,
+		Transport: kafkaTransport(s.opts.Dialer)}
 	fails := 0
 	for {
 		h, err := highWatermarks(ctx, client, s.cfg.topicNames())
