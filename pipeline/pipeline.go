@@ -39,6 +39,10 @@ type Config struct {
 	// values observed, which the history does not keep for outliers (it keeps
 	// the prediction). The HTML report records them this way.
 	Tap func(*aggregate.Closed)
+	// Rejected, when set, gets each held record (ordered streams, see
+	// Process) that fails to decode when it is applied, so that a live
+	// source can dead-letter it as it does the errors Process returns.
+	Rejected func(rec *ingest.Record, err error)
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -124,7 +128,7 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 	// Held records of ordered streams are applied first as a bucket closes,
 	// before any hook samples the state they change.
 	p.agg.BeforeClose(func(_, end int64, _ obs.Sink) {
-		p.held.release(end, func(r *ingest.Record) { _ = p.apply(r, false) })
+		p.held.release(end, p.applyHeld)
 	})
 	p.agg.Pending(p.held.earliest)
 	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.agg.BeforeClose, Shared: map[string]any{}}
@@ -198,7 +202,7 @@ func (p *Pipeline) apply(rec *ingest.Record, received bool) error {
 // Finish applies every held record without closing a bucket: the end of a
 // replayed file, after which the state (the routing table) is complete.
 func (p *Pipeline) Finish() {
-	p.held.release(math.MaxInt64, func(r *ingest.Record) { _ = p.apply(r, false) })
+	p.held.release(math.MaxInt64, p.applyHeld)
 	p.mu.Lock()
 	p.aggStats = p.agg.Stats()
 	p.mu.Unlock()

@@ -160,6 +160,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	pc := pipeline.Config{
 		Aggregate: aggregate.Config{Width: int64(cfg.BucketWidth), Lateness: int64(cfg.Lateness), History: cfg.History},
 		Rules:     set, Map: m, LocalASNs: cfg.LocalASNs, Logger: log,
+		Rejected: s.rejectHeld,
 	}
 	if s.p, err = pipeline.New(pc, s.dispatch); err != nil {
 		s.disp.Close()
@@ -412,18 +413,44 @@ func (s *Service) handle(m *kafka.Message, now time.Time) {
 	}
 	rec := ingest.Record{Stream: t.Stream, Format: t.Format, Topic: m.Topic, Partition: int32(m.Partition),
 		Offset: m.Offset, Time: m.Time.UnixNano(), Key: m.Key, Value: m.Value}
-	if err := s.p.Process(&rec); err != nil {
-		reason := ingest.Reason(err)
-		s.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
-		if s.dlq != nil {
-			s.dlq.add(m, reason, err)
+	if len(m.Headers) > 0 && ingest.Ordered(t.Stream) {
+		// Held until its bucket closes; a dead letter made then keeps the
+		// headers.
+		for _, h := range m.Headers {
+			rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
 		}
+	}
+	if err := s.p.Process(&rec); err != nil {
+		s.reject(m, err)
 	}
 	p.recordsCounter()
 	p.next = m.Offset + 1
 	p.maxTime = max(p.maxTime, rec.Time)
 	p.hwm = max(p.hwm, m.HighWaterMark)
 	p.lastRecv = now
+}
+
+// reject counts a record that did not decode and dead-letters it.
+func (s *Service) reject(m *kafka.Message, err error) {
+	reason := ingest.Reason(err)
+	s.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
+	if s.dlq != nil {
+		s.dlq.add(m, reason, err)
+	}
+}
+
+// rejectHeld is reject for a record of an ordered stream (BGP): the
+// pipeline holds those until their bucket closes and only then finds that
+// one does not decode. The record is part of the checkpointed state until
+// then, and its dead letter goes out before the next checkpoint, so it is
+// neither lost nor silently skipped.
+func (s *Service) rejectHeld(rec *ingest.Record, err error) {
+	m := kafka.Message{Topic: rec.Topic, Partition: int(rec.Partition), Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Time: time.Unix(0, rec.Time)}
+	for _, h := range rec.Headers {
+		m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+	}
+	s.reject(&m, err)
 }
 
 // globalWatermark is the event time up to which every assigned partition
