@@ -78,10 +78,12 @@ type Service struct {
 	msgs     chan []kafka.Message
 	assignCh chan assignReq
 	hwmCh    chan polled
+	snapReq  chan chan map[tp]int64
 	cpReq    chan chan error
 
 	// main-loop state
 	parts          map[tp]*partition
+	pollSnap       map[tp]int64 // event time of each held partition when the last poll began
 	lastAdvance    int64
 	lastCheckpoint time.Time
 	lastBuckets    int64
@@ -149,6 +151,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		msgs:     make(chan []kafka.Message, 64),
 		assignCh: make(chan assignReq),
 		hwmCh:    make(chan polled, 1),
+		snapReq:  make(chan chan map[tp]int64),
 		cpReq:    make(chan chan error),
 		commitCh: make(chan []PartitionState, 1),
 		parts:    map[tp]*partition{},
@@ -388,6 +391,8 @@ func (s *Service) loop(ctx context.Context) error {
 			r.reply <- s.assign(r.gen)
 		case pr := <-s.hwmCh:
 			s.applyPoll(pr, time.Now())
+		case reply := <-s.snapReq:
+			reply <- s.readSnapshot()
 		case reply := <-s.cpReq:
 			reply <- s.checkpoint(true)
 		case now := <-tick.C:
@@ -474,11 +479,17 @@ func (s *Service) rejectHeld(rec *ingest.Record, err error) {
 // committed with their offset (see unheld.go).
 func (s *Service) globalWatermark(now time.Time) (int64, bool) {
 	lo, hi := int64(math.MaxInt64), int64(0)
-	anyAssigned := false
-	for _, p := range s.parts {
+	// capLo and capHi are lo and hi as of the last poll: a partition held
+	// elsewhere that was caught up then may have got records since, so
+	// with one of those the watermark goes no further than what was read
+	// before that poll.
+	capLo, capHi := int64(math.MaxInt64), int64(0)
+	anyAssigned, quietRemote := false, false
+	for k, p := range s.parts {
 		if !p.assigned {
 			t, holds := p.remoteTime()
 			if !holds {
+				quietRemote = true
 				continue
 			}
 			if t == 0 {
@@ -491,6 +502,7 @@ func (s *Service) globalWatermark(now time.Time) (int64, bool) {
 		caughtUp := p.hwm >= 0 && (p.next >= p.hwm || p.next < 0 && p.hwm == 0)
 		idle := caughtUp && now.Sub(p.lastRecv) >= s.cfg.Kafka.IdleAfter
 		hi = max(hi, p.maxTime)
+		capHi = max(capHi, s.pollSnap[k])
 		if idle {
 			continue
 		}
@@ -498,14 +510,18 @@ func (s *Service) globalWatermark(now time.Time) (int64, bool) {
 			return 0, false
 		}
 		lo = min(lo, p.maxTime)
+		capLo = min(capLo, s.pollSnap[k])
 	}
 	if !anyAssigned || hi == 0 {
 		return 0, false
 	}
 	if lo == math.MaxInt64 {
-		lo = hi
+		lo, capLo = hi, capHi
 	}
-	return lo, true
+	if quietRemote {
+		lo = min(lo, capLo)
+	}
+	return lo, lo > 0
 }
 
 func (s *Service) advance(now time.Time) {
@@ -789,6 +805,10 @@ func (s *Service) pollLoop(ctx context.Context) {
 	client := s.client
 	fails := 0
 	for {
+		snap, err := s.snapshot(ctx)
+		if err != nil {
+			return
+		}
 		h, err := highWatermarks(ctx, client, s.cfg.topicNames())
 		if ctx.Err() != nil {
 			return
@@ -803,7 +823,7 @@ func (s *Service) pollLoop(ctx context.Context) {
 				s.log.Info("kafka reachable")
 			}
 			fails = 0
-			pr := polled{hwm: h}
+			pr := polled{hwm: h, snap: snap}
 			if pr.committed, err = committedOffsets(ctx, client, s.cfg.Kafka.GroupID, h); err != nil {
 				s.log.Debug("committed offsets not read", "err", err)
 			}

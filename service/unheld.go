@@ -42,6 +42,34 @@ type groupOffset struct {
 type polled struct {
 	hwm       map[tp]int64
 	committed map[tp]groupOffset
+	snap      map[tp]int64 // readSnapshot taken just before
+}
+
+// snapshot asks the main loop where its partitions stood before a poll.
+func (s *Service) snapshot(ctx context.Context) (map[tp]int64, error) {
+	reply := make(chan map[tp]int64, 1)
+	select {
+	case s.snapReq <- reply:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case m := <-reply:
+		return m, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// readSnapshot is the event time of every partition held here.
+func (s *Service) readSnapshot() map[tp]int64 {
+	m := make(map[tp]int64, len(s.parts))
+	for k, p := range s.parts {
+		if p.assigned {
+			m[k] = p.maxTime
+		}
+	}
+	return m
 }
 
 // committedOffsets reads the group's committed offset and event time of
@@ -100,6 +128,7 @@ func commitOffsets(ctx context.Context, c *kafka.Client, gen *kafka.Generation, 
 // applyPoll takes a poll round into the partitions: every partition of the
 // configured topics is known from then on, held here or not.
 func (s *Service) applyPoll(pr polled, now time.Time) {
+	s.pollSnap = pr.snap
 	for k, v := range pr.hwm {
 		t, ok := s.cfg.topic(k.topic)
 		if !ok {
