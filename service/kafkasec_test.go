@@ -14,6 +14,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -266,4 +267,45 @@ func newTestPKI(t *testing.T, dir string) *testPKI {
 	pki.clientCert = write("client.pem", "CERTIFICATE", cDER)
 	pki.clientKey = write("client.key", "EC PRIVATE KEY", keyDER(cKey))
 	return pki
+}
+
+// The TLS and SASL keys documented (commented out) in the example config
+// load as written once uncommented, with the files and password present.
+func TestExampleConfigSecurity(t *testing.T) {
+	b, err := os.ReadFile("../deploy/outagewatch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pki := newTestPKI(t, t.TempDir())
+	key := regexp.MustCompile(`^  # (\s*[a-z_]+:)`)
+	var out []string
+	n := 0
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if m := key.FindStringSubmatch(l); m != nil && !strings.Contains(l, "{") {
+			l = "  " + m[1] + l[len(m[0]):]
+			n++
+		}
+		out = append(out, l)
+	}
+	text := strings.Join(out, "\n")
+	text = strings.NewReplacer("/etc/outagewatch/kafka-ca.pem", pki.ca, "/etc/outagewatch/kafka-client.pem", pki.clientCert,
+		"/etc/outagewatch/kafka-client.key", pki.clientKey).Replace(text)
+	t.Setenv("OUTAGEWATCH_KAFKA_PASSWORD", "s3cret")
+	c, err := ParseConfig("outagewatch.yaml", []byte(text))
+	if err != nil {
+		t.Fatalf("%v (%d keys uncommented)", err, n)
+	}
+	d, err := c.KafkaDialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.TLS == nil || d.TLS.ServerName != "kafka.example.net" || d.TLS.InsecureSkipVerify || len(d.TLS.Certificates) != 1 ||
+		d.SASLMechanism == nil || d.SASLMechanism.Name() != SASLScramSHA512 {
+		t.Errorf("example TLS/SASL: %+v", d)
+	}
+	t.Setenv("OUTAGEWATCH_KAFKA_PASSWORD", "")
+	if _, err := ParseConfig("outagewatch.yaml", []byte(text)); err == nil ||
+		!strings.Contains(err.Error(), "kafka.sasl.password_env: environment variable OUTAGEWATCH_KAFKA_PASSWORD is empty") {
+		t.Errorf("unset password: %v", err)
+	}
 }
