@@ -93,7 +93,7 @@ func TestWatermarkHeldByUnheldPartitions(t *testing.T) {
 	// leaves behind, and takes its share.
 	cfgB := mustValidate(t, testConfig(addr, t.TempDir()))
 	cfgB.Kafka.GroupID = "two"
-	cfgB.Kafka.SessionTimeout = 6 * time.Second
+	cfgB.Kafka.SessionTimeout = 20 * time.Second
 	cut := &cutDialer{}
 	svcB, err := New(cfgB, Options{Rules: f.set, Map: f.m, Logger: quietLog(),
 		Dialer: &kafka.Dialer{ClientID: "b", Timeout: 5 * time.Second, DialFunc: cut.dial},
@@ -125,7 +125,7 @@ func TestWatermarkHeldByUnheldPartitions(t *testing.T) {
 		}
 	}
 	want := "no live consumer (" + strings.Join(ofB, ", ") + "): watermark held"
-	waitFor(t, "A through its own partitions of phase two", 30*time.Second, func() bool {
+	waitFor(t, "A through its own partitions of phase two", 60*time.Second, func() bool {
 		return totalRecords(a.svc.Pipeline().Stats()) == int64(n1+onA)
 	})
 	// Either B's partitions are named unheld, or the watermark ran ahead
@@ -151,7 +151,7 @@ func TestWatermarkHeldByUnheldPartitions(t *testing.T) {
 	// B's session ends, the group gives A everything: A reads what B left
 	// and the watermark reaches the end.
 	last := phase2[len(phase2)-1].Time
-	waitFor(t, "A through all of phase two", 60*time.Second, func() bool {
+	waitFor(t, "A through all of phase two", 90*time.Second, func() bool {
 		ok, _ := a.svc.Ready()
 		return ok && totalRecords(a.svc.Pipeline().Stats()) == int64(n1+n2) && a.svc.Pipeline().Stats().Watermark == last
 	})
