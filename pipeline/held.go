@@ -37,12 +37,16 @@ func (h *held) Pop() any {
 	return x
 }
 
-// hold keeps a copy of rec: a live source may reuse its buffers.
+// hold keeps a copy of rec, headers included (a dead letter keeps them):
+// a live source may reuse its buffers.
 func (h *held) hold(rec *ingest.Record) {
 	r := *rec
 	r.Value = append([]byte(nil), rec.Value...)
 	r.Key = append([]byte(nil), rec.Key...)
 	r.Headers = nil
+	for _, hd := range rec.Headers {
+		r.Headers = append(r.Headers, ingest.Header{Key: hd.Key, Value: append([]byte(nil), hd.Value...)})
+	}
 	h.seq++
 	heap.Push(h, heldRecord{Rec: r, Seq: h.seq})
 }
@@ -60,5 +64,13 @@ func (h *held) release(end int64, fn func(*ingest.Record)) {
 	for len(h.recs) > 0 && h.recs[0].Rec.Time < end {
 		r := heap.Pop(h).(heldRecord)
 		fn(&r.Rec)
+	}
+}
+
+// applyHeld applies a held record; its decode error, counted by apply,
+// goes to Config.Rejected, since Process returned long before.
+func (p *Pipeline) applyHeld(r *ingest.Record) {
+	if err := p.apply(r, false); err != nil && p.cfg.Rejected != nil {
+		p.cfg.Rejected(r, err)
 	}
 }

@@ -53,6 +53,10 @@ type Config struct {
 	ZoneOwners map[string]uint32
 	// Mute holds silences: a muted alert is recorded but joins no event.
 	Mute []correlate.Muter
+	// Rejected, when set, gets each held record (ordered streams, see
+	// Process) that fails to decode when it is applied, so that a live
+	// source can dead-letter it as it does the errors Process returns.
+	Rejected func(rec *ingest.Record, err error)
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -143,7 +147,7 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 	// Held records of ordered streams are applied first as a bucket closes,
 	// before any hook samples the state they change.
 	p.agg.BeforeClose(func(_, end int64, _ obs.Sink) {
-		p.held.release(end, func(r *ingest.Record) { _ = p.apply(r, false) })
+		p.held.release(end, p.applyHeld)
 	})
 	p.agg.Pending(p.held.earliest)
 	p.corr = correlate.New(correlate.Config{Map: cfg.Map, Level: p.level, Severity: cfg.Severity,
@@ -219,7 +223,7 @@ func (p *Pipeline) apply(rec *ingest.Record, received bool) error {
 // Finish applies every held record without closing a bucket: the end of a
 // replayed file, after which the state (the routing table) is complete.
 func (p *Pipeline) Finish() {
-	p.held.release(math.MaxInt64, func(r *ingest.Record) { _ = p.apply(r, false) })
+	p.held.release(math.MaxInt64, p.applyHeld)
 	p.mu.Lock()
 	p.aggStats = p.agg.Stats()
 	p.mu.Unlock()

@@ -74,6 +74,9 @@ type KafkaConfig struct {
 	// PollInterval is how often high watermarks are read for lag and
 	// readiness.
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// TLS and SASL to the brokers (kafkasec.go); absent means plaintext.
+	TLS  *KafkaTLS  `yaml:"tls"`
+	SASL *KafkaSASL `yaml:"sasl"`
 }
 
 // Topic binds a Kafka topic to a decoder.
@@ -171,6 +174,9 @@ func ParseConfig(file string, b []byte) (*Config, error) {
 		return nil, errors.New(msg)
 	}
 	c.file = file
+	if err := c.checkLoaded(file, b); err != nil {
+		return nil, err
+	}
 	if err := c.validate(); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}

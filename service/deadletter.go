@@ -35,9 +35,7 @@ func newDeadLetters(cfg *Config, d *kafka.Dialer) *deadLetters {
 		Addr: kafka.TCP(cfg.Kafka.Brokers...), Topic: cfg.Kafka.DeadLetterTopic,
 		Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true,
 		BatchTimeout: time.Millisecond, MaxAttempts: 3, WriteTimeout: 10 * time.Second,
-	}
-	if d != nil {
-		w.Transport = &kafka.Transport{Dial: d.DialFunc, TLS: d.TLS, SASL: d.SASLMechanism}
+		Transport: kafkaTransport(d),
 	}
 	return &deadLetters{w: w, topic: cfg.Kafka.DeadLetterTopic}
 }

@@ -22,6 +22,7 @@ type metrics struct {
 	commitErrors      prometheus.Counter
 	groupErrors       prometheus.Counter
 	dispatchErrors    prometheus.Counter
+	unheld            prometheus.Gauge
 }
 
 func newMetrics(s *Service) *metrics {
@@ -54,10 +55,12 @@ func newMetrics(s *Service) *metrics {
 			Help: "Consumer group join/sync errors (retried)."}),
 		dispatchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_alert_queue_errors_total",
 			Help: "Alert events that could not be queued to a sink's outbox."}),
+		unheld: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_partitions_unheld",
+			Help: "Partitions with a backlog that no live instance consumes (no commit for 2×checkpoint_interval + session_timeout); each holds the watermark."}),
 	}
 	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
 		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
-		m.groupErrors, m.dispatchErrors, &statsCollector{s},
+		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s},
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}

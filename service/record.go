@@ -33,7 +33,7 @@ type RecordOptions struct {
 func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
 	client := &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: 10 * time.Second}
 	if o.Dialer != nil {
-		client.Transport = &kafka.Transport{Dial: o.Dialer.DialFunc, TLS: o.Dialer.TLS, SASL: o.Dialer.SASLMechanism}
+		client.Transport = kafkaTransport(o.Dialer)
 	}
 	ends, err := highWatermarks(ctx, client, []string{o.Topic})
 	if err != nil {

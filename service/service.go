@@ -59,6 +59,11 @@ type partition struct {
 	lastRecv       time.Time
 	assigned       bool
 	recordsCounter func() // increments the per-topic record counter
+	// committed is the group's committed position, whoever committed it;
+	// progressAt is when it last moved (or the partition was last held
+	// here), for telling a live holder from none (unheld.go).
+	committed  groupOffset
+	progressAt time.Time
 }
 
 // Service is one running instance of `outagewatch run`.
@@ -74,11 +79,13 @@ type Service struct {
 
 	msgs     chan []kafka.Message
 	assignCh chan assignReq
-	hwmCh    chan map[tp]int64
+	hwmCh    chan polled
+	snapReq  chan chan map[tp]int64
 	cpReq    chan chan error
 
 	// main-loop state
 	parts          map[tp]*partition
+	pollSnap       map[tp]int64 // event time of each held partition when the last poll began
 	lastAdvance    int64
 	lastCheckpoint time.Time
 	lastBuckets    int64
@@ -91,11 +98,15 @@ type Service struct {
 	loopBeat   atomic.Int64
 	watermark  atomic.Int64
 	lastCPWall atomic.Int64
+	// unheldReason names the partitions that hold the watermark with no
+	// live consumer; nil when there are none.
+	unheldReason atomic.Pointer[string]
 
 	genMu sync.Mutex
 	gen   *kafka.Generation
 
-	commitCh chan map[string]map[int]int64
+	commitCh chan []PartitionState
+	client   *kafka.Client // metadata, offsets and commits; set by Run
 
 	kill     chan struct{}
 	killOnce sync.Once
@@ -132,6 +143,11 @@ func New(cfg *Config, opts Options) (*Service, error) {
 			}
 		}
 	}
+	if opts.Dialer == nil {
+		if opts.Dialer, err = cfg.KafkaDialer(); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
@@ -139,9 +155,10 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		cfg: cfg, opts: opts, log: log,
 		msgs:     make(chan []kafka.Message, 64),
 		assignCh: make(chan assignReq),
-		hwmCh:    make(chan map[tp]int64, 1),
+		hwmCh:    make(chan polled, 1),
+		snapReq:  make(chan chan map[tp]int64),
 		cpReq:    make(chan chan error),
-		commitCh: make(chan map[string]map[int]int64, 1),
+		commitCh: make(chan []PartitionState, 1),
 		parts:    map[tp]*partition{},
 		kill:     make(chan struct{}),
 	}
@@ -165,7 +182,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		Aggregate: aggregate.Config{Width: int64(cfg.BucketWidth), Lateness: int64(cfg.Lateness), History: cfg.History},
 		Rules:     set, Map: m, LocalASNs: cfg.LocalASNs, Logger: log,
 		Events: s.dispatch, Severity: cfg.Correlation.Severity, ZoneOwners: cfg.Correlation.ZoneOwners,
-		Mute: []correlate.Muter{s.silences},
+		Mute: []correlate.Muter{s.silences}, Rejected: s.rejectHeld,
 	}
 	if s.p, err = pipeline.New(pc, s.dispatch); err != nil {
 		s.disp.Close()
@@ -231,7 +248,7 @@ func (s *Service) partition(t Topic, part int32) *partition {
 	k := tp{t.Name, part}
 	p := s.parts[k]
 	if p == nil {
-		p = &partition{topic: t, part: part, next: -1, hwm: -1}
+		p = &partition{topic: t, part: part, next: -1, hwm: -1, committed: groupOffset{offset: -1}, progressAt: time.Now()}
 		c := s.met.records.WithLabelValues(t.Name)
 		p.recordsCounter = c.Inc
 		s.parts[k] = p
@@ -265,6 +282,9 @@ func (s *Service) Ready() (bool, string) {
 	case !s.assigned.Load():
 		return false, "no consumer group assignment"
 	}
+	if why := s.unheldReason.Load(); why != nil {
+		return false, *why
+	}
 	return true, "ok"
 }
 
@@ -295,6 +315,8 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 
 	kctx, stopKafka := context.WithCancel(context.Background())
+	s.client = &kafka.Client{Addr: kafka.TCP(s.cfg.Kafka.Brokers...), Timeout: 5 * time.Second,
+		Transport: kafkaTransport(s.opts.Dialer)}
 	var wg sync.WaitGroup
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID: s.cfg.Kafka.GroupID, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer,
@@ -377,12 +399,10 @@ func (s *Service) loop(ctx context.Context) error {
 			}
 		case r := <-s.assignCh:
 			r.reply <- s.assign(r.gen)
-		case h := <-s.hwmCh:
-			for k, v := range h {
-				if p := s.parts[k]; p != nil {
-					p.hwm = max(p.hwm, v)
-				}
-			}
+		case pr := <-s.hwmCh:
+			s.applyPoll(pr, time.Now())
+		case reply := <-s.snapReq:
+			reply <- s.readSnapshot()
 		case reply := <-s.cpReq:
 			reply <- s.checkpoint(true)
 		case now := <-tick.C:
@@ -418,12 +438,15 @@ func (s *Service) handle(m *kafka.Message, now time.Time) {
 	}
 	rec := ingest.Record{Stream: t.Stream, Format: t.Format, Topic: m.Topic, Partition: int32(m.Partition),
 		Offset: m.Offset, Time: m.Time.UnixNano(), Key: m.Key, Value: m.Value}
-	if err := s.p.Process(&rec); err != nil {
-		reason := ingest.Reason(err)
-		s.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
-		if s.dlq != nil {
-			s.dlq.add(m, reason, err)
+	if len(m.Headers) > 0 && ingest.Ordered(t.Stream) {
+		// Held until its bucket closes; a dead letter made then keeps the
+		// headers.
+		for _, h := range m.Headers {
+			rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
 		}
+	}
+	if err := s.p.Process(&rec); err != nil {
+		s.reject(m, err)
 	}
 	p.recordsCounter()
 	p.next = m.Offset + 1
@@ -432,24 +455,64 @@ func (s *Service) handle(m *kafka.Message, now time.Time) {
 	p.lastRecv = now
 }
 
-// globalWatermark is the event time up to which every assigned partition
-// has delivered: the minimum over partitions of their highest event time.
+// reject counts a record that did not decode and dead-letters it.
+func (s *Service) reject(m *kafka.Message, err error) {
+	reason := ingest.Reason(err)
+	s.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
+	if s.dlq != nil {
+		s.dlq.add(m, reason, err)
+	}
+}
+
+// rejectHeld is reject for a record of an ordered stream (BGP): the
+// pipeline holds those until their bucket closes and only then finds that
+// one does not decode. The record is part of the checkpointed state until
+// then, and its dead letter goes out before the next checkpoint, so it is
+// neither lost nor silently skipped.
+func (s *Service) rejectHeld(rec *ingest.Record, err error) {
+	m := kafka.Message{Topic: rec.Topic, Partition: int(rec.Partition), Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Time: time.Unix(0, rec.Time)}
+	for _, h := range rec.Headers {
+		m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+	}
+	s.reject(&m, err)
+}
+
+// globalWatermark is the event time up to which every partition has
+// delivered: the minimum over partitions of their highest event time.
 // A partition that is caught up (no backlog) and has been silent for
 // IdleAfter stops holding it back; if every partition is idle the
 // watermark is the highest time seen anywhere, so a quiet stream still
 // closes the buckets it has filled. A partition with a backlog or never
 // heard from holds it, so a lagging partition cannot close buckets early.
+// Partitions held by other instances, or by none, count at the event time
+// committed with their offset (see unheld.go).
 func (s *Service) globalWatermark(now time.Time) (int64, bool) {
 	lo, hi := int64(math.MaxInt64), int64(0)
-	anyAssigned := false
-	for _, p := range s.parts {
+	// capLo and capHi are lo and hi as of the last poll: a partition held
+	// elsewhere that was caught up then may have got records since, so
+	// with one of those the watermark goes no further than what was read
+	// before that poll.
+	capLo, capHi := int64(math.MaxInt64), int64(0)
+	anyAssigned, quietRemote := false, false
+	for k, p := range s.parts {
 		if !p.assigned {
+			t, holds := p.remoteTime()
+			if !holds {
+				quietRemote = true
+				continue
+			}
+			if t == 0 {
+				return 0, false
+			}
+			lo = min(lo, t)
 			continue
 		}
 		anyAssigned = true
 		caughtUp := p.hwm >= 0 && (p.next >= p.hwm || p.next < 0 && p.hwm == 0)
 		idle := caughtUp && now.Sub(p.lastRecv) >= s.cfg.Kafka.IdleAfter
 		hi = max(hi, p.maxTime)
+		capHi = max(capHi, s.pollSnap[k])
 		if idle {
 			continue
 		}
@@ -457,17 +520,22 @@ func (s *Service) globalWatermark(now time.Time) (int64, bool) {
 			return 0, false
 		}
 		lo = min(lo, p.maxTime)
+		capLo = min(capLo, s.pollSnap[k])
 	}
 	if !anyAssigned || hi == 0 {
 		return 0, false
 	}
 	if lo == math.MaxInt64 {
-		lo = hi
+		lo, capLo = hi, capHi
 	}
-	return lo, true
+	if quietRemote {
+		lo = min(lo, capLo)
+	}
+	return lo, lo > 0
 }
 
 func (s *Service) advance(now time.Time) {
+	s.trackUnheld(now)
 	wm, ok := s.globalWatermark(now)
 	if !ok {
 		return
@@ -486,11 +554,14 @@ func (s *Service) advance(now time.Time) {
 // checkpoint or from memory) wins over the group's committed offset, which
 // may be behind it.
 func (s *Service) assign(gen *kafka.Generation) map[tp]int64 {
+	now := time.Now()
 	for _, p := range s.parts {
+		if p.assigned {
+			p.progressAt = now // given up now; its new holder has until stallAfter to commit
+		}
 		p.assigned = false
 	}
 	out := map[tp]int64{}
-	now := time.Now()
 	for topic, as := range gen.Assignments {
 		t, ok := s.cfg.topic(topic)
 		if !ok {
@@ -542,16 +613,18 @@ func (s *Service) checkpoint(final bool) error {
 		return err
 	}
 	cp := &Checkpoint{Pipeline: pb, WrittenAt: time.Now().UnixNano()}
-	offsets := map[string]map[int]int64{}
+	var offsets []PartitionState
 	for _, p := range s.parts {
 		if p.next < 0 {
 			continue
 		}
-		cp.Partitions = append(cp.Partitions, PartitionState{Topic: p.topic.Name, Partition: p.part, Next: p.next, MaxTime: p.maxTime})
-		if offsets[p.topic.Name] == nil {
-			offsets[p.topic.Name] = map[int]int64{}
+		ps := PartitionState{Topic: p.topic.Name, Partition: p.part, Next: p.next, MaxTime: p.maxTime}
+		cp.Partitions = append(cp.Partitions, ps)
+		if p.assigned {
+			// Only a partition held now is committed: one held elsewhere
+			// has its holder's offset, which this one must not overwrite.
+			offsets = append(offsets, ps)
 		}
-		offsets[p.topic.Name][int(p.part)] = p.next
 	}
 	start := time.Now()
 	if err := WriteCheckpoint(s.cfg.DataDir, cp); err != nil {
@@ -588,14 +661,16 @@ func (s *Service) commitLoop(ctx context.Context) {
 	}
 }
 
-func (s *Service) commit(off map[string]map[int]int64) {
+func (s *Service) commit(off []PartitionState) {
 	s.genMu.Lock()
 	gen := s.gen
 	s.genMu.Unlock()
-	if gen == nil {
+	if gen == nil || len(off) == 0 {
 		return
 	}
-	if err := gen.CommitOffsets(off); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := commitOffsets(ctx, s.client, gen, off); err != nil {
 		s.met.commitErrors.Inc()
 		s.log.Warn("offset commit failed; the checkpoint still holds the offsets", "err", err)
 		return
@@ -737,12 +812,13 @@ func (s *Service) readPartition(ctx, gctx context.Context, k tp, off int64) {
 // topics: consumer lag, whether a silent partition is caught up, and
 // whether the brokers answer at all (readiness).
 func (s *Service) pollLoop(ctx context.Context) {
-	client := &kafka.Client{Addr: kafka.TCP(s.cfg.Kafka.Brokers...), Timeout: 5 * time.Second}
-	if s.opts.Dialer != nil {
-		client.Transport = &kafka.Transport{Dial: s.opts.Dialer.DialFunc, TLS: s.opts.Dialer.TLS, SASL: s.opts.Dialer.SASLMechanism}
-	}
+	client := s.client
 	fails := 0
 	for {
+		snap, err := s.snapshot(ctx)
+		if err != nil {
+			return
+		}
 		h, err := highWatermarks(ctx, client, s.cfg.topicNames())
 		if ctx.Err() != nil {
 			return
@@ -757,11 +833,15 @@ func (s *Service) pollLoop(ctx context.Context) {
 				s.log.Info("kafka reachable")
 			}
 			fails = 0
+			pr := polled{hwm: h, snap: snap}
+			if pr.committed, err = committedOffsets(ctx, client, s.cfg.Kafka.GroupID, h); err != nil {
+				s.log.Debug("committed offsets not read", "err", err)
+			}
 			select {
 			case <-s.hwmCh:
 			default:
 			}
-			s.hwmCh <- h
+			s.hwmCh <- pr
 		}
 		wait := s.cfg.Kafka.PollInterval
 		if fails > 0 {

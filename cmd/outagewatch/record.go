@@ -41,6 +41,9 @@ func recordCmd() *cobra.Command {
 				if len(o.Brokers) == 0 {
 					o.Brokers = cfg.Kafka.Brokers
 				}
+				if o.Dialer, err = cfg.KafkaDialer(); err != nil { // the config's TLS and SASL
+					return err
+				}
 				for _, t := range cfg.Kafka.Topics {
 					if t.Name == o.Topic && o.Stream == "" {
 						o.Stream, o.Format = t.Stream, t.Format
