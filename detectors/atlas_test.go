@@ -196,9 +196,6 @@ func scoreAtlas(t testing.TB, set *rules.Set, name string, s []atlasSample) atla
 				if f.Status == detectors.Firing {
 					fired = append(fired, alert{f.Start, f.At})
 				}
-				if os.Getenv("ATLAS_DEBUG") != "" {
-					t.Logf("%s %s %s level %.1f base %.1f %v", name, time.Unix(0, f.At).UTC().Format(time.DateTime), f.Status, f.Observed, f.Baseline, f.Details)
-				}
 			})
 		}
 	}
