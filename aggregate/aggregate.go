@@ -8,6 +8,11 @@
 // series get "no data" for that bucket, never a zero that would look like an
 // outage. When the feed did deliver, an entity that sent nothing on a signal
 // that counts traffic is a real zero.
+//
+// Judged at the source's cadence: a signal that declares a cadence coarser
+// than the bucket has buckets of that width (see Closed), and a series
+// that shows a coarser step by itself (a 30-minute export) skips the
+// buckets between its reports rather than reading them as zero or missing.
 package aggregate
 
 import (
