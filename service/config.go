@@ -134,6 +134,12 @@ type HTTP struct {
 	// TokenEnv names the environment variable holding the bearer token that
 	// state-changing endpoints require; without it they are disabled.
 	TokenEnv string `yaml:"token_env"`
+	// ChartHistory is how much of every series' observed values the
+	// outage page keeps to chart an outage whole, against its baseline
+	// and last week (8 bytes a bucket a series: a week of 5-minute
+	// buckets is 16 KB a series). 0, the default, keeps none: charts then
+	// show the buckets each alert carries as evidence.
+	ChartHistory time.Duration `yaml:"chart_history"`
 }
 
 // Defaults.

@@ -22,6 +22,7 @@ import (
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/report"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/silence"
 )
@@ -72,10 +73,12 @@ type Service struct {
 	opts Options
 	log  *slog.Logger
 	p    *pipeline.Pipeline
-	disp *alerting.Dispatcher
-	met  *metrics
-	srv  *http.Server
-	ln   atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
+	// charts keeps observed values for the outage page (http.chart_history).
+	charts *report.Recorder
+	disp   *alerting.Dispatcher
+	met    *metrics
+	srv    *http.Server
+	ln     atomic.Pointer[net.Listener] // set once Run listens; read by Addr from any goroutine
 
 	msgs     chan []kafka.Message
 	assignCh chan assignReq
@@ -183,6 +186,15 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		Rules:     set, Map: m, LocalASNs: cfg.LocalASNs, Logger: log,
 		Events: s.dispatch, Severity: cfg.Correlation.Severity, ZoneOwners: cfg.Correlation.ZoneOwners,
 		Mute: []correlate.Muter{s.silences}, Rejected: s.rejectHeld,
+	}
+	if cfg.HTTP.ChartHistory > 0 {
+		width := cfg.BucketWidth
+		if width <= 0 {
+			width = time.Duration(aggregate.DefaultWidth)
+		}
+		s.charts = report.NewRecorder()
+		s.charts.Keep = max(1, int(cfg.HTTP.ChartHistory/width))
+		pc.Tap = s.charts.Bucket
 	}
 	if s.p, err = pipeline.New(pc, s.dispatch); err != nil {
 		s.disp.Close()

@@ -11,7 +11,8 @@ import (
 // alerts firing now come from the pipeline itself; ended ones are listed
 // when a *statuspage.Store is among Options.Sinks (`outagewatch run` adds
 // one), which the dispatcher feeds like any sink. Charts are drawn from
-// the evidence each alert carries.
+// the observed values kept for http.chart_history, or else from the
+// evidence each alert carries.
 func (s *Service) statusPage() http.Handler {
 	var store *statuspage.Store
 	for _, sk := range s.opts.Sinks {
@@ -23,7 +24,11 @@ func (s *Service) statusPage() http.Handler {
 		store = statuspage.NewStore()
 	}
 	store.Active = s.p.ActiveAlerts
-	return statuspage.Handler(liveSource{store, s}, nil, "outagewatch")
+	var charts statuspage.Charts
+	if s.charts != nil {
+		charts = s.charts
+	}
+	return statuspage.Handler(liveSource{store, s}, charts, "outagewatch")
 }
 
 // liveSource judges durations at the service's watermark, the time of the

@@ -35,7 +35,9 @@ func TestStatusPage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := New(mustValidate(t, testConfig(addr, t.TempDir(), f.topics...)), Options{Rules: f.set, Map: f.m, Logger: quietLog(),
+	cfg := mustValidate(t, testConfig(addr, t.TempDir(), f.topics...))
+	cfg.HTTP.ChartHistory = 14 * 24 * time.Hour // charts of whole outages, with last week
+	svc, err := New(cfg, Options{Rules: f.set, Map: f.m, Logger: quietLog(),
 		Listener: ln, Sinks: []alerting.Sink{statuspage.NewStore()}, Outbox: alerting.OutboxConfig{InitialBackoff: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -112,8 +114,9 @@ func TestStatusPage(t *testing.T) {
 	if len(want) == 0 {
 		t.Fatal("no alert to list")
 	}
-	if page := get("/incident/" + body.Incidents[0].ID); !strings.Contains(page, "Member alerts") || !strings.Contains(page, body.Incidents[0].Place) {
-		t.Fatalf("incident page:\n%.400s", page)
+	if page := get("/incident/" + body.Incidents[0].ID); !strings.Contains(page, "Member alerts") || !strings.Contains(page, body.Incidents[0].Place) ||
+		!strings.Contains(page, ">same time last week</text>") {
+		t.Fatalf("incident page (want its members and charts from the kept history, last week included):\n%.400s", page)
 	}
 	// The operations endpoints are still theirs.
 	if !strings.Contains(get("/healthz"), "ok") {
