@@ -2,100 +2,102 @@ package alerting
 
 import (
 	"bytes"
-	"image"
-	"image/color"
-	"image/png"
 	"math"
+	"time"
+
+	"github.com/outagewatch/outagewatch/chart"
+	"github.com/outagewatch/outagewatch/obs"
 )
 
-// ChartPNG draws an event's or alert's evidence as a small PNG: the
-// observed values (dark line) against the baseline (light line), so a
-// Slack reader sees the drop without opening anything. Missing buckets
-// break the line. Returns nil when there is nothing to draw.
-func ChartPNG(ev *Event, w, h int) []byte {
-	pts := ev.Evidence
-	if len(pts) < 2 || w < 20 || h < 20 {
+// ChartUnit returns how to chart a signal declared with unit u: per-bucket
+// sums become rates (bytes in a 5-minute bucket → bit/s), ratios
+// percentages, and scale is what to multiply the recorded values by.
+func ChartUnit(signal string, bucket time.Duration) (chart.Unit, float64) {
+	u := ""
+	if s, ok := obs.Lookup(signal); ok {
+		u = s.Def().Unit
+	}
+	sec := bucket.Seconds()
+	if sec <= 0 {
+		sec = 300
+	}
+	switch u {
+	case "bytes":
+		return chart.BitsPerSecond, 8 / sec
+	case "packets":
+		return chart.PacketsPerSecond, 1 / sec
+	case "queries":
+		return chart.QueriesPerSecond, 1 / sec
+	case "ratio":
+		return chart.Percent, 1
+	case "ms":
+		return chart.Milliseconds, 1
+	case "Mbps":
+		return chart.BitsPerSecond, 1e6
+	case "slash24":
+		return chart.Unit{Name: "/24s"}, 1
+	case "slash48":
+		return chart.Unit{Name: "/48s"}, 1
+	}
+	return chart.Unit{Name: u, SI: true}, 1
+}
+
+// EvidenceChart draws the buckets an alert (or an event, its headline
+// signal) carries: observed and the detector's own baseline, the alert
+// shaded. Nil when there are fewer than two.
+func EvidenceChart(ev *Event) *chart.Chart {
+	if len(ev.Evidence) < 2 {
 		return nil
 	}
-	top := 0.0
-	for _, p := range pts {
-		top = max(top, p.Baseline)
-		if p.Value != nil {
-			top = max(top, *p.Value)
-		}
-	}
-	if top <= 0 || math.IsInf(top, 0) || math.IsNaN(top) {
+	step := ev.Evidence[1].Time.Sub(ev.Evidence[0].Time)
+	if step <= 0 {
 		return nil
 	}
-	top *= 1.1
-	img := image.NewRGBA(image.Rect(0, 0, w, h))
-	bg := color.RGBA{255, 255, 255, 255}
-	for y := 0; y < h; y++ {
-		for x := 0; x < w; x++ {
-			img.SetRGBA(x, y, bg)
-		}
+	unit, scale := ChartUnit(ev.Signal, step)
+	start := ev.Evidence[0].Time
+	n := int(ev.Evidence[len(ev.Evidence)-1].Time.Sub(start)/step) + 1
+	obsv, base := make([]float64, n), make([]float64, n)
+	for i := range obsv {
+		obsv[i], base[i] = math.NaN(), math.NaN()
 	}
-	const pad = 6
-	grid := color.RGBA{225, 225, 225, 255}
-	for i := 0; i <= 4; i++ {
-		y := pad + (h-2*pad)*i/4
-		for x := pad; x < w-pad; x++ {
-			img.SetRGBA(x, y, grid)
-		}
-	}
-	px := func(i int) int { return pad + (w-2*pad-1)*i/(len(pts)-1) }
-	py := func(v float64) int { return pad + int(float64(h-2*pad-1)*(1-v/top)) }
-	base := color.RGBA{150, 180, 230, 255}
-	obs := color.RGBA{200, 30, 30, 255}
-	for i := 1; i < len(pts); i++ {
-		line(img, px(i-1), py(pts[i-1].Baseline), px(i), py(pts[i].Baseline), base, 1)
-	}
-	for i := 1; i < len(pts); i++ {
-		if pts[i-1].Value == nil || pts[i].Value == nil {
+	for _, p := range ev.Evidence {
+		i := int(p.Time.Sub(start) / step)
+		if i < 0 || i >= n {
 			continue
 		}
-		line(img, px(i-1), py(*pts[i-1].Value), px(i), py(*pts[i].Value), obs, 2)
+		if p.Value != nil {
+			obsv[i] = *p.Value * scale
+		}
+		base[i] = p.Baseline * scale
+	}
+	title := ev.Labels["display"]
+	if ev.Outage != nil && ev.Title != "" {
+		title = ev.Title
+	}
+	if title == "" {
+		title = ev.Entity
+	}
+	end := time.Time{}
+	if ev.End != nil {
+		end = *ev.End
+	}
+	return &chart.Chart{Title: title + " · " + ev.Signal + " — " + ev.Detector + " (the buckets the detector kept)", Start: start, Step: step, Unit: unit,
+		Series: []chart.Series{{Name: "observed", Values: obsv, Color: chart.ColorObserved, Width: 2},
+			{Name: "detector baseline", Values: base, Color: chart.ColorBaseline}},
+		Spans: []chart.Span{{From: ev.Start, To: end}}}
+}
+
+// ChartPNG draws an event's or alert's evidence as a PNG, with the same
+// renderer as the report and the outage page, so a Slack reader sees the
+// drop without opening anything. Nil when there is nothing to draw.
+func ChartPNG(ev *Event) []byte {
+	c := EvidenceChart(ev)
+	if c == nil {
+		return nil
 	}
 	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
+	if err := c.PNG(&b, 1); err != nil {
 		return nil
 	}
 	return b.Bytes()
-}
-
-// line draws with Bresenham's algorithm, thick pixels wide.
-func line(img *image.RGBA, x0, y0, x1, y1 int, c color.RGBA, thick int) {
-	dx, dy := abs(x1-x0), -abs(y1-y0)
-	sx, sy := 1, 1
-	if x0 > x1 {
-		sx = -1
-	}
-	if y0 > y1 {
-		sy = -1
-	}
-	e := dx + dy
-	for {
-		for t := 0; t < thick; t++ {
-			img.SetRGBA(x0, y0+t, c)
-		}
-		if x0 == x1 && y0 == y1 {
-			return
-		}
-		e2 := 2 * e
-		if e2 >= dy {
-			e += dy
-			x0 += sx
-		}
-		if e2 <= dx {
-			e += dx
-			y0 += sy
-		}
-	}
-}
-
-func abs(v int) int {
-	if v < 0 {
-		return -v
-	}
-	return v
 }

@@ -184,7 +184,7 @@ func (s *Slack) fire(ctx context.Context, ev *Event) error {
 		}
 	}
 	if ev.IsEvent() && !t.Chart {
-		if img := ChartPNG(ev, 720, 240); img != nil {
+		if img := ChartPNG(ev); img != nil {
 			_, err := s.api.UploadFileContext(ctx, slack.UploadFileParameters{
 				Filename: "outage-" + ev.ID + ".png", FileSize: len(img), Reader: bytes.NewReader(img),
 				Title:   SignalWords(ev.Signal) + " of " + ev.Entity + " against its baseline",

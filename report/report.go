@@ -18,7 +18,6 @@ import (
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
-	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/scenario"
 )
 
@@ -213,37 +212,9 @@ func rows(events []alerting.Event) []eventRow {
 	return out
 }
 
-// Unit returns how to chart a signal declared with unit u: per-bucket sums
-// become rates (bytes in a 5-minute bucket → bit/s), ratios percentages,
-// and scale is what to multiply the recorded values by.
+// Unit returns how to chart a signal (see alerting.ChartUnit).
 func Unit(signal string, bucket time.Duration) (chart.Unit, float64) {
-	u := ""
-	if s, ok := obs.Lookup(signal); ok {
-		u = s.Def().Unit
-	}
-	sec := bucket.Seconds()
-	if sec <= 0 {
-		sec = 300
-	}
-	switch u {
-	case "bytes":
-		return chart.BitsPerSecond, 8 / sec
-	case "packets":
-		return chart.PacketsPerSecond, 1 / sec
-	case "queries":
-		return chart.QueriesPerSecond, 1 / sec
-	case "ratio":
-		return chart.Percent, 1
-	case "ms":
-		return chart.Milliseconds, 1
-	case "Mbps":
-		return chart.BitsPerSecond, 1e6
-	case "slash24":
-		return chart.Unit{Name: "/24s"}, 1
-	case "slash48":
-		return chart.Unit{Name: "/48s"}, 1
-	}
-	return chart.Unit{Name: u, SI: true}, 1
+	return alerting.ChartUnit(signal, bucket)
 }
 
 // Chart returns the chart of series k (as "signal{entity}") around its

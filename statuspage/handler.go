@@ -5,14 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
-	"math"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
-	"github.com/outagewatch/outagewatch/report"
 )
 
 // Handler serves the page:
@@ -132,48 +130,7 @@ func (h *handler) chart(ev alerting.Event) *chart.Chart {
 			return c
 		}
 	}
-	return evidenceChart(ev)
-}
-
-// evidenceChart draws the buckets an alert carries: observed and the
-// detector's own baseline, the alert shaded.
-func evidenceChart(ev alerting.Event) *chart.Chart {
-	if len(ev.Evidence) < 2 {
-		return nil
-	}
-	step := ev.Evidence[1].Time.Sub(ev.Evidence[0].Time)
-	if step <= 0 {
-		return nil
-	}
-	unit, scale := report.Unit(ev.Signal, step)
-	start := ev.Evidence[0].Time
-	n := int(ev.Evidence[len(ev.Evidence)-1].Time.Sub(start)/step) + 1
-	obs, base := make([]float64, n), make([]float64, n)
-	for i := range obs {
-		obs[i], base[i] = math.NaN(), math.NaN()
-	}
-	for _, p := range ev.Evidence {
-		i := int(p.Time.Sub(start) / step)
-		if i < 0 || i >= n {
-			continue
-		}
-		if p.Value != nil {
-			obs[i] = *p.Value * scale
-		}
-		base[i] = p.Baseline * scale
-	}
-	title := ev.Labels["display"]
-	if title == "" {
-		title = ev.Entity
-	}
-	end := time.Time{}
-	if ev.End != nil {
-		end = *ev.End
-	}
-	return &chart.Chart{Title: title + " · " + ev.Signal + " — " + ev.Detector + " (the buckets the detector kept)", Start: start, Step: step, Unit: unit,
-		Series: []chart.Series{{Name: "observed", Values: obs, Color: chart.ColorObserved, Width: 2},
-			{Name: "detector baseline", Values: base, Color: chart.ColorBaseline}},
-		Spans: []chart.Span{{From: ev.Start, To: end}}}
+	return alerting.EvidenceChart(&ev)
 }
 
 func (h *handler) render(w http.ResponseWriter, t *template.Template, data any) {
