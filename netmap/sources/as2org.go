@@ -37,9 +37,6 @@ func ReadAS2Org(r io.Reader, m *netmap.Map) (Stats, error) {
 		return -1
 	}
 	err := lines(r, func(n int, line string) {
-		if n == 1 {
-			line = trimBOM(line)
-		}
 		if strings.HasPrefix(line, "#") {
 			if f, ok := strings.CutPrefix(strings.TrimSpace(strings.TrimPrefix(line, "#")), "format:"); ok {
 				fields = strings.Split(strings.TrimSpace(f), "|")

@@ -18,9 +18,6 @@ import (
 func ReadASNames(r io.Reader, m *netmap.Map) (Stats, error) {
 	st := Stats{Format: "asnames"}
 	err := lines(r, func(n int, line string) {
-		if n == 1 {
-			line = trimBOM(line)
-		}
 		if strings.TrimSpace(line) == "" || line[0] == '#' {
 			return
 		}

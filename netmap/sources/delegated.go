@@ -37,9 +37,6 @@ func ReadDelegated(r io.Reader, m *netmap.Map) (Stats, error) {
 	want := map[string]int{}
 	got := map[string]int{}
 	err := lines(r, func(n int, line string) {
-		if n == 1 {
-			line = trimBOM(line)
-		}
 		if strings.TrimSpace(line) == "" || line[0] == '#' {
 			return
 		}

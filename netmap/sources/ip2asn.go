@@ -19,9 +19,6 @@ import (
 func ReadIP2ASN(r io.Reader, m *netmap.Map) (Stats, error) {
 	st := Stats{Format: "ip2asn"}
 	err := lines(r, func(n int, line string) {
-		if n == 1 {
-			line = trimBOM(line)
-		}
 		if strings.TrimSpace(line) == "" || line[0] == '#' {
 			return
 		}

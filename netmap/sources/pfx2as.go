@@ -20,9 +20,6 @@ import (
 func ReadPfx2AS(r io.Reader, m *netmap.Map) (Stats, error) {
 	st := Stats{Format: "pfx2as"}
 	err := lines(r, func(n int, line string) {
-		if n == 1 {
-			line = trimBOM(line)
-		}
 		line = strings.TrimSpace(line)
 		if line == "" || line[0] == ';' || line[0] == '#' {
 			return

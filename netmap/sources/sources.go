@@ -92,15 +92,20 @@ type readCloser struct {
 
 func (r readCloser) Close() error { return r.c.Close() }
 
-// lines calls fn for each line without its end, numbered from 1. Lines
-// longer than 1 MiB are an error: no metadata line is that long.
+// lines calls fn for each line without its end, numbered from 1; a UTF-8
+// byte-order mark is dropped from the first. Lines longer than 1 MiB are
+// an error: no metadata line is that long.
 func lines(r io.Reader, fn func(n int, line string)) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
 	n := 0
 	for sc.Scan() {
 		n++
-		fn(n, strings.TrimRight(sc.Text(), "\r"))
+		line := strings.TrimRight(sc.Text(), "\r")
+		if n == 1 {
+			line = trimBOM(line)
+		}
+		fn(n, line)
 	}
 	if err := sc.Err(); err != nil {
 		return fmt.Errorf("line %d: %w", n+1, err)
