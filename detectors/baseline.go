@@ -112,16 +112,15 @@ func previousDays(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
 
 // robustSpread is the median absolute deviation of xs around m, scaled by
 // 1.4826 so that it estimates a standard deviation for normal noise while
-// a few spikes leave it alone. It reorders xs.
+// a few spikes leave it alone. It overwrites xs with the deviations.
 func robustSpread(xs []float64, m float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	dev := make([]float64, len(xs))
 	for i, x := range xs {
-		dev[i] = math.Abs(x - m)
+		xs[i] = math.Abs(x - m)
 	}
-	return 1.4826 * median(dev)
+	return 1.4826 * median(xs)
 }
 
 // levelRun follows a run of outlier buckets whose values the history did
@@ -146,9 +145,18 @@ func (l *levelRun) add(ratio float64) {
 	l.Substituted++
 }
 
-// due reports whether the run has lasted after (0: never).
-func (l *levelRun) due(w int64, after Duration) bool {
-	return after > 0 && int64(l.Substituted)*w >= int64(after)
+// hold takes an outlier bucket at t of value v against baseline base, in
+// a series that reports every step. While the run is younger than after
+// the history keeps base in the bucket's place; once it has lasted after
+// (never when after is 0), the run's level becomes the baseline (adapt)
+// and hold returns its ratio to the old one and true.
+func (l *levelRun) hold(r *series.Ring, t int64, v, base float64, step int64, after Duration) (float64, bool) {
+	l.add(v / base)
+	if after > 0 && int64(l.Substituted)*step >= int64(after) {
+		return l.adapt(r, t), true
+	}
+	r.Put(t, base)
+	return 0, false
 }
 
 func (l *levelRun) reset() { l.Substituted, l.Ratios = 0, l.Ratios[:0] }

@@ -240,9 +240,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		// lasted AdaptAfter; then it is the baseline.
 		switch {
 		case anomalous || (st.Firing && !recovered):
-			st.Adapt.add(pt.Value / base)
-			if st.Adapt.due(step, d.p.AdaptAfter) {
-				ratio := st.Adapt.adapt(&pt.Series.Hist, c.Start)
+			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, base, step, d.p.AdaptAfter); adapted {
 				st.Run, st.Recovered = 0, 0
 				if st.Firing {
 					st.Firing = false
@@ -250,7 +248,6 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 				}
 				continue
 			}
-			pt.Series.Hist.Put(c.Start, base)
 		case !st.Firing:
 			st.Adapt.reset()
 		}

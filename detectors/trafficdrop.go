@@ -225,12 +225,15 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
 		switch {
 		case outlier:
-			st.Adapt.add(pt.Value / j.base)
-			if st.Adapt.due(step, d.p.AdaptAfter) {
-				d.adapt(c, j, emit)
+			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
+				// The new level is the baseline now: rank the days anew.
+				st.SimilarAt, st.Run, st.Recovered = 0, 0, 0
+				if st.Firing {
+					st.Firing = false
+					emit(adaptedFinding(d.finding(Resolved, c, j), c, ratio, d.p.AdaptAfter))
+				}
 				continue
 			}
-			pt.Series.Hist.Put(c.Start, j.base)
 		case !st.Firing:
 			st.Adapt.reset()
 			st.Noise.learn(c.Start, math.Log(max(pt.Value, 1e-9)/j.base))
@@ -305,19 +308,6 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 			Summary: fmt.Sprintf("the %s feed is back: %d of %d entities dropped", feed, bad, n)})
 	}
 	return false
-}
-
-// adapt makes the level of the current outlier run the baseline; a
-// firing alert resolves as baseline_adapted.
-func (d *trafficDrop) adapt(c *aggregate.Closed, j judged, emit func(Finding)) {
-	st := j.st
-	ratio := st.Adapt.adapt(&j.p.Series.Hist, c.Start)
-	st.SimilarAt, st.Run, st.Recovered = 0, 0, 0
-	if !st.Firing {
-		return
-	}
-	st.Firing = false
-	emit(adaptedFinding(d.finding(Resolved, c, j), c, ratio, d.p.AdaptAfter))
 }
 
 // logDrop is how far v is under base on a log scale (ln(base/v)); a zero

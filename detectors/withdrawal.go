@@ -191,9 +191,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		// AdaptAfter; then the new level is the baseline.
 		switch {
 		case j.anomalous || (st.Firing && j.drop >= d.p.ResolveBelow):
-			st.Adapt.add(pt.Value / j.base)
-			if st.Adapt.due(step, d.p.AdaptAfter) {
-				ratio := st.Adapt.adapt(&pt.Series.Hist, c.Start)
+			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
 				st.Run, st.Recovered = 0, 0
 				if st.Firing {
 					st.Firing = false
@@ -201,7 +199,6 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 				}
 				continue
 			}
-			pt.Series.Hist.Put(c.Start, j.base)
 		case !st.Firing:
 			st.Adapt.reset()
 		}
