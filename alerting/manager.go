@@ -79,6 +79,9 @@ func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
 		ev.Evidence = append(ev.Evidence, p)
 	}
 	if f.Status == detectors.Resolved {
+		if ev.Reason == "" {
+			ev.Reason = detectors.ReasonRecovered
+		}
 		end := ts(f.End)
 		ev.End = &end
 		ev.Start = prev.Start

@@ -45,6 +45,11 @@ type Finding struct {
 	Evidence   []Evidence
 }
 
+// ReasonRecovered is the resolve reason of an alert whose series came back
+// to its baseline. Detectors with more than one kind of resolve name it;
+// the alert manager gives it to every other resolve.
+const ReasonRecovered = "recovered"
+
 // ReasonBaselineAdapted is the resolve reason of an alert whose new level
 // lasted the rule's adapt_after and became the baseline: the change is
 // still there, but it is the new normal, not an ongoing outage.

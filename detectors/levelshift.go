@@ -159,7 +159,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		switch {
 		case st.Recovered >= resolveN:
 			st.Firing = false
-			f := d.finding(Resolved, c, pt, st, level, "recovered")
+			f := d.finding(Resolved, c, pt, st, level, ReasonRecovered)
 			f.End = c.Start - int64(resolveN-1)*w
 			emit(f)
 		case st.Recovered == 0 && d.p.AdaptAfter > 0 && c.End-st.FireStart >= int64(d.p.AdaptAfter):

@@ -275,7 +275,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 		if st.Recovered >= resolveN {
 			st.Firing, st.Recovered = false, 0
 			f := d.finding(Resolved, c, pt, st, base, delta)
-			f.End, f.Reason = c.Start-int64(resolveN-1)*step, "recovered"
+			f.End, f.Reason = c.Start-int64(resolveN-1)*step, ReasonRecovered
 			emit(f)
 		}
 	}

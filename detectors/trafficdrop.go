@@ -263,7 +263,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if st.Recovered >= resolveN {
 			st.Firing = false
 			f := d.finding(Resolved, c, j)
-			f.End, f.Reason = c.Start-int64(resolveN-1)*step, "recovered"
+			f.End, f.Reason = c.Start-int64(resolveN-1)*step, ReasonRecovered
 			emit(f)
 			st.Recovered = 0
 		}
