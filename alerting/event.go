@@ -49,11 +49,10 @@ type Event struct {
 	// ("similar_days", "previous_weeks", "previous_day", ...).
 	BaselineMethod string  `json:"baseline_method,omitempty"`
 	ChangePct      float64 `json:"change_pct"`
-	// Reason says why a resolve happened: "recovered" (every resolve that
-	// names no other reason), or
-	// "baseline_adapted" (a lasting new level became the baseline). How
-	// far past its bar a firing alert is, is details.confidence; an
-	// outage event's own confidence is Outage.Confidence.
+	// Reason says why a resolve happened: "baseline_adapted" (a lasting
+	// new level became the baseline) or else "recovered". How far past its
+	// bar a firing alert is, is details.confidence; an outage event's own
+	// confidence is Outage.Confidence.
 	Reason string `json:"reason,omitempty"`
 	// Threshold says what the rule fires on, in words.
 	Threshold string   `json:"threshold,omitempty"`
