@@ -212,11 +212,6 @@ func rows(events []alerting.Event) []eventRow {
 	return out
 }
 
-// Unit returns how to chart a signal (see alerting.ChartUnit).
-func Unit(signal string, bucket time.Duration) (chart.Unit, float64) {
-	return alerting.ChartUnit(signal, bucket)
-}
-
 // Chart returns the chart of series k (as "signal{entity}") around its
 // alerts: from a day before the first to a day after the last resolve (or
 // the end of the data), with the observed values, the baseline (the median
@@ -253,7 +248,7 @@ func (r *Recorder) Chart(k string, evs []alerting.Event) *chart.Chart {
 	}
 	n := int((to-from)/w) + 1
 	signal, _, _ := strings.Cut(k, "{")
-	unit, scale := Unit(signal, time.Duration(w))
+	unit, scale := alerting.ChartUnit(signal, time.Duration(w))
 	observed := make([]float64, n)
 	baseline := make([]float64, n)
 	lastWeek := make([]float64, n)
