@@ -61,6 +61,22 @@ type Accumulator interface {
 	Reset()
 }
 
+// Mergeable is an Accumulator whose state can leave the process and be
+// folded into another of the same kind: the first stage of a scaled-out
+// service sends each bucket's partial state per entity, and the second
+// merges the partials of every input partition into the bucket's value.
+// A merge must give the value that one accumulator fed every observation
+// would have given, so that the stages split or together judge the same
+// numbers.
+type Mergeable interface {
+	Accumulator
+	// Merge folds other, an accumulator made by the same signal, into this
+	// one; other is left as it was.
+	Merge(other Accumulator) error
+	MarshalBinary() ([]byte, error)
+	UnmarshalBinary([]byte) error
+}
+
 // Feed names the input stream a signal comes from; a feed that sends nothing
 // in a bucket makes every signal of it "no data" for that bucket rather than
 // zero.
