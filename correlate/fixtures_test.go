@@ -174,7 +174,8 @@ func checkSinks(t *testing.T, r *run, wantJSONL, wantHook int) {
 
 func TestIberiaOneEventPerCountry(t *testing.T) {
 	// A second webhook pages only critical: it misses Spain's info and
-	// warning stages and Portugal's warning open, not the resolves.
+	// warning stages and Portugal's warning open, not the growth (Portugal's
+	// bandwidth joining at 10:50) nor the resolves.
 	var mu sync.Mutex
 	var critical []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -190,7 +191,7 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := replayWith(t, "iberia-2025-04-28", []alerting.Sink{crit})
-	wantCritical := "country:PT grow critical,country:ES grow critical,country:ES grow critical,country:PT resolve critical,country:ES resolve critical"
+	wantCritical := "country:PT grow critical,country:ES grow critical,country:PT grow critical,country:ES grow critical,country:PT resolve critical,country:ES resolve critical"
 	if got := strings.Join(critical, ","); got != wantCritical {
 		t.Errorf("critical-only webhook got\n %s\nwant %s", got, wantCritical)
 	}
@@ -207,11 +208,10 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 		"country:ES": {"open@04-28T10:35/info grow@04-28T10:40/warning grow@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T06:15/critical",
 			[]string{"dns", "quality", "routing", "traffic"},
 			[]string{"Telefonica de Espana (AS3352)", "Euskaltel (AS12338)", "Vodafone Spain (AS12430)", "Orange Espagne (AS12479)", "Digi Spain (AS57269)"}, 20},
-		// The detectors raise no quality alert for Portugal: its event
-		// has the three views that alerted.
-		"country:PT": {"open@04-28T10:35/warning grow@04-28T10:45/critical resolve@04-28T23:45/critical",
-			[]string{"dns", "routing", "traffic"},
-			[]string{"NOS (AS2860)", "MEO (AS3243)", "NOWO (AS13156)"}, 13},
+		// Portugal's bandwidth alert (quality) joins at 10:50, a growth.
+		"country:PT": {"open@04-28T10:35/warning grow@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T00:05/critical",
+			[]string{"dns", "quality", "routing", "traffic"},
+			[]string{"NOS (AS2860)", "MEO (AS3243)", "NOWO (AS13156)"}, 14},
 	}
 	for _, id := range ids {
 		ns := m[id]
@@ -242,7 +242,7 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 			t.Errorf("alert %s %s %s in no event", a.ID, a.Entity, a.Signal)
 		}
 	}
-	checkSinks(t, r, 66+8, 8)
+	checkSinks(t, r, 68+9, 9)
 }
 
 func TestUgandaOneEvent(t *testing.T) {
