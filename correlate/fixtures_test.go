@@ -18,6 +18,7 @@ import (
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/scenario"
 	"github.com/outagewatch/outagewatch/silence"
 )
@@ -38,6 +39,12 @@ func replayFixture(t *testing.T, name string, mute ...correlate.Muter) *run {
 
 // replayWith adds sinks to the dispatcher.
 func replayWith(t *testing.T, name string, sinks []alerting.Sink, mute ...correlate.Muter) *run {
+	t.Helper()
+	return replayRules(t, name, nil, sinks, mute...)
+}
+
+// replayRules replays with a rules set (nil: the shipped rules).
+func replayRules(t *testing.T, name string, set *rules.Set, sinks []alerting.Sink, mute ...correlate.Muter) *run {
 	t.Helper()
 	spec, err := scenario.Load(filepath.Join("..", "fixtures", name+".yaml"))
 	if err != nil {
@@ -76,7 +83,7 @@ func replayWith(t *testing.T, name string, sinks []alerting.Sink, mute ...correl
 			t.Fatal(err)
 		}
 	}
-	p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs, Mute: mute,
+	p, err := pipeline.New(pipeline.Config{Rules: set, Map: spec.Map(), LocalASNs: spec.LocalASNs, Mute: mute,
 		Events: func(ev *alerting.Event) { r.events = append(r.events, *ev); dispatch(ev) }},
 		func(ev *alerting.Event) { r.alerts = append(r.alerts, *ev); dispatch(ev) })
 	if err != nil {

@@ -46,8 +46,8 @@ type Config struct {
 	// that opened, grew or resolved them. The correlation runs either way,
 	// so alerts always name their event.
 	Events func(*alerting.Event)
-	// Severity maps an event's impact to its severity; zero values take
-	// correlate.DefaultThresholds.
+	// Severity overrides, field by field where non-zero, the rules'
+	// severity: block that maps an event's impact to its severity.
 	Severity correlate.Thresholds
 	// ZoneOwners maps DNS zones to the network whose outage they belong to.
 	ZoneOwners map[string]uint32
@@ -150,7 +150,11 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		p.held.release(end, p.applyHeld)
 	})
 	p.agg.Pending(p.held.earliest)
-	p.corr = correlate.New(correlate.Config{Map: cfg.Map, Level: p.level, Severity: cfg.Severity,
+	sev, err := correlate.FromRules(cfg.Rules.Severity, cfg.Severity)
+	if err != nil {
+		return nil, err
+	}
+	p.corr = correlate.New(correlate.Config{Map: cfg.Map, Level: p.level, Severity: sev,
 		ZoneOwners: cfg.ZoneOwners, Mute: cfg.Mute})
 	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.agg.BeforeClose, Shared: map[string]any{}}
 	for _, r := range cfg.Rules.Rules {

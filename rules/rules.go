@@ -84,6 +84,10 @@ type Set struct {
 	Rules []*Rule
 	// Signals lists the signals the files declared, in file order.
 	Signals []obs.Signal
+	// Severity maps outage events' impact to their severity: the one
+	// severity: block of the files, or the shipped rules' block when none
+	// has one (nil only for a set parsed by Parse without one).
+	Severity *EventSeverity
 }
 
 // Default returns the rules that ship with outagewatch.
@@ -111,7 +115,23 @@ func LoadAll(paths ...string) (*Set, error) {
 		}
 		files = append(files, p)
 	}
-	return merge(strings.Join(paths, ","), files, os.ReadFile)
+	set, err := merge(strings.Join(paths, ","), files, os.ReadFile)
+	if err != nil {
+		return nil, err
+	}
+	return withShippedSeverity(set)
+}
+
+// withShippedSeverity gives a set without a severity: block the shipped
+// one, so that a team that copies only its detector rules keeps the
+// default event severities.
+func withShippedSeverity(set *Set) (*Set, error) {
+	if set.Severity != nil {
+		return set, nil
+	}
+	var err error
+	set.Severity, err = shippedSeverity()
+	return set, err
 }
 
 // merge loads files in order into one set; a rule name may appear once.
@@ -141,6 +161,12 @@ func merge(name string, files []string, read func(string) ([]byte, error)) (*Set
 				out.Signals = append(out.Signals, s)
 			}
 		}
+		if set.Severity != nil {
+			if out.Severity != nil {
+				return nil, &Error{f, set.Severity.Line, fmt.Sprintf("severity already defined in %s:%d", out.Severity.File, out.Severity.Line)}
+			}
+			out.Severity = set.Severity
+		}
 		for _, r := range set.Rules {
 			if prev, dup := defined[r.Name]; dup {
 				return nil, &Error{r.File, r.Line, fmt.Sprintf("rule %q already defined in %s", r.Name, prev)}
@@ -158,7 +184,11 @@ func Load(file string) (*Set, error) {
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}
-	return Parse(file, b)
+	set, err := Parse(file, b)
+	if err != nil {
+		return nil, err
+	}
+	return withShippedSeverity(set)
 }
 
 // Error is a problem at a place in a rules file.
@@ -205,8 +235,13 @@ func Parse(file string, b []byte) (*Set, error) {
 			list = v
 		case "signals":
 			sigs = v
+		case "severity":
+			var err error
+			if set.Severity, err = parseSeverity(file, k, v); err != nil {
+				return nil, err
+			}
 		default:
-			return nil, &Error{file, k.Line, fmt.Sprintf("unknown key %q (want: signals, rules)", k.Value)}
+			return nil, &Error{file, k.Line, fmt.Sprintf("unknown key %q (want: signals, severity, rules)", k.Value)}
 		}
 	}
 	if sigs != nil {
@@ -214,9 +249,9 @@ func Parse(file string, b []byte) (*Set, error) {
 		if set.Signals, err = declareSignals(file, sigs); err != nil {
 			return nil, err
 		}
-		if list == nil {
-			return set, nil // a signals file
-		}
+	}
+	if list == nil && (sigs != nil || set.Severity != nil) {
+		return set, nil // a signals or severity file
 	}
 	if list == nil || list.Kind != yaml.SequenceNode {
 		return nil, &Error{file, top.Line, "'rules:' must be a list"}

@@ -88,9 +88,9 @@ type Topic struct {
 
 // Correlation configures the correlation stage.
 type Correlation struct {
-	// Severity: impact (drop × share × duration factor) at which an event
-	// is a warning or critical, and the duration at which the duration
-	// factor reaches 1. Zero keeps correlate.DefaultThresholds.
+	// Severity overrides, field by field, the rules' severity: block
+	// (impact at which an event is a warning or critical, and when its
+	// duration factor reaches 1). Zero keeps the rules' values.
 	Severity correlate.Thresholds `yaml:"severity"`
 	// ZoneOwners maps a DNS zone to the AS whose outage its failures
 	// belong to; unlisted zones are matched to networks by name.

@@ -82,7 +82,8 @@ func TestRulesCheck(t *testing.T) {
 	}
 	good, _ := filepath.Glob("../../rules/default/*.yaml")
 	out, _, err := run(t, append([]string{"rules", "check"}, good...)...)
-	if err != nil || strings.Count(out, "OK") != len(good) {
+	if err != nil || strings.Count(out, "OK") != len(good) ||
+		!strings.Contains(out, "50-events.yaml:19: event severity: warning from impact 0.05, critical from 0.25, full weight after 30m0s\n") {
 		t.Fatalf("default rules: %v %q", err, out)
 	}
 }

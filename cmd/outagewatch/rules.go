@@ -24,6 +24,9 @@ func rulesCmd() *cobra.Command {
 					continue
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d rules OK\n", f, len(set.Rules))
+				if set.Severity != nil && set.Severity.File == f {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s:%d: %s\n", f, set.Severity.Line, set.Severity.Summary())
+				}
 			}
 			if bad > 0 {
 				return &exitError{code: 1, msg: fmt.Sprintf("%d of %d rules files invalid", bad, len(args))}
