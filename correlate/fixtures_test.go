@@ -29,6 +29,7 @@ import (
 type run struct {
 	alerts, events []alerting.Event // as emitted
 	jsonl          []alerting.Event // as the JSON-lines sink wrote them
+	lines          [][]byte         // the same, as bytes
 	webhook        []alerting.Event // as the webhook receiver got them
 }
 
@@ -107,6 +108,7 @@ func replayRules(t *testing.T, name string, set *rules.Set, sinks []alerting.Sin
 			t.Fatalf("line without kind: %s", line)
 		}
 		r.jsonl = append(r.jsonl, ev)
+		r.lines = append(r.lines, line)
 	}
 	return r
 }
@@ -306,7 +308,16 @@ func TestVirginMediaOneEventPerOutage(t *testing.T) {
 		}
 	}
 	checkSinks(t, r, 36+8, 8)
+	// The documents show the third notification of the first outage.
+	for i, ev := range r.jsonl {
+		if ev.ID == ids[0] && ev.Revision == 3 {
+			checkDocJSON(t, eventExample, r.lines[i])
+		}
+	}
 }
+
+// eventExample marks the event line the documents show.
+const eventExample = "<!-- go test ./correlate checks this example against the replay -->"
 
 func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 	r := replayFixture(t, "telia-2019-06-20")

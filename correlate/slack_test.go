@@ -137,6 +137,7 @@ func TestSlackOneMessagePerEvent(t *testing.T) {
 			last = c
 		}
 	}
+	checkDocSlack(t, []byte(last.form.Get("blocks")))
 	text := last.form.Get("text")
 	if !strings.HasPrefix(text, ":white_check_mark: RESOLVED [critical] Outage of Virgin Media (AS5089) in United Kingdom: traffic 66 Mbit/s vs 2.1 Gbit/s expected, −97 %") {
 		t.Errorf("resolved text %q", text)
