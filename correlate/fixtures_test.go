@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/slack-go/slack/slacktest"
+
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -24,14 +26,20 @@ import (
 )
 
 // run replays a fixture through the pipeline into a dispatcher with a
-// JSON-lines sink (records everything) and a webhook (pages), and returns
-// what each received.
+// JSON-lines sink (records everything), a webhook and Slack (pages) and an
+// Alertmanager, and returns what each received.
 type run struct {
 	alerts, events []alerting.Event // as emitted
 	jsonl          []alerting.Event // as the JSON-lines sink wrote them
 	lines          [][]byte         // the same, as bytes
 	webhook        []alerting.Event // as the webhook receiver got them
+	slack          *slackCalls      // what slacktest's server was asked
+	am             []amPost         // what the Alertmanager received
 }
+
+// amPost is one POST /api/v2/alerts: the kind and status of each alert in
+// it (resolved: endsAt in the past, as an event-time end is).
+type amPost []string
 
 func replayFixture(t *testing.T, name string, mute ...correlate.Muter) *run {
 	t.Helper()
@@ -72,9 +80,47 @@ func replayRules(t *testing.T, name string, set *rules.Set, sinks []alerting.Sin
 	if err != nil {
 		t.Fatal(err)
 	}
+	// An Alertmanager's API endpoint, counting what it is sent; the sink's
+	// refresh is set beyond the replay, so each post is one notification.
+	amSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var batch []struct {
+			Labels map[string]string `json:"labels"`
+			EndsAt time.Time         `json:"endsAt"`
+		}
+		if req.URL.Path != "/api/v2/alerts" || json.NewDecoder(req.Body).Decode(&batch) != nil {
+			t.Errorf("alertmanager: %s %s", req.Method, req.URL.Path)
+		}
+		var post amPost
+		for _, a := range batch {
+			status := alerting.Firing
+			if a.EndsAt.Before(time.Now()) {
+				status = alerting.Resolved
+			}
+			post = append(post, a.Labels["kind"]+" "+status)
+		}
+		mu.Lock()
+		r.am = append(r.am, post)
+		mu.Unlock()
+	}))
+	defer amSrv.Close()
+	am, err := alerting.NewAlertmanager(alerting.AlertmanagerConfig{Name: "am", URL: amSrv.URL, Refresh: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer am.Close()
+	r.slack = &slackCalls{}
+	slackSrv := slacktest.NewTestServer(r.slack.bind)
+	r.slack.srv = slackSrv
+	slackSrv.Start()
+	defer slackSrv.Stop()
+	sl, err := alerting.NewSlack(alerting.SlackConfig{Name: "noc", Token: "xoxb-test", Channel: "#noc", APIURL: slackSrv.GetAPIURL(),
+		StateDir: filepath.Join(t.TempDir(), "noc")})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var buf bytes.Buffer
 	disp, err := alerting.NewDispatcher(alerting.DispatcherConfig{Dir: t.TempDir(), Outbox: alerting.OutboxConfig{NoSync: true}},
-		append([]alerting.Sink{alerting.NewJSONL("jsonl", &buf), wh}, sinks...)...)
+		append([]alerting.Sink{alerting.NewJSONL("jsonl", &buf), wh, am, sl}, sinks...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,15 +201,53 @@ func networks(ev alerting.Event) []string {
 	return out
 }
 
-// checkSinks asserts what each sink received: JSON lines everything (each
-// alert and each event notification), the webhook only the pages.
-func checkSinks(t *testing.T, r *run, wantJSONL, wantHook int) {
+// sinks is what each sink received: JSON lines every alert and event
+// notification; the webhook the pages; Slack one message per page that
+// opens something (posted) and an update per page that changes it; the
+// Alertmanager a post per notification not muted.
+type sinks struct{ jsonl, hook, slackPosts, slackUpdates, am int }
+
+// checkSinks asserts what each sink received.
+func checkSinks(t *testing.T, r *run, want sinks) {
 	t.Helper()
-	if len(r.jsonl) != len(r.alerts)+len(r.events) || len(r.jsonl) != wantJSONL {
-		t.Errorf("jsonl sink got %d lines, want %d (%d alerts + %d events)", len(r.jsonl), wantJSONL, len(r.alerts), len(r.events))
+	if len(r.jsonl) != len(r.alerts)+len(r.events) || len(r.jsonl) != want.jsonl {
+		t.Errorf("jsonl sink got %d lines, want %d (%d alerts + %d events)", len(r.jsonl), want.jsonl, len(r.alerts), len(r.events))
 	}
-	if len(r.webhook) != wantHook {
-		t.Errorf("webhook got %d notifications, want %d", len(r.webhook), wantHook)
+	if len(r.webhook) != want.hook {
+		t.Errorf("webhook got %d notifications, want %d", len(r.webhook), want.hook)
+	}
+	var posts, updates int
+	for _, c := range r.slack.calls {
+		switch {
+		case c.method == "chat.postMessage" && c.form.Get("thread_ts") == "":
+			posts++
+		case c.method == "chat.update":
+			updates++
+		}
+	}
+	if posts != want.slackPosts || updates != want.slackUpdates || posts+updates != want.hook {
+		t.Errorf("slack got %d messages and %d updates, want %d and %d (the webhook's %d pages)", posts, updates, want.slackPosts, want.slackUpdates, want.hook)
+	}
+	unmuted := 0
+	for _, ev := range r.jsonl {
+		if ev.Muted == "" {
+			unmuted++
+		}
+	}
+	if len(r.am) != want.am || len(r.am) != unmuted {
+		t.Errorf("alertmanager got %d posts, want %d (%d notifications not muted)", len(r.am), want.am, unmuted)
+	}
+	// Each post leads with its notification, in order; an escalated event
+	// adds the end of its old label set after it.
+	i := 0
+	for _, ev := range r.jsonl {
+		if ev.Muted != "" || i >= len(r.am) {
+			continue
+		}
+		if got, want := r.am[i][0], ev.Kind+" "+ev.Status; got != want {
+			t.Errorf("alertmanager post %d is %s, want %s (%s)", i, got, want, ev.ID)
+		}
+		i++
 	}
 	for _, ev := range r.webhook {
 		if ev.Kind == alerting.KindAlert && ev.OutageEvent != "" {
@@ -251,7 +335,7 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 			t.Errorf("alert %s %s %s in no event", a.ID, a.Entity, a.Signal)
 		}
 	}
-	checkSinks(t, r, 68+9, 9)
+	checkSinks(t, r, sinks{jsonl: 68 + 9, hook: 9, slackPosts: 2, slackUpdates: 7, am: 77})
 }
 
 func TestUgandaOneEvent(t *testing.T) {
@@ -269,7 +353,7 @@ func TestUgandaOneEvent(t *testing.T) {
 	if last.Scope.Name != "Uganda" || len(last.Members) != 21 || last.Confidence != 0.85 {
 		t.Errorf("scope %s, %d members, confidence %v", last.Scope.Name, len(last.Members), last.Confidence)
 	}
-	checkSinks(t, r, 42+6, 6)
+	checkSinks(t, r, sinks{jsonl: 42 + 6, hook: 6, slackPosts: 1, slackUpdates: 5, am: 48})
 }
 
 func TestVirginMediaOneEventPerOutage(t *testing.T) {
@@ -307,7 +391,7 @@ func TestVirginMediaOneEventPerOutage(t *testing.T) {
 			t.Errorf("event %d share %v", i, last.Scope.Share)
 		}
 	}
-	checkSinks(t, r, 36+8, 8)
+	checkSinks(t, r, sinks{jsonl: 36 + 8, hook: 8, slackPosts: 2, slackUpdates: 6, am: 44})
 	// The documents show the third notification of the first outage.
 	for i, ev := range r.jsonl {
 		if ev.ID == ids[0] && ev.Revision == 3 {
@@ -342,7 +426,7 @@ func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 			t.Errorf("event %d notifications %s", i, got)
 		}
 	}
-	checkSinks(t, r, 4+6, 6)
+	checkSinks(t, r, sinks{jsonl: 4 + 6, hook: 6, slackPosts: 2, slackUpdates: 4, am: 10})
 }
 
 func TestNegativeFixturesNoEvent(t *testing.T) {
@@ -355,11 +439,11 @@ func TestNegativeFixturesNoEvent(t *testing.T) {
 			}
 			// The session reset raises one feed fault per collector,
 			// firing and resolved: paged as alerts, in no event.
-			want := 0
+			want := sinks{}
 			if name == "bgp-session-reset-2024-05-14" {
-				want = 4
+				want = sinks{jsonl: 4, hook: 4, slackPosts: 2, slackUpdates: 2, am: 4}
 			}
-			checkSinks(t, r, want, want)
+			checkSinks(t, r, want)
 		})
 	}
 }
@@ -403,5 +487,5 @@ func TestSilencedWindowDuringReplay(t *testing.T) {
 			t.Errorf("paged in the window: %s %s %s", ev.Kind, ev.ID, ev.Update)
 		}
 	}
-	checkSinks(t, r, 36+4, 4)
+	checkSinks(t, r, sinks{jsonl: 36 + 4, hook: 4, slackPosts: 1, slackUpdates: 3, am: 22})
 }
