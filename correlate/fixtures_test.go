@@ -363,13 +363,15 @@ func TestVirginMediaOneEventPerOutage(t *testing.T) {
 		t.Fatalf("%d events, want 2", len(ids))
 	}
 	starts := []string{"2023-04-04T00:30", "2023-04-04T15:00"}
+	wantUpdates := []string{"open@04-04T00:35/warning grow@04-04T00:40/warning grow@04-04T01:00/critical resolve@04-04T08:10/critical",
+		"open@04-04T15:05/warning grow@04-04T15:10/warning grow@04-04T15:30/critical resolve@04-04T18:25/critical"}
 	for i, id := range ids {
 		ns := m[id]
 		last := ns[len(ns)-1]
 		if got := last.Start.Format("2006-01-02T15:04"); got != starts[i] {
 			t.Errorf("event %d starts %s, want %s", i, got, starts[i])
 		}
-		if len(ns) != 4 || last.Status != alerting.Resolved {
+		if got := updates(ns); got != wantUpdates[i] || last.Status != alerting.Resolved {
 			t.Errorf("event %d: %s", i, updates(ns))
 		}
 		if !strings.Contains(last.Cause, "routes withdrawn by Virgin Media (AS5089)") ||
@@ -412,6 +414,8 @@ func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 	// The 06-17 episode, then the 06-20 one: lossy destinations in
 	// address order (198.18.2.0/24 before 198.18.10.0/24).
 	dests := []int{22, 34}
+	wantUpdates := []string{"open@06-17T08:35/warning grow@06-17T08:45/critical resolve@06-17T09:25/critical",
+		"open@06-20T12:15/warning grow@06-20T12:20/critical resolve@06-20T12:45/critical"}
 	first := []string{"198.18.0.0/24", "198.18.1.0/24"}
 	for i, id := range ids {
 		last := m[id][len(m[id])-1]
@@ -422,7 +426,7 @@ func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 		if !strings.HasPrefix(last.Cause, "packet loss through AS1299") {
 			t.Errorf("event %d cause %q", i, last.Cause)
 		}
-		if got := updates(m[id]); len(m[id]) != 3 || !strings.HasSuffix(got, "/critical") {
+		if got := updates(m[id]); got != wantUpdates[i] {
 			t.Errorf("event %d notifications %s", i, got)
 		}
 	}
@@ -488,4 +492,57 @@ func TestSilencedWindowDuringReplay(t *testing.T) {
 		}
 	}
 	checkSinks(t, r, sinks{jsonl: 36 + 4, hook: 4, slackPosts: 1, slackUpdates: 3, am: 22})
+}
+
+// A silence of one entity, the network, over the first Virgin Media
+// outage: its alerts are recorded as silenced and nothing names it in that
+// window; what the rest of the country showed (routes, DNS failures of
+// virginmedia.com) is still one event.
+func TestSilencedEntityDuringReplay(t *testing.T) {
+	until := time.Date(2023, 4, 4, 9, 0, 0, 0, time.UTC)
+	st, err := silence.Open("", []silence.Silence{{Entity: "asn:5089",
+		Start: time.Date(2023, 4, 4, 0, 0, 0, 0, time.UTC), End: until, Author: "noc", Comment: "AS5089 core maintenance"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := replayFixture(t, "virginmedia-2023-04-04", st)
+	var silenced []string
+	for _, a := range r.jsonl {
+		if a.Kind == alerting.KindAlert && a.Muted != "" {
+			silenced = append(silenced, a.Status+" "+a.Signal)
+			if a.Entity != "asn:5089" || a.Muted != "silence config-1" || !a.Start.Before(until) {
+				t.Errorf("muted %s %s at %s: %q", a.Entity, a.Signal, a.Start, a.Muted)
+			}
+		}
+	}
+	// The network's five alerts (its traffic, DNS queries, IPv4 and IPv6
+	// space, withdrawals), firing and resolved.
+	want := "firing bgp_announced_v4,firing bgp_announced_v6,firing bgp_withdrawals,firing traffic_bytes,firing dns_queries," +
+		"resolved bgp_withdrawals,resolved bgp_announced_v4,resolved bgp_announced_v6,resolved dns_queries,resolved traffic_bytes"
+	if got := strings.Join(silenced, ","); got != want {
+		t.Errorf("silenced alert lines:\n got %s\nwant %s", got, want)
+	}
+	ids, m := byEvent(r.events)
+	wantEvents := []struct {
+		updates  string
+		networks []string
+	}{
+		{"open@04-04T00:35/warning grow@04-04T00:40/critical resolve@04-04T07:40/critical", nil},
+		{"open@04-04T15:05/warning grow@04-04T15:10/warning grow@04-04T15:30/critical resolve@04-04T18:25/critical", []string{"Virgin Media (AS5089)"}},
+	}
+	if len(ids) != len(wantEvents) {
+		t.Fatalf("events: %s", updates(r.events))
+	}
+	for i, id := range ids {
+		last := m[id][len(m[id])-1]
+		if got := updates(m[id]); got != wantEvents[i].updates || !slices.Equal(networks(last), wantEvents[i].networks) {
+			t.Errorf("event %d: %s, networks %v", i, got, networks(last))
+		}
+	}
+	for _, ev := range r.webhook {
+		if ev.At.Before(until) && (ev.Entity == "asn:5089" || slices.Contains(networks(ev), "Virgin Media (AS5089)")) {
+			t.Errorf("paged in the window naming AS5089: %s %s %s", ev.Kind, ev.ID, ev.Update)
+		}
+	}
+	checkSinks(t, r, sinks{jsonl: 36 + 7, hook: 7, slackPosts: 2, slackUpdates: 5, am: 43 - 10})
 }
