@@ -1,8 +1,10 @@
 package correlate_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,6 +69,38 @@ func TestEventEscalatesAtTheRulesThresholds(t *testing.T) {
 		if got[i] != want[i] {
 			t.Fatalf("notifications %v, want %v", got, want)
 		}
+	}
+}
+
+// An event escalates as its scope grows, at a rules file's thresholds: a
+// network with 30 % of the country's traffic gone opens it as a warning
+// (1 × 0.3 × 5/10 = 0.15, then 0.3 at ten minutes); a second, with 50 %,
+// joining makes it critical (1 × 0.8 = 0.8).
+func TestEventEscalatesAsItGrows(t *testing.T) {
+	set := writeRules(t, "severity:\n  warning: 0.12\n  critical: 0.42\n  full_after: 10m\n")
+	th, err := correlate.FromRules(set.Severity, correlate.Thresholds{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := map[string]float64{"country:GB": 100, "asn:5089": 30, "asn:2856": 50}
+	c := correlate.New(correlate.Config{Map: testMap(), Severity: th, Level: func(signal, entity string, _ time.Time) (float64, bool) {
+		v, ok := level[entity]
+		return v, ok && signal == "traffic_bytes"
+	}})
+	c.Add(alert(alerting.Firing, "traffic_drop", "traffic_bytes", "asn:5089", t0, t0.Add(5*time.Minute), -100))
+	var got []string
+	for m := 5; m <= 20; m += 5 {
+		at := t0.Add(time.Duration(m) * time.Minute)
+		if m == 15 {
+			c.Add(alert(alerting.Firing, "traffic_drop", "traffic_bytes", "asn:2856", t0.Add(10*time.Minute), at, -100))
+		}
+		for _, ev := range c.Flush(at) {
+			got = append(got, fmt.Sprintf("%s@%s/%s/%v/%d networks", ev.Update, at.Format("15:04"), ev.Severity, ev.Impact, len(networks(*ev))))
+		}
+	}
+	want := "open@10:05/warning/0.15/1 networks grow@10:15/critical/0.8/2 networks"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("notifications\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
 }
 
