@@ -1,0 +1,341 @@
+// Package quantile summarises the samples of one open bucket (the RTTs or
+// bandwidths of a series) so that any quantile can be read from it, and so
+// that summaries built apart (one per input partition of a scaled-out first
+// stage) merge into the summary one process fed every sample would hold.
+//
+// The summary is a DDSketch (Masson, Rim and Lee, "DDSketch: a fast and
+// fully-mergeable quantile sketch with relative-error guarantees", VLDB
+// 2019), from DataDog/sketches-go: samples are counted in logarithmically
+// spaced bins, so every quantile is within RelativeAccuracy of the sample
+// at its rank. A bin count is a whole number and a merge adds counts bin by
+// bin, so merging is lossless: the merged sketch has exactly the bins, and
+// gives exactly the quantiles, of a sketch fed every sample. P², which this
+// package held before, kept five markers per quantile and could not merge.
+//
+// The sketch also keeps the exact count, minimum and maximum, which merge
+// exactly too, and clamps answers to them, so that a bucket of one sample
+// reports that sample and the extremes are never beyond the data.
+package quantile
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/DataDog/sketches-go/ddsketch"
+	"github.com/DataDog/sketches-go/ddsketch/mapping"
+	"github.com/DataDog/sketches-go/ddsketch/store"
+)
+
+// RelativeAccuracy bounds the relative error of a quantile: the answer lies
+// within 1 % of the sample at the quantile's rank. A latency series is
+// stored with ±2 % precision and judged against thresholds of tens of
+// percent, so a finer sketch would only cost bins.
+const RelativeAccuracy = 0.01
+
+// bins is the one index mapping every sketch shares: it is immutable, and
+// sketches merge only if their mappings are equal.
+var bins = func() *mapping.LogarithmicMapping {
+	m, err := mapping.NewLogarithmicMapping(RelativeAccuracy)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}()
+
+// Index bounds of the mapping: a decoded bin outside them could not have
+// been written by Add, and would make a dense store allocate for nothing.
+var (
+	minBin = bins.Index(bins.MinIndexableValue())
+	maxBin = bins.Index(bins.MaxIndexableValue())
+)
+
+// Sketch is a mergeable quantile summary. The zero value is empty and ready;
+// the bins are allocated at the first sample and kept across Reset, so a
+// pooled sketch is reused without allocating. Not safe for concurrent use.
+type Sketch struct {
+	sk       *ddsketch.DDSketch
+	n        int64
+	min, max float64
+}
+
+func (s *Sketch) init() {
+	if s.sk == nil {
+		s.sk = ddsketch.NewDDSketch(bins, store.NewDenseStore(), store.NewDenseStore())
+	}
+}
+
+// Add adds one sample. NaN and infinite samples are ignored: a corrupt RTT
+// must not poison every later quantile of the bucket.
+func (s *Sketch) Add(x float64) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		return
+	}
+	s.init()
+	if s.sk.Add(x) != nil {
+		return // beyond ±1.7e308: not a measurement
+	}
+	if s.n == 0 || x < s.min {
+		s.min = x
+	}
+	if s.n == 0 || x > s.max {
+		s.max = x
+	}
+	s.n++
+}
+
+// Count returns the number of samples added since the last Reset.
+func (s *Sketch) Count() int64 { return s.n }
+
+// Min returns the smallest sample, or NaN before the first.
+func (s *Sketch) Min() float64 {
+	if s.n == 0 {
+		return math.NaN()
+	}
+	return s.min
+}
+
+// Max returns the largest sample, or NaN before the first.
+func (s *Sketch) Max() float64 {
+	if s.n == 0 {
+		return math.NaN()
+	}
+	return s.max
+}
+
+// Reset forgets every sample and keeps the bins' memory.
+func (s *Sketch) Reset() {
+	if s.sk != nil {
+		s.sk.Clear()
+	}
+	s.n, s.min, s.max = 0, 0, 0
+}
+
+// Quantile returns the q-quantile (0 ≤ q ≤ 1) interpolated linearly between
+// the samples of the closest ranks, as numpy and R's default do; NaN when
+// the sketch is empty or q is out of range. Each of those two samples is
+// known to within RelativeAccuracy; the smallest and largest exactly.
+func (s *Sketch) Quantile(q float64) float64 {
+	if s.n == 0 || !(q >= 0 && q <= 1) {
+		return math.NaN()
+	}
+	r := q * float64(s.n-1)
+	lo := math.Floor(r)
+	v := s.atRank(lo)
+	if f := r - lo; f > 0 {
+		v += f * (s.atRank(lo+1) - v)
+	}
+	return v
+}
+
+// atRank returns the sample of 0-based rank r: exact at the ends, otherwise
+// its bin's value, clamped to the samples' range.
+func (s *Sketch) atRank(r float64) float64 {
+	switch {
+	case r <= 0:
+		return s.min
+	case r >= float64(s.n-1):
+		return s.max
+	}
+	return min(max(s.atBinRank(r), s.min), s.max)
+}
+
+// Merge adds the samples summarised by o; o is left as it was.
+func (s *Sketch) Merge(o *Sketch) error {
+	if o == nil || o.n == 0 {
+		return nil
+	}
+	s.init()
+	if err := s.sk.MergeWith(o.sk); err != nil {
+		return fmt.Errorf("quantile: merge: %w", err)
+	}
+	if s.n == 0 || o.min < s.min {
+		s.min = o.min
+	}
+	if s.n == 0 || o.max > s.max {
+		s.max = o.max
+	}
+	s.n += o.n
+	return nil
+}
+
+// Binary form: a version byte (2; 1 was the fixed 97-byte P² state), the
+// count (uvarint); then, if it is not zero, the minimum and maximum
+// (float64, little endian), the count of samples in the zero bin (uvarint),
+// and the positive then the negative bins, each as the number of bins
+// (uvarint) followed by (index delta (varint), count (uvarint)) pairs in
+// increasing index order. sketches-go has an encoding of its own, but its
+// decoder ignores errors in the bins and trusts their indexes; this form is
+// checked field by field, so a damaged checkpoint or partial is refused.
+const binVersion = 2
+
+// AppendBinary appends the sketch's binary form to b.
+func (s *Sketch) AppendBinary(b []byte) ([]byte, error) {
+	b = append(b, binVersion)
+	b = binary.AppendUvarint(b, uint64(s.n))
+	if s.n == 0 {
+		return b, nil
+	}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.min))
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.max))
+	b = binary.AppendUvarint(b, uint64(s.sk.GetZeroCount()))
+	for _, st := range []store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()} {
+		nb := 0
+		st.ForEach(func(int, float64) bool { nb++; return false })
+		b = binary.AppendUvarint(b, uint64(nb))
+		prev := 0
+		st.ForEach(func(i int, c float64) bool {
+			b = binary.AppendVarint(b, int64(i-prev))
+			b = binary.AppendUvarint(b, uint64(c))
+			prev = i
+			return false
+		})
+	}
+	return b, nil
+}
+
+// MarshalBinary returns the sketch's binary form.
+func (s *Sketch) MarshalBinary() ([]byte, error) { return s.AppendBinary(nil) }
+
+// ErrCorrupt reports a binary form that no Sketch could have written.
+var ErrCorrupt = errors.New("quantile: corrupt sketch")
+
+// UnmarshalBinary replaces the sketch with a binary form written by
+// MarshalBinary. It checks every field, so that a damaged state is refused
+// with an error rather than answering quantiles outside the data; on error
+// the sketch is left empty.
+func (s *Sketch) UnmarshalBinary(b []byte) error {
+	s.Reset()
+	if err := s.decode(b); err != nil {
+		s.Reset()
+		return err
+	}
+	return nil
+}
+
+func (s *Sketch) decode(b []byte) error {
+	if len(b) == 0 {
+		return fmt.Errorf("%w: empty", ErrCorrupt)
+	}
+	if b[0] != binVersion {
+		return fmt.Errorf("%w: version %d, want %d", ErrCorrupt, b[0], binVersion)
+	}
+	b = b[1:]
+	n, err := uvarint(&b, "count")
+	if err != nil {
+		return err
+	}
+	if n > 1<<53 { // counts are float64 bins: exact only up to 2⁵³
+		return fmt.Errorf("%w: count %d", ErrCorrupt, n)
+	}
+	if n == 0 {
+		if len(b) != 0 {
+			return fmt.Errorf("%w: %d bytes after an empty sketch", ErrCorrupt, len(b))
+		}
+		return nil
+	}
+	if len(b) < 16 {
+		return fmt.Errorf("%w: truncated range", ErrCorrupt)
+	}
+	lo := math.Float64frombits(binary.LittleEndian.Uint64(b))
+	hi := math.Float64frombits(binary.LittleEndian.Uint64(b[8:]))
+	b = b[16:]
+	if math.IsNaN(lo) || math.IsInf(lo, 0) || math.IsNaN(hi) || math.IsInf(hi, 0) || lo > hi {
+		return fmt.Errorf("%w: range [%v, %v]", ErrCorrupt, lo, hi)
+	}
+	zero, err := uvarint(&b, "zero count")
+	if err != nil {
+		return err
+	}
+	if zero > n {
+		return fmt.Errorf("%w: %d zeros of %d samples", ErrCorrupt, zero, n)
+	}
+	total := zero
+	s.init()
+	for _, st := range []store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()} {
+		nb, err := uvarint(&b, "bin count")
+		if err != nil {
+			return err
+		}
+		if nb > uint64(len(b)/2) { // each bin takes two bytes at least
+			return fmt.Errorf("%w: %d bins in %d bytes", ErrCorrupt, nb, len(b))
+		}
+		idx := int64(0)
+		for i := range nb {
+			d, k := binary.Varint(b)
+			if k <= 0 {
+				return fmt.Errorf("%w: bad bin index", ErrCorrupt)
+			}
+			b = b[k:]
+			if i > 0 && d <= 0 {
+				return fmt.Errorf("%w: bins out of order", ErrCorrupt)
+			}
+			if d < int64(minBin)-idx || d > int64(maxBin)-idx {
+				return fmt.Errorf("%w: bin index out of range", ErrCorrupt)
+			}
+			idx += d
+			c, err := uvarint(&b, "bin")
+			if err != nil {
+				return err
+			}
+			if c == 0 || c > n-total {
+				return fmt.Errorf("%w: bin of %d samples with %d left of %d", ErrCorrupt, c, n-total, n)
+			}
+			total += c
+			st.AddWithCount(int(idx), float64(c))
+		}
+	}
+	if zero > 0 {
+		if err := s.sk.AddWithCount(0, float64(zero)); err != nil {
+			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+		}
+	}
+	if total != n {
+		return fmt.Errorf("%w: bins hold %d samples, count says %d", ErrCorrupt, total, n)
+	}
+	if len(b) != 0 {
+		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))
+	}
+	s.n, s.min, s.max = int64(n), lo, hi
+	// The extremes must lie in the lowest and highest bins, as Add put them.
+	if s.binOf(lo) != s.binOf(s.atBinRank(0)) || s.binOf(hi) != s.binOf(s.atBinRank(float64(n-1))) {
+		return fmt.Errorf("%w: range [%v, %v] outside its bins", ErrCorrupt, lo, hi)
+	}
+	return nil
+}
+
+// atBinRank is the bin value of rank r, unclamped.
+func (s *Sketch) atBinRank(r float64) float64 {
+	neg, pos := s.sk.GetNegativeValueStore(), s.sk.GetPositiveValueStore()
+	nn := neg.TotalCount()
+	switch {
+	case r < nn:
+		return -bins.Value(neg.KeyAtRank(nn - 1 - r))
+	case r < nn+s.sk.GetZeroCount():
+		return 0
+	}
+	return bins.Value(pos.KeyAtRank(r - nn - s.sk.GetZeroCount()))
+}
+
+// binOf names the bin x falls in: 0 for the zero bin, its index offset by
+// 2⁴⁰ for a positive bin and the same negated for a negative one, so that
+// the three kinds never share a name.
+func (s *Sketch) binOf(x float64) int64 {
+	switch {
+	case x > bins.MinIndexableValue():
+		return int64(bins.Index(x)) + 1<<40
+	case x < -bins.MinIndexableValue():
+		return -(int64(bins.Index(-x)) + 1<<40)
+	}
+	return 0
+}
+
+func uvarint(b *[]byte, what string) (uint64, error) {
+	v, k := binary.Uvarint(*b)
+	if k <= 0 {
+		return 0, fmt.Errorf("%w: bad %s", ErrCorrupt, what)
+	}
+	*b = (*b)[k:]
+	return v, nil
+}
