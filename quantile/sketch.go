@@ -22,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/DataDog/sketches-go/ddsketch/mapping"
@@ -36,8 +37,16 @@ const RelativeAccuracy = 0.01
 
 // bins is the one index mapping every sketch shares: it is immutable, and
 // sketches merge only if their mappings are equal.
-var bins = func() *mapping.LogarithmicMapping {
-	m, err := mapping.NewLogarithmicMapping(RelativeAccuracy)
+//
+// The mapping is sketches-go's cubically interpolated one: it keeps the
+// same accuracy guarantee as the logarithmic mapping with about 1 % more
+// bins (its base is the logarithmic one's to the power 10·ln2/7), and finds
+// a bin from the float's exponent and a cubic polynomial of its mantissa
+// instead of a logarithm, which about halves the cost of Add (see
+// BenchmarkSummary). Changing it changes every bin index, so it is part of
+// the binary form's version.
+var bins = func() *mapping.CubicallyInterpolatedMapping {
+	m, err := mapping.NewCubicallyInterpolatedMapping(RelativeAccuracy)
 	if err != nil {
 		panic(err)
 	}
@@ -177,13 +186,18 @@ func (s *Sketch) AppendBinary(b []byte) ([]byte, error) {
 	if s.n == 0 {
 		return b, nil
 	}
+	stores := [2]store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()}
+	var nb [2]int
+	for i, st := range stores {
+		st.ForEach(func(int, float64) bool { nb[i]++; return false })
+	}
+	// Each bin takes a byte or two of index delta and a byte or two of count.
+	b = slices.Grow(b, 16+3*binary.MaxVarintLen64+4*(nb[0]+nb[1]))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.min))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.max))
 	b = binary.AppendUvarint(b, uint64(s.sk.GetZeroCount()))
-	for _, st := range []store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()} {
-		nb := 0
-		st.ForEach(func(int, float64) bool { nb++; return false })
-		b = binary.AppendUvarint(b, uint64(nb))
+	for i, st := range stores {
+		b = binary.AppendUvarint(b, uint64(nb[i]))
 		prev := 0
 		st.ForEach(func(i int, c float64) bool {
 			b = binary.AppendVarint(b, int64(i-prev))
