@@ -24,7 +24,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/DataDog/sketches-go/ddsketch"
 	"github.com/DataDog/sketches-go/ddsketch/mapping"
 	"github.com/DataDog/sketches-go/ddsketch/store"
 )
@@ -42,9 +41,9 @@ const RelativeAccuracy = 0.01
 // same accuracy guarantee as the logarithmic mapping with about 1 % more
 // bins (its base is the logarithmic one's to the power 10·ln2/7), and finds
 // a bin from the float's exponent and a cubic polynomial of its mantissa
-// instead of a logarithm, which about halves the cost of Add (see
-// BenchmarkSummary). Changing it changes every bin index, so it is part of
-// the binary form's version.
+// instead of a logarithm, which cut the CPU time of Add by about 40 % when
+// measured (BenchmarkSummary: 31–35 ns against 47–58 ns). Changing it
+// changes every bin index, so it is part of the binary form's version.
 var bins = func() *mapping.CubicallyInterpolatedMapping {
 	m, err := mapping.NewCubicallyInterpolatedMapping(RelativeAccuracy)
 	if err != nil {
@@ -53,37 +52,54 @@ var bins = func() *mapping.CubicallyInterpolatedMapping {
 	return m
 }()
 
-// Index bounds of the mapping: a decoded bin outside them could not have
-// been written by Add, and would make a dense store allocate for nothing.
+// Bounds of the mapping: magnitudes below minValue count as zero, those
+// above maxValue cannot be binned; a decoded bin outside [minBin, maxBin]
+// could not have been written by Add, and would make a dense store
+// allocate for nothing.
 var (
-	minBin = bins.Index(bins.MinIndexableValue())
-	maxBin = bins.Index(bins.MaxIndexableValue())
+	minValue, maxValue = bins.MinIndexableValue(), bins.MaxIndexableValue()
+	minBin, maxBin     = bins.Index(minValue), bins.Index(maxValue)
 )
 
-// Sketch is a mergeable quantile summary. The zero value is empty and ready;
-// the bins are allocated at the first sample and kept across Reset, so a
-// pooled sketch is reused without allocating. Not safe for concurrent use.
+// Sketch is a mergeable quantile summary: a DDSketch made of sketches-go's
+// mapping and dense stores, driven directly rather than through its
+// DDSketch type, so that an Add is one concrete call into a store the
+// Sketch points to (three pointer hops fewer, which shows once thousands of
+// series' sketches compete for the cache). The zero value is empty and
+// ready; the bins are allocated at the first sample of a sign and kept
+// across Reset, so a pooled sketch is reused without allocating. Not safe
+// for concurrent use.
 type Sketch struct {
-	sk       *ddsketch.DDSketch
+	pos, neg *store.DenseStore // bins of positive values and of magnitudes of negative ones; nil until used
+	zero     int64             // samples too close to 0 to bin
 	n        int64
 	min, max float64
-}
-
-func (s *Sketch) init() {
-	if s.sk == nil {
-		s.sk = ddsketch.NewDDSketch(bins, store.NewDenseStore(), store.NewDenseStore())
-	}
 }
 
 // Add adds one sample. NaN and infinite samples are ignored: a corrupt RTT
 // must not poison every later quantile of the bucket.
 func (s *Sketch) Add(x float64) {
-	if math.IsNaN(x) || math.IsInf(x, 0) {
+	switch {
+	case x > minValue:
+		if x > maxValue {
+			return // +Inf, or beyond 1.7e308: not a measurement
+		}
+		if s.pos == nil {
+			s.pos = store.NewDenseStore()
+		}
+		s.pos.Add(bins.Index(x))
+	case x < -minValue:
+		if x < -maxValue {
+			return
+		}
+		if s.neg == nil {
+			s.neg = store.NewDenseStore()
+		}
+		s.neg.Add(bins.Index(-x))
+	case x == x: // not NaN
+		s.zero++
+	default:
 		return
-	}
-	s.init()
-	if s.sk.Add(x) != nil {
-		return // beyond ±1.7e308: not a measurement
 	}
 	if s.n == 0 || x < s.min {
 		s.min = x
@@ -115,10 +131,13 @@ func (s *Sketch) Max() float64 {
 
 // Reset forgets every sample and keeps the bins' memory.
 func (s *Sketch) Reset() {
-	if s.sk != nil {
-		s.sk.Clear()
+	if s.pos != nil {
+		s.pos.Clear()
 	}
-	s.n, s.min, s.max = 0, 0, 0
+	if s.neg != nil {
+		s.neg.Clear()
+	}
+	s.zero, s.n, s.min, s.max = 0, 0, 0, 0
 }
 
 // Quantile returns the q-quantile (0 ≤ q ≤ 1) interpolated linearly between
@@ -155,10 +174,19 @@ func (s *Sketch) Merge(o *Sketch) error {
 	if o == nil || o.n == 0 {
 		return nil
 	}
-	s.init()
-	if err := s.sk.MergeWith(o.sk); err != nil {
-		return fmt.Errorf("quantile: merge: %w", err)
+	if o.pos != nil {
+		if s.pos == nil {
+			s.pos = store.NewDenseStore()
+		}
+		s.pos.MergeWith(o.pos)
 	}
+	if o.neg != nil {
+		if s.neg == nil {
+			s.neg = store.NewDenseStore()
+		}
+		s.neg.MergeWith(o.neg)
+	}
+	s.zero += o.zero
 	if s.n == 0 || o.min < s.min {
 		s.min = o.min
 	}
@@ -186,18 +214,23 @@ func (s *Sketch) AppendBinary(b []byte) ([]byte, error) {
 	if s.n == 0 {
 		return b, nil
 	}
-	stores := [2]store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()}
+	stores := [2]*store.DenseStore{s.pos, s.neg}
 	var nb [2]int
 	for i, st := range stores {
-		st.ForEach(func(int, float64) bool { nb[i]++; return false })
+		if st != nil {
+			st.ForEach(func(int, float64) bool { nb[i]++; return false })
+		}
 	}
 	// Each bin takes a byte or two of index delta and a byte or two of count.
 	b = slices.Grow(b, 16+3*binary.MaxVarintLen64+4*(nb[0]+nb[1]))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.min))
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(s.max))
-	b = binary.AppendUvarint(b, uint64(s.sk.GetZeroCount()))
+	b = binary.AppendUvarint(b, uint64(s.zero))
 	for i, st := range stores {
 		b = binary.AppendUvarint(b, uint64(nb[i]))
+		if st == nil {
+			continue
+		}
 		prev := 0
 		st.ForEach(func(i int, c float64) bool {
 			b = binary.AppendVarint(b, int64(i-prev))
@@ -266,8 +299,7 @@ func (s *Sketch) decode(b []byte) error {
 		return fmt.Errorf("%w: %d zeros of %d samples", ErrCorrupt, zero, n)
 	}
 	total := zero
-	s.init()
-	for _, st := range []store.Store{s.sk.GetPositiveValueStore(), s.sk.GetNegativeValueStore()} {
+	for _, st := range []**store.DenseStore{&s.pos, &s.neg} {
 		nb, err := uvarint(&b, "bin count")
 		if err != nil {
 			return err
@@ -297,12 +329,10 @@ func (s *Sketch) decode(b []byte) error {
 				return fmt.Errorf("%w: bin of %d samples with %d left of %d", ErrCorrupt, c, n-total, n)
 			}
 			total += c
-			st.AddWithCount(int(idx), float64(c))
-		}
-	}
-	if zero > 0 {
-		if err := s.sk.AddWithCount(0, float64(zero)); err != nil {
-			return fmt.Errorf("%w: %v", ErrCorrupt, err)
+			if *st == nil {
+				*st = store.NewDenseStore()
+			}
+			(*st).AddWithCount(int(idx), float64(c))
 		}
 	}
 	if total != n {
@@ -311,7 +341,7 @@ func (s *Sketch) decode(b []byte) error {
 	if len(b) != 0 {
 		return fmt.Errorf("%w: %d trailing bytes", ErrCorrupt, len(b))
 	}
-	s.n, s.min, s.max = int64(n), lo, hi
+	s.zero, s.n, s.min, s.max = int64(zero), int64(n), lo, hi
 	// The extremes must lie in the lowest and highest bins, as Add put them.
 	if s.binOf(lo) != s.binOf(s.atBinRank(0)) || s.binOf(hi) != s.binOf(s.atBinRank(float64(n-1))) {
 		return fmt.Errorf("%w: range [%v, %v] outside its bins", ErrCorrupt, lo, hi)
@@ -321,15 +351,17 @@ func (s *Sketch) decode(b []byte) error {
 
 // atBinRank is the bin value of rank r, unclamped.
 func (s *Sketch) atBinRank(r float64) float64 {
-	neg, pos := s.sk.GetNegativeValueStore(), s.sk.GetPositiveValueStore()
-	nn := neg.TotalCount()
+	var nn float64
+	if s.neg != nil {
+		nn = s.neg.TotalCount()
+	}
 	switch {
 	case r < nn:
-		return -bins.Value(neg.KeyAtRank(nn - 1 - r))
-	case r < nn+s.sk.GetZeroCount():
+		return -bins.Value(s.neg.KeyAtRank(nn - 1 - r))
+	case r < nn+float64(s.zero):
 		return 0
 	}
-	return bins.Value(pos.KeyAtRank(r - nn - s.sk.GetZeroCount()))
+	return bins.Value(s.pos.KeyAtRank(r - nn - float64(s.zero)))
 }
 
 // binOf names the bin x falls in: 0 for the zero bin, its index offset by
@@ -337,9 +369,9 @@ func (s *Sketch) atBinRank(r float64) float64 {
 // the three kinds never share a name.
 func (s *Sketch) binOf(x float64) int64 {
 	switch {
-	case x > bins.MinIndexableValue():
+	case x > minValue:
 		return int64(bins.Index(x)) + 1<<40
-	case x < -bins.MinIndexableValue():
+	case x < -minValue:
 		return -(int64(bins.Index(-x)) + 1<<40)
 	}
 	return 0
