@@ -110,6 +110,29 @@ func (s *Sketch) Add(x float64) {
 	s.n++
 }
 
+// AddCount adds count samples of value x, as Add would one by one; a count
+// below 1 adds nothing.
+func (s *Sketch) AddCount(x float64, count int64) {
+	if count < 1 {
+		return
+	}
+	n := s.n
+	s.Add(x)
+	if s.n == n || count == 1 {
+		return
+	}
+	c := float64(count - 1)
+	switch {
+	case x > minValue:
+		s.pos.AddWithCount(bins.Index(x), c)
+	case x < -minValue:
+		s.neg.AddWithCount(bins.Index(-x), c)
+	default:
+		s.zero += count - 1
+	}
+	s.n += count - 1
+}
+
 // Count returns the number of samples added since the last Reset.
 func (s *Sketch) Count() int64 { return s.n }
 

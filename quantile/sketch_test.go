@@ -340,3 +340,20 @@ func FuzzUnmarshalBinary(f *testing.F) {
 		}
 	})
 }
+
+// AddCount is Add repeated, to the byte, for every kind of bin.
+func TestAddCountIsAddRepeated(t *testing.T) {
+	var one, many Sketch
+	for _, x := range []float64{22.5, 0, -3, 1e-320, math.NaN(), 140} {
+		for range 7 {
+			one.Add(x)
+		}
+		many.AddCount(x, 7)
+	}
+	many.AddCount(5, 0)
+	a, _ := one.MarshalBinary()
+	b, _ := many.MarshalBinary()
+	if !bytes.Equal(a, b) || one.Count() != 35 {
+		t.Fatalf("Add ×7: % x (n=%d), AddCount: % x (n=%d)", a, one.Count(), b, many.Count())
+	}
+}

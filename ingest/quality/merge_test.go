@@ -2,6 +2,7 @@ package quality
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -154,6 +155,7 @@ func FuzzAccumulatorUnmarshal(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0x12, 0x40, 67, 0, 0, 0, 0, 0, 0, 0})
+	f.Add(p2State(0.5, 101, [5]float64{1, 10, 20, 30, 100}, [5]uint64{1, 26, 51, 76, 101}))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		for _, m := range []obs.Mergeable{NewQuantileAccumulator(0.5), &LossAccumulator{}} {
 			if m.UnmarshalBinary(b) != nil {
@@ -175,4 +177,47 @@ func FuzzAccumulatorUnmarshal(f *testing.F) {
 			}
 		}
 	})
+}
+
+// p2State writes a P² state as earlier versions checkpointed it.
+func p2State(q float64, n uint64, h [5]float64, pos [5]uint64) []byte {
+	b := []byte{1}
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(q))
+	b = binary.LittleEndian.AppendUint64(b, n)
+	for _, x := range h {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(x))
+	}
+	for _, p := range pos {
+		b = binary.LittleEndian.AppendUint64(b, p)
+	}
+	return b
+}
+
+// An open bucket checkpointed by P² still restores: its samples below
+// five, its markers at their ranks from five on.
+func TestRestoreP2State(t *testing.T) {
+	a := NewQuantileAccumulator(0.5)
+	if err := a.UnmarshalBinary(p2State(0.5, 3, [5]float64{30, 10, 20}, [5]uint64{})); err != nil {
+		t.Fatal(err)
+	}
+	if v, n := a.Result(); math.Abs(v-20) > 0.2 || n != 3 {
+		t.Fatalf("three samples: median %v (n=%d), want 20 ± 1 %% (n=3)", v, n)
+	}
+	markers := [5]float64{1, 10, 20, 30, 100}
+	if err := a.UnmarshalBinary(p2State(0.5, 101, markers, [5]uint64{1, 26, 51, 76, 101})); err != nil {
+		t.Fatal(err)
+	}
+	// Rank 50 (0-based) is the median marker's own rank, 51 1-based.
+	if v, n := a.Result(); math.Abs(v-20) > 0.2 || n != 101 {
+		t.Fatalf("markers: median %v (n=%d), want 20 ± 1 %% (n=101)", v, n)
+	}
+	for name, b := range map[string][]byte{
+		"markers out of order": p2State(0.5, 101, markers, [5]uint64{1, 51, 26, 76, 101}),
+		"last marker short":    p2State(0.5, 101, markers, [5]uint64{1, 26, 51, 76, 100}),
+		"NaN height":           p2State(0.5, 3, [5]float64{math.NaN()}, [5]uint64{}),
+	} {
+		if err := a.UnmarshalBinary(b); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
 }

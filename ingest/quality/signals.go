@@ -106,10 +106,63 @@ func (a *QuantileAccumulator) Merge(other obs.Accumulator) error {
 // accumulator made by the signal.
 func (a *QuantileAccumulator) MarshalBinary() ([]byte, error) { return a.sk.MarshalBinary() }
 
-// UnmarshalBinary restores a state written by MarshalBinary.
+// UnmarshalBinary restores a state written by MarshalBinary, or the P²
+// state that checkpoints of earlier versions hold for an open bucket.
 func (a *QuantileAccumulator) UnmarshalBinary(b []byte) error {
+	if len(b) == p2StateSize && b[0] == p2StateVersion {
+		return a.fromP2(b)
+	}
 	if err := a.sk.UnmarshalBinary(b); err != nil {
 		return fmt.Errorf("quality: restore quantile accumulator: %w", err)
+	}
+	return nil
+}
+
+// The P² estimator's state (version byte 1, then little endian: q, sample
+// count, five marker heights, five marker positions), which earlier
+// versions wrote for the open buckets of quantile signals.
+const (
+	p2StateVersion = 1
+	p2StateSize    = 1 + 8 + 8 + 5*8 + 5*8
+)
+
+// fromP2 turns a P² state into a sketch, so that a checkpoint written
+// before the sketch existed still restores instead of stopping the
+// service. Below five samples P² kept the samples themselves, which are
+// added as they were; from five on, each marker stands for the samples ranked
+// after the previous marker up to its own rank, so that the sketch holds
+// the markers at the ranks P² kept them and the bucket's quantile comes
+// back approximately: good enough for the buckets open across an upgrade.
+func (a *QuantileAccumulator) fromP2(b []byte) error {
+	u64 := func(i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
+	n := u64(9)
+	var h [5]float64
+	var pos [5]uint64
+	for i := range 5 {
+		h[i] = math.Float64frombits(u64(17 + 8*i))
+		pos[i] = u64(57 + 8*i)
+		if math.IsNaN(h[i]) || math.IsInf(h[i], 0) {
+			return fmt.Errorf("quality: restore P² state: marker height %v", h[i])
+		}
+	}
+	a.sk.Reset()
+	if n < 5 {
+		for _, x := range h[:n] {
+			a.sk.Add(x)
+		}
+		return nil
+	}
+	if n > 1<<53 || pos[0] != 1 || pos[4] != n {
+		return fmt.Errorf("quality: restore P² state: end markers at %d and %d with %d samples", pos[0], pos[4], n)
+	}
+	for i := 1; i < 5; i++ {
+		if pos[i] <= pos[i-1] || h[i] < h[i-1] {
+			return fmt.Errorf("quality: restore P² state: markers out of order")
+		}
+	}
+	a.sk.Add(h[0])
+	for i := 1; i < 5; i++ {
+		a.sk.AddCount(h[i], int64(pos[i]-pos[i-1]))
 	}
 	return nil
 }
