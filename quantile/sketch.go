@@ -52,13 +52,19 @@ var bins = func() *mapping.CubicallyInterpolatedMapping {
 	return m
 }()
 
-// Bounds of the mapping: magnitudes below minValue count as zero, those
-// above maxValue cannot be binned; a decoded bin outside [minBin, maxBin]
-// could not have been written by Add, and would make a dense store
-// allocate for nothing.
+// The range a sketch bins: magnitudes below minValue count as zero and
+// samples beyond maxValue are ignored, as NaN is. A dense store spans the
+// bins from its smallest sample to its largest, so without bounds two
+// samples of 1e-300 and 1e300 ms would make one open bucket hold 0.5 MB;
+// within them a store is at most about 2,400 bins (20 KB, like a dense
+// HyperLogLog), and a millisecond or Mbit/s below 1e-9 or above 1e12 is
+// no measurement. A decoded bin outside [minBin, maxBin] is refused for
+// the same reason.
 var (
-	minValue, maxValue = bins.MinIndexableValue(), bins.MaxIndexableValue()
-	minBin, maxBin     = bins.Index(minValue), bins.Index(maxValue)
+	minValue = max(bins.MinIndexableValue(), 1e-9)
+	maxValue = min(bins.MaxIndexableValue(), 1e12)
+	minBin   = bins.Index(minValue)
+	maxBin   = bins.Index(maxValue)
 )
 
 // Sketch is a mergeable quantile summary: a DDSketch made of sketches-go's
@@ -82,7 +88,7 @@ func (s *Sketch) Add(x float64) {
 	switch {
 	case x > minValue:
 		if x > maxValue {
-			return // +Inf, or beyond 1.7e308: not a measurement
+			return // beyond 1e12, or +Inf: not a measurement
 		}
 		if s.pos == nil {
 			s.pos = store.NewDenseStore()

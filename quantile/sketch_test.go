@@ -344,7 +344,7 @@ func FuzzUnmarshalBinary(f *testing.F) {
 // AddCount is Add repeated, to the byte, for every kind of bin.
 func TestAddCountIsAddRepeated(t *testing.T) {
 	var one, many Sketch
-	for _, x := range []float64{22.5, 0, -3, 1e-320, math.NaN(), 140} {
+	for _, x := range []float64{22.5, 0, -3, 1e-320, math.NaN(), 140, 2e12} {
 		for range 7 {
 			one.Add(x)
 		}
@@ -355,5 +355,32 @@ func TestAddCountIsAddRepeated(t *testing.T) {
 	b, _ := many.MarshalBinary()
 	if !bytes.Equal(a, b) || one.Count() != 35 {
 		t.Fatalf("Add ×7: % x (n=%d), AddCount: % x (n=%d)", a, one.Count(), b, many.Count())
+	}
+}
+
+// Samples span at most the bins from 1e-9 to 1e12: smaller magnitudes are
+// zeros, larger ones are ignored, so a garbage sample cannot make an open
+// bucket's store grow past about 20 KB.
+func TestRangeIsBounded(t *testing.T) {
+	if n := maxBin - minBin + 1; n > 2500 {
+		t.Fatalf("%d bins between 1e-9 and 1e12", n)
+	}
+	var s Sketch
+	for _, x := range []float64{1e-10, 5, 9e11, 2e12, -3e12, 1e300} {
+		s.Add(x)
+	}
+	if s.Count() != 3 || s.Min() != 1e-10 || s.Max() != 9e11 {
+		t.Fatalf("count %d [%v, %v], want 3 [1e-10, 9e11]", s.Count(), s.Min(), s.Max())
+	}
+	if v := s.Quantile(0.5); math.Abs(v-5) > 0.05 {
+		t.Fatalf("median %v, want 5 ± 1 %%", v)
+	}
+	if s.zero != 1 || s.pos == nil || s.neg != nil {
+		t.Fatalf("1e-10 not counted as zero, or a negative store made for an ignored sample")
+	}
+	b, _ := s.MarshalBinary()
+	var back Sketch
+	if err := back.UnmarshalBinary(b); err != nil || back.Quantile(0.5) != s.Quantile(0.5) {
+		t.Fatalf("round trip: %v", err)
 	}
 }
