@@ -249,6 +249,9 @@ func TestSmallCountsAndEdges(t *testing.T) {
 
 // A pooled sketch reused for a bucket of a similar range allocates nothing.
 func TestReuseDoesNotAllocate(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector's append allocates")
+	}
 	xs := synthetic()["lognormal"][:2000]
 	s := fill(xs)
 	if n := testing.AllocsPerRun(20, func() {
