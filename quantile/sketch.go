@@ -72,10 +72,10 @@ var (
 // DDSketch type, so that an Add is one concrete call into a store the
 // Sketch points to, without the wrapper's interface calls and pointer hops
 // (through the wrapper, BenchmarkDecodeAccumulate of package quality, with
-// thousands of open buckets, ran markedly slower than with P²). The zero value is empty and
-// ready; the bins are allocated at the first sample of a sign and kept
-// across Reset, so a pooled sketch is reused without allocating. Not safe
-// for concurrent use.
+// thousands of open buckets, ran markedly slower than with P²). The zero
+// value is empty and ready; the bins are allocated at the first sample of
+// a sign and kept across Reset, so a pooled sketch is reused without
+// allocating. Not safe for concurrent use.
 type Sketch struct {
 	pos, neg *store.DenseStore // bins of positive values and of magnitudes of negative ones; nil until used
 	zero     int64             // samples too close to 0 to bin
