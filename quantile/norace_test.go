@@ -1,0 +1,5 @@
+//go:build !race
+
+package quantile
+
+const raceEnabled = false
