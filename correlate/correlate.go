@@ -292,6 +292,15 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 		ev := c.build(inc, at)
 		firing := inc.firing()
 		ents, kinds, sev := len(ev.Scope.Entities), len(ev.Signals), sevRank(ev.Severity)
+		if sev < inc.NotSeverity {
+			// A page never walks back: an event keeps the highest
+			// severity it was sent with until it resolves, so a member
+			// that joins and re-weighs the impact down (a network's
+			// traffic alert beside its routing one) does not read as
+			// the outage easing, and the resolve carries the peak.
+			sev = inc.NotSeverity
+			ev.Severity = severityNames[sev]
+		}
 		switch {
 		case firing == 0:
 			if inc.Revision > 0 {
@@ -383,6 +392,9 @@ func (c *Correlator) Event(id string) (alerting.Event, bool) {
 }
 
 func sevRank(s string) int { return alerting.SeverityRank(s) }
+
+// severityNames inverts sevRank.
+var severityNames = [...]string{"", "info", "warning", "critical"}
 
 // MarshalBinary checkpoints the open events.
 func (c *Correlator) MarshalBinary() ([]byte, error) {

@@ -302,7 +302,7 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 			[]string{"dns", "quality", "routing", "traffic"},
 			[]string{"Telefonica de Espana (AS3352)", "Euskaltel (AS12338)", "Vodafone Spain (AS12430)", "Orange Espagne (AS12479)", "Digi Spain (AS57269)"}, 20},
 		// Portugal's bandwidth alert (quality) joins at 10:50, a growth.
-		"country:PT": {"open@04-28T10:35/warning grow@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T00:05/critical",
+		"country:PT": {"open@04-28T10:35/warning grow@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T00:30/critical",
 			[]string{"dns", "quality", "routing", "traffic"},
 			[]string{"NOS (AS2860)", "MEO (AS3243)", "NOWO (AS13156)"}, 14},
 	}
