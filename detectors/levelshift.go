@@ -22,24 +22,36 @@ func init() { Register(LatencyShiftName, func() Params { return DefaultLatencySh
 // worth the name but jumps between levels when a route changes, and it
 // spikes for a sample or two whenever a queue somewhere fills.
 //
-// The level of the series is the median of the buckets of the last For: a
-// single spike (one bucket of three or four) cannot move it, a new level
-// held for most of the window does. The baseline is the median of the
-// BaselineWindow before that, and its spread the median absolute
-// deviation of the same buckets (scaled to a standard deviation). A shift
-// fires when the level is above the baseline by all three of: Threshold
-// (relative), MinDeltaMs (absolute) and Noise robust standard deviations
-// of the series' own recent noise. The defaults, 20 % and 10 ms over a
-// 20-minute window, are what an operator calls a latency shift (and what
-// the labelled RIPE Atlas series in testdata are scored against); the
-// noise factor of 4 keeps a jittery path from paging at the same
-// relative threshold that fits a flat one.
+// The level of the series is the lowest bucket of the last For (plus the
+// bucket the change fell in: samples land anywhere in a bucket, so only a
+// run that fills For/width+1 buckets is sure to have lasted For). The
+// lowest RTT is the path's delay without queueing, which is why TCP
+// (Vegas' BaseRTT, BBR's min_rtt) tracks it: a re-route moves it, a queue
+// filling for a sample or two does not, and a path that flaps between two
+// routes stays at the shorter one. A shift therefore fires only once the
+// new level has held for the whole of For. The baseline is the median of
+// the BaselineWindow before, and its noise the robust spread (scaled
+// median absolute deviation) of the log-RTT of the same buckets, never
+// taken finer than the precision the history stores. A shift fires when
+// the level is above the baseline by all three of: Threshold (relative),
+// MinDeltaMs (absolute) and Noise robust standard deviations.
+//
+// The defaults say what an operator calls a latency shift, in the terms
+// the labelled RIPE Atlas series in testdata are scored by: 20 % and 10 ms
+// up, held for 30 minutes. The noise factor of 4 keeps a jittery path
+// from paging at the relative threshold that fits a flat one.
+//
+// Waiting for the whole of For means knowing a shift some time after it
+// began, so the alert's start is the onset the data date it to (see
+// onset), not the firing bucket.
 //
 // While firing the baseline is frozen at its value when the shift began.
-// A shift that lasts AdaptAfter is a new normal (a re-route that stays):
-// the alert resolves with reason baseline_adapted and the baseline is
-// taken from the new level on. AdaptAfter 0 keeps it firing until the
-// level comes back.
+// The alert resolves when most of the last ResolveFor is back within
+// ResolveBelow (and half of MinDeltaMs) of it. A shift that lasts
+// AdaptAfter from its onset is a new normal (a re-route that stays): the
+// alert resolves with reason baseline_adapted and the baseline is taken
+// from the new level on. AdaptAfter 0 keeps it firing until the level
+// comes back.
 type LatencyShift struct {
 	// Threshold is the rise over baseline that counts, as a fraction.
 	Threshold float64 `yaml:"threshold"`
@@ -48,18 +60,18 @@ type LatencyShift struct {
 	// Noise is how many robust standard deviations of the baseline window
 	// the rise must also exceed; 0 turns the noise gate off.
 	Noise float64 `yaml:"noise"`
-	// For is the window whose median is the current level: the time a new
-	// level must hold (for most of the window) to fire.
+	// For is how long a new level must hold, all of it, to fire.
 	For Duration `yaml:"for"`
 	// BaselineWindow is the history before that window the baseline is
 	// the median of, and MinHistory how much of it must hold data.
 	BaselineWindow Duration `yaml:"baseline_window"`
 	MinHistory     Duration `yaml:"min_history"`
 	// ResolveBelow is the relative rise under which the level counts as
-	// back, and ResolveFor how long it must stay back.
+	// back, and ResolveFor the window most of which must be back.
 	ResolveBelow float64  `yaml:"resolve_below"`
 	ResolveFor   Duration `yaml:"resolve_for"`
-	// AdaptAfter is how long a shift must last to become the baseline.
+	// AdaptAfter is how long a shift must last, from its onset, to become
+	// the baseline.
 	AdaptAfter Duration `yaml:"adapt_after"`
 	// MinSamples is the fewest samples a bucket needs to count.
 	MinSamples int64 `yaml:"min_samples"`
@@ -67,10 +79,20 @@ type LatencyShift struct {
 
 // DefaultLatencyShift returns the defaults that ship.
 func DefaultLatencyShift() *LatencyShift {
-	return &LatencyShift{Threshold: 0.2, MinDeltaMs: 10, Noise: 4, For: Duration(20 * 60e9),
+	return &LatencyShift{Threshold: 0.2, MinDeltaMs: 10, Noise: 4, For: Duration(30 * 60e9),
 		BaselineWindow: Duration(6 * 3600e9), MinHistory: Duration(2 * 3600e9),
 		ResolveBelow: 0.1, ResolveFor: Duration(20 * 60e9), AdaptAfter: Duration(2 * 3600e9), MinSamples: 1}
 }
+
+// onsetSigmas is the noise band around the baseline that a new level
+// leaves where it begins: three robust standard deviations, the usual
+// control limit, so that an ordinary bucket of the old level stays inside
+// it (about one in 370 does not, and one alone never ends a run).
+const onsetSigmas = 3
+
+// onsetGap is how many buckets in a row back inside the band end the run
+// of a new level when walking back to its onset.
+const onsetGap = 2
 
 // Validate checks the settings.
 func (p *LatencyShift) Validate() error {
@@ -87,6 +109,8 @@ func (p *LatencyShift) Validate() error {
 		return errors.New("resolve_below: must be at least 0 and below threshold")
 	case p.ResolveFor < 0 || p.AdaptAfter < 0:
 		return errors.New("resolve_for, adapt_after: must not be negative")
+	case p.AdaptAfter > 0 && p.AdaptAfter <= p.For:
+		return errors.New("adapt_after: must be 0 (never) or longer than for: a shift cannot become the baseline before it is one")
 	case p.MinSamples < 1:
 		return errors.New("min_samples: must be at least 1")
 	}
@@ -107,12 +131,12 @@ type levelShift struct {
 
 // levelState is one series' state; exported fields are checkpointed.
 type levelState struct {
-	Firing    bool
+	Firing bool
+	// FireStart is the onset of the shift that fires.
 	FireStart int64
-	// Base and Spread are the baseline and noise frozen when the shift
-	// began.
-	Base, Spread float64
-	Recovered    int
+	// Base and Sigma are the baseline and its noise (a standard deviation
+	// of log-RTT) frozen when the shift began.
+	Base, Sigma float64
 	// Since bounds the baseline window after an adaptation: the old level
 	// is no longer the baseline.
 	Since  int64
@@ -125,44 +149,46 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		// A probe that reports every step, not every bucket, is read on
 		// its own grid.
 		w := pt.Series.Step()
-		n, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
+		hist := &pt.Series.Hist
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		winStart := c.Start - int64(n-1)*w
-		level, ok := d.level(&pt.Series.Hist, winStart, c.Start, w, pt.Value, n)
-		if !ok {
-			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: math.NaN()})
-			continue
-		}
 		if !st.Firing {
-			base, spread, ok := d.baseline(&pt.Series.Hist, max(winStart-int64(d.p.BaselineWindow), st.Since), winStart, w)
+			n := d.p.For.buckets(w) + 1
+			winStart := c.Start - int64(n-1)*w
+			from := max(winStart-int64(d.p.BaselineWindow), st.Since)
+			level, ok := d.window(hist, winStart, c.Start, w, pt.Value, n, lowest)
+			var base, sigma float64
+			if ok {
+				base, sigma, ok = d.baseline(hist, from, winStart, w)
+			}
 			if !ok {
 				st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: math.NaN()})
 				continue
 			}
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
-			if gate := d.gate(base, spread); level-base >= gate {
-				st.Firing, st.FireStart, st.Base, st.Spread, st.Recovered = true, winStart, base, spread, 0
+			if level-base >= d.gate(base, sigma) {
+				st.Firing, st.Base, st.Sigma = true, base, sigma
+				st.FireStart = d.onset(hist, from, c.Start, w, pt.Value, base, base*math.Exp(onsetSigmas*sigma))
 				emit(d.finding(Firing, c, pt, st, level, ""))
 			}
 			continue
 		}
 		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: st.Base})
-		delta := level - st.Base
-		if delta < d.p.ResolveBelow*st.Base || delta < d.p.MinDeltaMs/2 {
-			st.Recovered++
-		} else {
-			st.Recovered = 0
+		n := d.p.ResolveFor.buckets(w)
+		winStart := c.Start - int64(n-1)*w
+		level, ok := d.window(hist, winStart, c.Start, w, pt.Value, n, upperMedian)
+		if !ok {
+			continue
 		}
-		switch {
-		case st.Recovered >= resolveN:
+		switch delta := level - st.Base; {
+		case delta < max(d.p.ResolveBelow*st.Base, d.p.MinDeltaMs/2):
 			st.Firing = false
 			f := d.finding(Resolved, c, pt, st, level, ReasonRecovered)
-			f.End = c.Start - int64(resolveN-1)*w
+			f.End = winStart
 			emit(f)
-		case st.Recovered == 0 && d.p.AdaptAfter > 0 && c.End-st.FireStart >= int64(d.p.AdaptAfter):
+		case d.p.AdaptAfter > 0 && c.End-st.FireStart >= int64(d.p.AdaptAfter):
 			st.Firing, st.Since = false, st.FireStart
 			f := d.finding(Resolved, c, pt, st, level, ReasonBaselineAdapted)
 			f.End = c.End
@@ -171,12 +197,16 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 	}
 }
 
-// level is the lower median of the buckets of the window [from, t] that
-// hold data, v being the value of the bucket at t (not yet in the
-// history): the value that a majority of them reach, so that two spiky
-// buckets of four cannot lift it. ok is false when fewer than half of the
-// window's buckets hold data.
-func (d *levelShift) level(r *series.Ring, from, t, w int64, v float64, n int) (float64, bool) {
+// lowest and upperMedian pick a window's level from its sorted values:
+// the lowest for a new level that must hold throughout, the upper median
+// for an old one most of the window must be back at.
+func lowest(vs []float64) float64      { return vs[0] }
+func upperMedian(vs []float64) float64 { return vs[len(vs)/2] }
+
+// window returns pick of the buckets of [from, t] that hold data, v being
+// the value of the bucket at t (not yet in the history); ok is false when
+// fewer than half of the window's n buckets hold data.
+func (d *levelShift) window(r *series.Ring, from, t, w int64, v float64, n int, pick func([]float64) float64) (float64, bool) {
 	vs := d.scratch[:0]
 	for x := from; x < t; x += w {
 		if y, ok := r.Get(x); ok {
@@ -189,15 +219,19 @@ func (d *levelShift) level(r *series.Ring, from, t, w int64, v float64, n int) (
 		return 0, false
 	}
 	slices.Sort(vs)
-	return vs[(len(vs)-1)/2], true
+	return pick(vs), true
 }
 
-// baseline returns the median and robust spread of the buckets in
-// [from, to); ok is false with less than MinHistory of them.
-func (d *levelShift) baseline(r *series.Ring, from, to, w int64) (base, spread float64, ok bool) {
+// baseline returns the median of the buckets in [from, to) and the robust
+// spread of their log-RTT, never below the history's own quantisation
+// noise (a code step of Δ in log terms errs uniformly, σ = Δ/√12): a flat
+// series stored in steps would otherwise claim no noise at all, or jump
+// between none and one step. ok is false with less than MinHistory of
+// them.
+func (d *levelShift) baseline(r *series.Ring, from, to, w int64) (base, sigma float64, ok bool) {
 	vs := d.scratch[:0]
 	for x := max(from, r.Oldest()); x < to; x += w {
-		if y, ok := r.Get(x); ok {
+		if y, ok := r.Get(x); ok && y > 0 {
 			vs = append(vs, y)
 		}
 	}
@@ -206,12 +240,70 @@ func (d *levelShift) baseline(r *series.Ring, from, to, w int64) (base, spread f
 		return 0, 0, false
 	}
 	base = median(vs)
-	return base, robustSpread(vs, base), true
+	for i, v := range vs {
+		vs[i] = math.Log(v / base)
+	}
+	return base, max(robustSpread(vs, 0), math.Log(r.Format().Step())/math.Sqrt(12)), true
+}
+
+// onset dates the beginning of the shift that fires at t (value v), no
+// further back than from. Walking back, the run of buckets above band
+// (the baseline's noise band) bounds it: a bucket inside the band alone
+// is a dip, onsetGap of them in a row end the run; missing buckets
+// neither extend nor end it. Within the run the onset is the split that
+// best cuts it into the old level and a new one, the least absolute
+// deviation from base before it plus from the median after it (the cost
+// PELT and binary segmentation use for one robust change point): a bucket
+// that only brushes the band on the eve of the jump, or the first steps
+// of a slow ramp, stays with the old level.
+func (d *levelShift) onset(r *series.Ring, from, t, w int64, v, base, band float64) int64 {
+	run, inside := t, 0
+	for x := t - w; x >= max(from, r.Oldest()) && inside < onsetGap; x -= w {
+		y, ok := r.Get(x)
+		switch {
+		case !ok:
+		case y > band:
+			run, inside = x, 0
+		default:
+			inside++
+		}
+	}
+	type bucket struct {
+		t int64
+		v float64
+	}
+	var bs []bucket
+	for x := run; x < t; x += w {
+		if y, ok := r.Get(x); ok {
+			bs = append(bs, bucket{x, y})
+		}
+	}
+	bs = append(bs, bucket{t, v})
+	on, least := t, math.Inf(1)
+	for i := range bs {
+		var cost float64
+		for _, b := range bs[:i] {
+			cost += math.Abs(b.v - base)
+		}
+		after := d.scratch[:0]
+		for _, b := range bs[i:] {
+			after = append(after, b.v)
+		}
+		d.scratch = after
+		m := median(after)
+		for _, b := range bs[i:] {
+			cost += math.Abs(b.v - m)
+		}
+		if cost < least {
+			on, least = bs[i].t, cost
+		}
+	}
+	return on
 }
 
 // gate is the smallest rise over base that fires.
-func (d *levelShift) gate(base, spread float64) float64 {
-	return max(d.p.Threshold*base, d.p.MinDeltaMs, d.p.Noise*spread)
+func (d *levelShift) gate(base, sigma float64) float64 {
+	return max(d.p.Threshold*base, d.p.MinDeltaMs, base*math.Expm1(d.p.Noise*sigma))
 }
 
 func (d *levelShift) finding(status string, c *aggregate.Closed, pt aggregate.Point, st *levelState, level float64, reason string) Finding {
@@ -221,11 +313,12 @@ func (d *levelShift) finding(status string, c *aggregate.Closed, pt aggregate.Po
 		Evidence: slices.Clone(st.Recent)}
 	delta := level - st.Base
 	if status == Firing {
-		f.Confidence = confidence(delta, d.gate(st.Base, st.Spread))
-		f.Details = map[string]any{"delta_ms": round(delta, 2), "noise_ms": round(st.Spread, 2),
-			"gate_ms": round(d.gate(st.Base, st.Spread), 2)}
-		f.Summary = fmt.Sprintf("%s of %s up %.1f ms to %.1f ms (%+.1f%%) against %.1f ms over the previous %s",
-			f.Signal, f.Entity, delta, level, f.ChangePct, st.Base, fmtDuration(d.p.BaselineWindow))
+		gate := d.gate(st.Base, st.Sigma)
+		f.Confidence = confidence(delta, gate)
+		f.Details = map[string]any{"delta_ms": round(delta, 2), "noise_pct": round(100*st.Sigma, 2),
+			"gate_ms": round(gate, 2)}
+		f.Summary = fmt.Sprintf("%s of %s up %.1f ms to %.1f ms (%+.1f%%) for %s against %.1f ms over the previous %s",
+			f.Signal, f.Entity, delta, level, f.ChangePct, fmtDuration(d.p.For), st.Base, fmtDuration(d.p.BaselineWindow))
 		return f
 	}
 	f.Reason = reason
