@@ -182,11 +182,21 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		if !ok {
 			continue
 		}
-		switch delta := level - st.Base; {
-		case delta < max(d.p.ResolveBelow*st.Base, d.p.MinDeltaMs/2):
+		back := st.Base + max(d.p.ResolveBelow*st.Base, d.p.MinDeltaMs/2)
+		switch {
+		case level < back:
 			st.Firing = false
 			f := d.finding(Resolved, c, pt, st, level, ReasonRecovered)
-			f.End = winStart
+			// It ended where the buckets still back now began.
+			f.End = c.Start
+			for x := c.Start - w; x >= winStart; x -= w {
+				if y, ok := hist.Get(x); ok {
+					if y >= back {
+						break
+					}
+					f.End = x
+				}
+			}
 			emit(f)
 		case d.p.AdaptAfter > 0 && c.End-st.FireStart >= int64(d.p.AdaptAfter):
 			st.Firing, st.Since = false, st.FireStart
