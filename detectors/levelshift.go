@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/outagewatch/outagewatch/aggregate"
-	"github.com/outagewatch/outagewatch/series"
 )
 
 // LatencyShiftName is the name rules use for the sparse-probe level-shift
@@ -84,15 +83,14 @@ func DefaultLatencyShift() *LatencyShift {
 		ResolveBelow: 0.1, ResolveFor: Duration(20 * 60e9), AdaptAfter: Duration(2 * 3600e9), MinSamples: 1}
 }
 
-// onsetSigmas is the noise band around the baseline that a new level
-// leaves where it begins: three robust standard deviations, the usual
-// control limit, so that an ordinary bucket of the old level stays inside
-// it (about one in 370 does not, and one alone never ends a run).
+// onsetSigmas is the noise band around the baseline that a segment's
+// level must leave to count as new: three robust standard deviations, the
+// usual control limit.
 const onsetSigmas = 3
 
-// onsetGap is how many buckets in a row back inside the band end the run
-// of a new level when walking back to its onset.
-const onsetGap = 2
+// onsetMinBuckets is the shortest segment, in buckets, that dating an
+// onset accepts as a level.
+const onsetMinBuckets = 2
 
 // Validate checks the settings.
 func (p *LatencyShift) Validate() error {
@@ -140,7 +138,56 @@ type levelState struct {
 	// Since bounds the baseline window after an adaptation: the old level
 	// is no longer the baseline.
 	Since  int64
+	RTT    recentRTT
 	Recent evidenceLog
+}
+
+// recentRTT holds a series' last buckets as measured. The shared history
+// keeps RTT to ±2 % (4 % a code), ten to forty times a single path's own
+// noise (a robust spread of 0.05 to 0.5 % over six hours on the labelled
+// Atlas series): in it a path's level and its first steps away from it
+// are one code apart or none. A float32 a bucket for the baseline window
+// and the level window costs some 330 bytes a probe series.
+type recentRTT struct {
+	// V is indexed by bucket, (t/W) mod len(V); NaN is no data.
+	V []float32
+	// Newest is the start of the latest bucket put, W the bucket width.
+	Newest, W int64
+}
+
+// put records the value of the bucket at t (NaN: no data), keeping n
+// buckets of width w; a new width starts the record afresh.
+func (r *recentRTT) put(t, w int64, v float64, n int) {
+	if r.W != w || len(r.V) != n || t-r.Newest >= int64(n)*w {
+		if r.W != w || len(r.V) != n {
+			r.V, r.W = make([]float32, n), w
+		}
+		for i := range r.V {
+			r.V[i] = float32(math.NaN())
+		}
+		r.Newest = t - w
+	}
+	if t <= r.Newest {
+		return
+	}
+	for x := r.Newest + w; x < t; x += w {
+		r.V[r.index(x)] = float32(math.NaN())
+	}
+	r.V[r.index(t)], r.Newest = float32(v), t
+}
+
+func (r *recentRTT) index(t int64) int { return int(t / r.W % int64(len(r.V))) }
+
+// Oldest is the start of the oldest bucket held.
+func (r *recentRTT) Oldest() int64 { return r.Newest - int64(len(r.V)-1)*r.W }
+
+// Get returns the value of the bucket at t, if held and with data.
+func (r *recentRTT) Get(t int64) (float64, bool) {
+	if len(r.V) == 0 || t > r.Newest || t < r.Oldest() {
+		return 0, false
+	}
+	v := r.V[r.index(t)]
+	return float64(v), !math.IsNaN(float64(v))
 }
 
 func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -149,19 +196,22 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		// A probe that reports every step, not every bucket, is read on
 		// its own grid.
 		w := pt.Series.Step()
-		hist := &pt.Series.Hist
-		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
+		held := d.p.BaselineWindow.buckets(w) + d.p.For.buckets(w) + d.p.ResolveFor.buckets(w) + 1
+		r := &st.RTT
+		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) || pt.Value <= 0 {
+			r.put(c.Start, w, math.NaN(), held)
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
+		r.put(c.Start, w, pt.Value, held)
 		if !st.Firing {
 			n := d.p.For.buckets(w) + 1
 			winStart := c.Start - int64(n-1)*w
 			from := max(winStart-int64(d.p.BaselineWindow), st.Since)
-			level, ok := d.window(hist, winStart, c.Start, w, pt.Value, n, lowest)
+			level, ok := d.window(r, winStart, c.Start, w, n, lowest)
 			var base, sigma float64
 			if ok {
-				base, sigma, ok = d.baseline(hist, from, winStart, w)
+				base, sigma, ok = d.baseline(r, from, winStart, w)
 			}
 			if !ok {
 				st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: math.NaN()})
@@ -170,7 +220,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 			if level-base >= d.gate(base, sigma) {
 				st.Firing, st.Base, st.Sigma = true, base, sigma
-				st.FireStart = d.onset(hist, from, c.Start, w, pt.Value, base, base*math.Exp(onsetSigmas*sigma))
+				st.FireStart = d.onset(r, from, winStart, c.Start, w, base, sigma)
 				emit(d.finding(Firing, c, pt, st, level, ""))
 			}
 			continue
@@ -178,7 +228,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: st.Base})
 		n := d.p.ResolveFor.buckets(w)
 		winStart := c.Start - int64(n-1)*w
-		level, ok := d.window(hist, winStart, c.Start, w, pt.Value, n, upperMedian)
+		level, ok := d.window(r, winStart, c.Start, w, n, upperMedian)
 		if !ok {
 			continue
 		}
@@ -190,7 +240,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			// It ended where the buckets still back now began.
 			f.End = c.Start
 			for x := c.Start - w; x >= winStart; x -= w {
-				if y, ok := hist.Get(x); ok {
+				if y, ok := r.Get(x); ok {
 					if y >= back {
 						break
 					}
@@ -213,35 +263,34 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 func lowest(vs []float64) float64      { return vs[0] }
 func upperMedian(vs []float64) float64 { return vs[len(vs)/2] }
 
-// window returns pick of the buckets of [from, t] that hold data, v being
-// the value of the bucket at t (not yet in the history); ok is false when
-// fewer than half of the window's n buckets hold data.
-func (d *levelShift) window(r *series.Ring, from, t, w int64, v float64, n int, pick func([]float64) float64) (float64, bool) {
+// window returns pick of the buckets of [from, t] that hold data; ok is
+// false when fewer than half of the window's n buckets do.
+func (d *levelShift) window(r *recentRTT, from, t, w int64, n int, pick func([]float64) float64) (float64, bool) {
 	vs := d.scratch[:0]
-	for x := from; x < t; x += w {
+	for x := from; x <= t; x += w {
 		if y, ok := r.Get(x); ok {
 			vs = append(vs, y)
 		}
 	}
-	vs = append(vs, v)
 	d.scratch = vs
-	if 2*len(vs) < n+1 {
+	if len(vs) == 0 || 2*len(vs) < n+1 {
 		return 0, false
 	}
 	slices.Sort(vs)
 	return pick(vs), true
 }
 
+// sigmaFloor is the least noise a baseline is granted, as a standard
+// deviation of log-RTT: a thousandth, under any real path's jitter, so
+// that a perfectly flat series still has a band of finite width.
+const sigmaFloor = 0.001
+
 // baseline returns the median of the buckets in [from, to) and the robust
-// spread of their log-RTT, never below the history's own quantisation
-// noise (a code step of Δ in log terms errs uniformly, σ = Δ/√12): a flat
-// series stored in steps would otherwise claim no noise at all, or jump
-// between none and one step. ok is false with less than MinHistory of
-// them.
-func (d *levelShift) baseline(r *series.Ring, from, to, w int64) (base, sigma float64, ok bool) {
+// spread of their log-RTT; ok is false with less than MinHistory of them.
+func (d *levelShift) baseline(r *recentRTT, from, to, w int64) (base, sigma float64, ok bool) {
 	vs := d.scratch[:0]
 	for x := max(from, r.Oldest()); x < to; x += w {
-		if y, ok := r.Get(x); ok && y > 0 {
+		if y, ok := r.Get(x); ok {
 			vs = append(vs, y)
 		}
 	}
@@ -253,60 +302,67 @@ func (d *levelShift) baseline(r *series.Ring, from, to, w int64) (base, sigma fl
 	for i, v := range vs {
 		vs[i] = math.Log(v / base)
 	}
-	return base, max(robustSpread(vs, 0), math.Log(r.Format().Step())/math.Sqrt(12)), true
+	return base, max(robustSpread(vs, 0), sigmaFloor), true
 }
 
-// onset dates the beginning of the shift that fires at t (value v), no
-// further back than from. Walking back, the run of buckets above band
-// (the baseline's noise band) bounds it: a bucket inside the band alone
-// is a dip, onsetGap of them in a row end the run; missing buckets
-// neither extend nor end it. Within the run the onset is the split that
-// best cuts it into the old level and a new one, the least absolute
-// deviation from base before it plus from the median after it (the cost
-// PELT and binary segmentation use for one robust change point): a bucket
-// that only brushes the band on the eve of the jump, or the first steps
-// of a slow ramp, stays with the old level.
-func (d *levelShift) onset(r *series.Ring, from, t, w int64, v, base, band float64) int64 {
-	run, inside := t, 0
-	for x := t - w; x >= max(from, r.Oldest()) && inside < onsetGap; x -= w {
-		y, ok := r.Get(x)
-		switch {
-		case !ok:
-		case y > band:
-			run, inside = x, 0
-		default:
-			inside++
-		}
-	}
-	type bucket struct {
-		t int64
-		v float64
-	}
-	var bs []bucket
-	for x := run; x < t; x += w {
+// onset dates the beginning of the shift that fires at t (the window of
+// For starting at winStart), no further back than from. The buckets since
+// from are segmented by optimal partitioning (the exact search PELT speeds
+// up) with the least-absolute-deviation cost, each segment at its median,
+// a segment at least onsetMinBuckets long (one bucket is a spike or a
+// dip, not a level), and a penalty per segment of σ·ln(n)/√2 in the
+// baseline's noise: BIC for Laplace errors, two parameters (where, and
+// what level) a segment. The onset is the start of the unbroken run of
+// last segments whose levels lie above the baseline's noise band
+// (onsetSigmas): where the series last left its old level. So a bucket
+// that brushes the band on the eve of a jump stays with the old level,
+// while the first step of a ramp, or the return after a path flapped back
+// for ten minutes, is the onset.
+func (d *levelShift) onset(r *recentRTT, from, winStart, t, w int64, base, sigma float64) int64 {
+	var ts []int64
+	var ys []float64
+	for x := max(from, r.Oldest()); x <= t; x += w {
 		if y, ok := r.Get(x); ok {
-			bs = append(bs, bucket{x, y})
+			ts, ys = append(ts, x), append(ys, y)
 		}
 	}
-	bs = append(bs, bucket{t, v})
-	on, least := t, math.Inf(1)
-	for i := range bs {
-		var cost float64
-		for _, b := range bs[:i] {
-			cost += math.Abs(b.v - base)
+	n := len(ys)
+	beta := base * sigma * math.Log(float64(n)) / math.Sqrt2
+	band := base * math.Exp(onsetSigmas*sigma)
+	seg := make([]float64, 0, n)
+	levelOf := func(a, j int) (level, cost float64) {
+		seg = append(seg[:0], ys[a:j]...)
+		level = median(seg)
+		for _, y := range ys[a:j] {
+			cost += math.Abs(y - level)
 		}
-		after := d.scratch[:0]
-		for _, b := range bs[i:] {
-			after = append(after, b.v)
+		return level, cost
+	}
+	// least[j] is the least penalised cost of ys[:j], and last[j] where
+	// its last segment starts.
+	least, last := make([]float64, n+1), make([]int, n+1)
+	least[0] = -beta
+	for j := 1; j <= n; j++ {
+		least[j] = math.Inf(1)
+		for a := range j {
+			if a > 0 && j-a < onsetMinBuckets {
+				continue
+			}
+			if _, c := levelOf(a, j); least[a]+c+beta < least[j] {
+				least[j], last[j] = least[a]+c+beta, a
+			}
 		}
-		d.scratch = after
-		m := median(after)
-		for _, b := range bs[i:] {
-			cost += math.Abs(b.v - m)
+	}
+	on := t
+	for j := n; j > 0; j = last[j] {
+		if level, _ := levelOf(last[j], j); level <= band {
+			break
 		}
-		if cost < least {
-			on, least = bs[i].t, cost
-		}
+		on = ts[last[j]]
+	}
+	// The window itself held the new level throughout.
+	if on > winStart {
+		on = ts[slices.IndexFunc(ts, func(x int64) bool { return x >= winStart })]
 	}
 	return on
 }

@@ -16,6 +16,12 @@ import (
 // findings as "status start at reason end" in minutes from the first
 // sample (end only on a resolve).
 func probeRun(t *testing.T, rtt func(min int) float64, hours int) []string {
+	return probeRunRestored(t, rtt, hours, -1)
+}
+
+// probeRunRestored is probeRun with the detector checkpointed and restored
+// into a new one at minute restoreAt.
+func probeRunRestored(t *testing.T, rtt func(min int) float64, hours, restoreAt int) []string {
 	t.Helper()
 	const entity = "probe:1>192.0.2.0/24"
 	p := detectors.DefaultLatencyShift()
@@ -38,6 +44,16 @@ func probeRun(t *testing.T, rtt func(min int) float64, hours int) []string {
 	agg := aggregate.New(aggregate.Config{})
 	for m := 2; m < hours*60; m += 5 {
 		ts := t0 + int64(m)*int64(time.Minute)
+		if m == restoreAt {
+			b, err := d.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = p.Build("probe-latency-shift")
+			if err := d.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+		}
 		agg.Observe(&obs.Observation{Time: ts, Signal: quality.LatencyP50, Entity: entity, Value: rtt(m)})
 		agg.Advance(ts, judge)
 	}
@@ -62,6 +78,58 @@ func TestLatencyShiftLastingShiftAdapts(t *testing.T) {
 	want := []string{"firing 240 275", "resolved 240 360 baseline_adapted 360"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestLatencyShiftOnset(t *testing.T) {
+	cases := []struct {
+		name string
+		rtt  func(m int) float64
+		want []string
+	}{
+		// One bucket at +4 % just before a jump is not a level: the onset
+		// is the jump.
+		{"blip on the eve", func(m int) float64 {
+			switch {
+			case m >= 240:
+				return 130 + jitter(m)
+			case m >= 235:
+				return 104
+			}
+			return 100 + jitter(m)
+		}, []string{"firing 240 275", "resolved 240 360 baseline_adapted 360"}},
+		// A ramp: +8 % for 40 minutes, then +40 %. It fires when the
+		// +40 % has held 30 minutes; it began with the first step.
+		{"ramp", func(m int) float64 {
+			switch {
+			case m >= 280:
+				return 140 + jitter(m)
+			case m >= 240:
+				return 108 + jitter(m)
+			}
+			return 100 + jitter(m)
+		}, []string{"firing 240 315", "resolved 240 360 baseline_adapted 360"}},
+	}
+	for _, c := range cases {
+		if got := probeRun(t, c.rtt, 12); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLatencyShiftCheckpointMidShift(t *testing.T) {
+	// Restored while the shift fires (minute 262, before it is raised),
+	// the detector goes on as if never stopped: the recent RTT it dates
+	// the onset by is part of its state.
+	rtt := func(m int) float64 {
+		if m >= 240 {
+			return 130 + jitter(m)
+		}
+		return 100 + jitter(m)
+	}
+	want := probeRun(t, rtt, 12)
+	if got := probeRunRestored(t, rtt, 12, 262); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("restored: got %q\nwant %q", got, want)
 	}
 }
 
