@@ -30,10 +30,11 @@ func init() { Register(LatencyShiftName, func() Params { return DefaultLatencySh
 // routes stays at the shorter one. A shift therefore fires only once the
 // new level has held for the whole of For. The baseline is the median of
 // the BaselineWindow before, and its noise the robust spread (scaled
-// median absolute deviation) of the log-RTT of the same buckets, never
-// taken finer than the precision the history stores. A shift fires when
-// the level is above the baseline by all three of: Threshold (relative),
-// MinDeltaMs (absolute) and Noise robust standard deviations.
+// median absolute deviation) of the log-RTT of the same buckets, both read
+// from the detector's own record of the RTT as measured (see recentRTT).
+// A shift fires when the level is above the baseline by all three of:
+// Threshold (relative), MinDeltaMs (absolute) and Noise robust standard
+// deviations.
 //
 // The defaults say what an operator calls a latency shift, in the terms
 // the labelled RIPE Atlas series in testdata are scored by: 20 % and 10 ms
