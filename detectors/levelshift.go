@@ -212,7 +212,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			level, ok := d.window(r, winStart, c.Start, w, n, lowest)
 			var base, sigma float64
 			if ok {
-				base, sigma, ok = d.baseline(r, from, winStart, w)
+				base, sigma, ok = d.baseline(r, from, winStart, w, level)
 			}
 			if !ok {
 				st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: math.NaN()})
@@ -288,7 +288,9 @@ const sigmaFloor = 0.001
 
 // baseline returns the median of the buckets in [from, to) and the robust
 // spread of their log-RTT; ok is false with less than MinHistory of them.
-func (d *levelShift) baseline(r *recentRTT, from, to, w int64) (base, sigma float64, ok bool) {
+// The spread can only raise the bar, so for a level that does not pass
+// the others it is not worked out (sigmaFloor stands in).
+func (d *levelShift) baseline(r *recentRTT, from, to, w int64, level float64) (base, sigma float64, ok bool) {
 	vs := d.scratch[:0]
 	for x := max(from, r.Oldest()); x < to; x += w {
 		if y, ok := r.Get(x); ok {
@@ -300,6 +302,9 @@ func (d *levelShift) baseline(r *recentRTT, from, to, w int64) (base, sigma floa
 		return 0, 0, false
 	}
 	base = median(vs)
+	if level-base < max(d.p.Threshold*base, d.p.MinDeltaMs) {
+		return base, sigmaFloor, true
+	}
 	for i, v := range vs {
 		vs[i] = math.Log(v / base)
 	}
