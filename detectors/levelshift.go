@@ -89,6 +89,11 @@ func DefaultLatencyShift() *LatencyShift {
 // usual control limit.
 const onsetSigmas = 3
 
+// maxShiftBaseline bounds baseline_window: a day of 5-minute buckets is
+// about 1.2 KB of recent RTT a probe, and the onset search, cubic in the
+// buckets, stays within tens of milliseconds a firing.
+const maxShiftBaseline = Duration(24 * 3600e9)
+
 // onsetMinBuckets is the shortest segment, in buckets, that dating an
 // onset accepts as a level.
 const onsetMinBuckets = 2
@@ -112,6 +117,8 @@ func (p *LatencyShift) Validate() error {
 		return errors.New("adapt_after: must be 0 (never) or longer than for: a shift cannot become the baseline before it is one")
 	case p.MinSamples < 1:
 		return errors.New("min_samples: must be at least 1")
+	case p.BaselineWindow > maxShiftBaseline:
+		return fmt.Errorf("baseline_window: at most %s: the detector keeps that much RTT as measured for every probe, and dates onsets across it", fmtDuration(maxShiftBaseline))
 	}
 	return validateHistory(p.BaselineWindow, p.MinHistory)
 }

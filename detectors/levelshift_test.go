@@ -196,4 +196,8 @@ func TestLatencyShiftValidate(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Errorf("adapt_after 0 (never): %v", err)
 	}
+	p.BaselineWindow = detectors.Duration(25 * time.Hour)
+	if err := p.Validate(); err == nil {
+		t.Error("baseline_window 25h: want an error")
+	}
 }
