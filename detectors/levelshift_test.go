@@ -1,0 +1,203 @@
+package detectors_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/ingest/quality"
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// probeRun replays one RTT sample every five minutes (at minute two of
+// each bucket) through the shipped latency_shift defaults and returns the
+// findings as "status start at reason end" in minutes from the first
+// sample (end only on a resolve).
+func probeRun(t *testing.T, rtt func(min int) float64, hours int) []string {
+	return probeRunRestored(t, rtt, hours, -1)
+}
+
+// probeRunRestored is probeRun with the detector checkpointed and restored
+// into a new one at minute restoreAt.
+func probeRunRestored(t *testing.T, rtt func(min int) float64, hours, restoreAt int) []string {
+	t.Helper()
+	const entity = "probe:1>192.0.2.0/24"
+	p := detectors.DefaultLatencyShift()
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	d := p.Build("probe-latency-shift")
+	t0 := time.Date(2016, 11, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	min := func(ns int64) int64 { return (ns - t0) / int64(time.Minute) }
+	var got []string
+	judge := func(c *aggregate.Closed) {
+		d.Bucket(c, c.Points, func(f detectors.Finding) {
+			s := fmt.Sprintf("%s %d %d", f.Status, min(f.Start), min(f.At))
+			if f.Status == detectors.Resolved {
+				s += fmt.Sprintf(" %s %d", f.Reason, min(f.End))
+			}
+			got = append(got, s)
+		})
+	}
+	agg := aggregate.New(aggregate.Config{})
+	for m := 2; m < hours*60; m += 5 {
+		ts := t0 + int64(m)*int64(time.Minute)
+		if m == restoreAt {
+			b, err := d.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			d = p.Build("probe-latency-shift")
+			if err := d.UnmarshalBinary(b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		agg.Observe(&obs.Observation{Time: ts, Signal: quality.LatencyP50, Entity: entity, Value: rtt(m)})
+		agg.Advance(ts, judge)
+	}
+	agg.Advance(t0+int64(hours+1)*int64(time.Hour), judge)
+	return got
+}
+
+// jitter is a deterministic ±0.6 ms wobble around a flat path's RTT.
+func jitter(m int) float64 { return float64(m*7%13-6) / 10 }
+
+func TestLatencyShiftLastingShiftAdapts(t *testing.T) {
+	// 100 ms for four hours, then 130 ms for good (a re-route): one alert
+	// dated to the bucket of the move (minute 240), raised once the new
+	// level has held 30 minutes, resolved as baseline_adapted two hours
+	// after the onset; the new level then is the baseline, nothing more.
+	got := probeRun(t, func(m int) float64 {
+		if m >= 240 {
+			return 130 + jitter(m)
+		}
+		return 100 + jitter(m)
+	}, 12)
+	want := []string{"firing 240 275", "resolved 240 360 baseline_adapted 360"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestLatencyShiftOnset(t *testing.T) {
+	cases := []struct {
+		name string
+		rtt  func(m int) float64
+		want []string
+	}{
+		// One bucket at +4 % just before a jump is not a level: the onset
+		// is the jump.
+		{"blip on the eve", func(m int) float64 {
+			switch {
+			case m >= 240:
+				return 130 + jitter(m)
+			case m >= 235:
+				return 104
+			}
+			return 100 + jitter(m)
+		}, []string{"firing 240 275", "resolved 240 360 baseline_adapted 360"}},
+		// A ramp: +8 % for 40 minutes, then +40 %. It fires when the
+		// +40 % has held 30 minutes; it began with the first step.
+		{"ramp", func(m int) float64 {
+			switch {
+			case m >= 280:
+				return 140 + jitter(m)
+			case m >= 240:
+				return 108 + jitter(m)
+			}
+			return 100 + jitter(m)
+		}, []string{"firing 240 315", "resolved 240 360 baseline_adapted 360"}},
+	}
+	for _, c := range cases {
+		if got := probeRun(t, c.rtt, 12); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: got %q\nwant %q", c.name, got, c.want)
+		}
+	}
+}
+
+func TestLatencyShiftCheckpointMidShift(t *testing.T) {
+	// Restored while the shift fires (minute 262, before it is raised),
+	// the detector goes on as if never stopped: the recent RTT it dates
+	// the onset by is part of its state.
+	rtt := func(m int) float64 {
+		if m >= 240 {
+			return 130 + jitter(m)
+		}
+		return 100 + jitter(m)
+	}
+	want := probeRun(t, rtt, 12)
+	if got := probeRunRestored(t, rtt, 12, 262); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("restored: got %q\nwant %q", got, want)
+	}
+}
+
+func TestLatencyShiftRecovers(t *testing.T) {
+	// 130 ms for an hour, then back: resolved as recovered once most of
+	// the last 20 minutes is back, the end dated to that window's start.
+	got := probeRun(t, func(m int) float64 {
+		if m >= 240 && m < 300 {
+			return 130 + jitter(m)
+		}
+		return 100 + jitter(m)
+	}, 8)
+	want := []string{"firing 240 275", "resolved 240 315 recovered 300"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+func TestLatencyShiftIgnoresSpikesFlapsAndSmallShifts(t *testing.T) {
+	cases := map[string]func(m int) float64{
+		// Queueing: a sample of 400 ms every twenty minutes.
+		"spikes": func(m int) float64 {
+			if m >= 240 && m%20 == 2 {
+				return 400
+			}
+			return 100 + jitter(m)
+		},
+		// Two routes taken in turn (ECMP): the shorter is still there.
+		"flapping": func(m int) float64 {
+			if m >= 240 && m%10 == 2 {
+				return 140 + jitter(m)
+			}
+			return 100 + jitter(m)
+		},
+		// A 25-minute excursion is not a new level of 30 minutes.
+		"short": func(m int) float64 {
+			if m >= 240 && m < 265 {
+				return 200 + jitter(m)
+			}
+			return 100 + jitter(m)
+		},
+		// +15 %: under the threshold.
+		"small": func(m int) float64 {
+			if m >= 240 {
+				return 115 + jitter(m)
+			}
+			return 100 + jitter(m)
+		},
+	}
+	for name, rtt := range cases {
+		if got := probeRun(t, rtt, 10); len(got) != 0 {
+			t.Errorf("%s: got %q, want no finding", name, got)
+		}
+	}
+}
+
+func TestLatencyShiftValidate(t *testing.T) {
+	p := detectors.DefaultLatencyShift()
+	p.AdaptAfter = p.For
+	if err := p.Validate(); err == nil {
+		t.Error("adapt_after equal to for: want an error")
+	}
+	p.AdaptAfter = 0
+	if err := p.Validate(); err != nil {
+		t.Errorf("adapt_after 0 (never): %v", err)
+	}
+	p.BaselineWindow = detectors.Duration(25 * time.Hour)
+	if err := p.Validate(); err == nil {
+		t.Error("baseline_window 25h: want an error")
+	}
+}
