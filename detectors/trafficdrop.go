@@ -146,6 +146,8 @@ type dropState struct {
 	// Similar caches the ranking of past days, recomputed hourly.
 	Similar   []int
 	SimilarAt int64
+	// ranker keeps the ranking's distances up to date between rankings.
+	ranker dayRanker
 }
 
 type feedFaultState struct {
@@ -368,8 +370,10 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 		return median(vs), "previous_days", true
 	}
 	if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
-		st.Similar = rankDays(r, t, w, days, st.Similar[:0])
+		st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
 		st.SimilarAt = t
+	} else {
+		st.ranker.follow(r, t, w, days)
 	}
 	k := min(max(3, days*6/28), 6)
 	var vs []float64

@@ -128,6 +128,8 @@ type spaceState struct {
 	// Adapt follows the current run of buckets short of space.
 	Adapt  levelRun
 	Recent evidenceLog
+	// win keeps the baseline window sorted between buckets.
+	win windowMedian
 }
 
 type spaceJudged struct {
@@ -157,7 +159,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		base, ok := recentMedian(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory, &d.scratch)
+		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue

@@ -114,8 +114,12 @@ type Ring struct {
 	head  int32  // index of the most recent bucket
 	base  int32  // exponent of code codeMin
 	init  bool   // base chosen
-	last  int64  // bucket start in Unix ns of the head; 0 = empty
-	step  int64  // bucket width in ns
+	// rev counts the changes to buckets already stored (an overwrite, a
+	// rebase, a restore), so that a reader that keeps its own summary of
+	// the codes (a sorted window) knows when to rebuild it.
+	rev  uint16
+	last int64 // bucket start in Unix ns of the head; 0 = empty
+	step int64 // bucket width in ns
 	// first is the start of the first bucket ever stored: how much history
 	// the series really has, as opposed to how much it can hold.
 	first int64
@@ -184,6 +188,7 @@ func (r *Ring) Put(t int64, v float64) {
 	if t <= r.last {
 		if back := (r.last - t) / r.step; back < int64(r.n) {
 			r.set(r.index(int32(back)), r.encode(v))
+			r.rev++
 		}
 		return
 	}
@@ -209,10 +214,15 @@ func (r *Ring) code(t int64) uint32 {
 	return r.get(r.index(int32(back)))
 }
 
-// Get returns the value of the bucket starting at t; ok is false when the
-// bucket is missing or no longer (or not yet) held.
-func (r *Ring) Get(t int64) (v float64, ok bool) {
-	switch c := r.code(t); c {
+// Code returns the stored code of the bucket starting at t, 0 when it is
+// missing or not held. Codes order as their values do, and keep both
+// while Rev stays the same: a reader can keep codes instead of values.
+func (r *Ring) Code(t int64) uint16 { return uint16(r.code(t)) }
+
+// Decode returns the value a code of Code stands for (as Get would);
+// ok is false for the missing code.
+func (r *Ring) Decode(c uint16) (v float64, ok bool) {
+	switch c {
 	case codeMissing:
 		return 0, false
 	case codeZero:
@@ -221,6 +231,14 @@ func (r *Ring) Get(t int64) (v float64, ok bool) {
 		return r.scale * r.f.pow[c-codeMin], true
 	}
 }
+
+// Rev changes whenever a code already stored changes: an overwrite of an
+// older bucket, a rebase, a restore. Appending a bucket leaves it alone.
+func (r *Ring) Rev() uint16 { return r.rev }
+
+// Get returns the value of the bucket starting at t; ok is false when the
+// bucket is missing or no longer (or not yet) held.
+func (r *Ring) Get(t int64) (v float64, ok bool) { return r.Decode(uint16(r.code(t))) }
 
 // Level returns the bucket at t on the ring's logarithmic scale: levels one
 // apart differ by a factor of the format's step, so the distance between two levels
@@ -275,6 +293,7 @@ func (r *Ring) encode(v float64) uint32 {
 
 // rebase moves the range up by d codes.
 func (r *Ring) rebase(d int32) {
+	r.rev++
 	r.base += d
 	r.scale = math.Pow(r.f.step, float64(r.base))
 	for i := int32(0); i < r.n; i++ {
@@ -344,7 +363,7 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		codes = make([]byte, len(b)-1)
 	}
 	copy(codes, b[1:])
-	*r = Ring{f: f, codes: codes, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
+	*r = Ring{f: f, codes: codes, rev: r.rev + 1, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
 		base: int32(vals[4]), first: vals[5], init: b[0] == 1}
 	r.scale = math.Pow(f.step, float64(r.base))
 	return nil
