@@ -203,7 +203,7 @@ func (m *windowMedian) median(r *series.Ring, t, w int64, window, minHistory Dur
 	switch {
 	case m.hi == 0 || m.rev != r.Rev() || t < m.hi || lo < m.lo || m.lo < r.Oldest() || lo >= m.hi ||
 		(m.lo-lo)%w != 0 || (t-m.hi)%w != 0:
-		m.rebuild(r, lo, t, w)
+		m.rebuild(r, lo, t, w, int(min(int64(window)/w, int64(r.Len()))))
 	default:
 		for x := m.lo; x < lo; x += w {
 			m.remove(r.Code(x))
@@ -225,7 +225,12 @@ func (m *windowMedian) median(r *series.Ring, t, w int64, window, minHistory Dur
 	return (a + b) / 2, true
 }
 
-func (m *windowMedian) rebuild(r *series.Ring, lo, t, w int64) {
+func (m *windowMedian) rebuild(r *series.Ring, lo, t, w int64, size int) {
+	// Room for the whole window at once: growing by appends would leave
+	// up to twice the room the window needs, in every series.
+	if cap(m.sorted) < size {
+		m.sorted = make([]uint16, 0, size)
+	}
 	m.sorted = m.sorted[:0]
 	for x := lo; x < t; x += w {
 		if c := r.Code(x); c != 0 {
@@ -253,33 +258,39 @@ func (m *windowMedian) remove(c uint16) {
 	}
 }
 
-// dayRanker keeps the distances behind rankDays up to date bucket by
-// bucket, so that ranking the similar days costs a sort of at most a few
-// dozen numbers instead of a pass over six hours of every past day. For
-// each past day k it holds the sum and the count of |level(x) −
-// level(x − k days)| over the buckets x of the last six hours, one sum per
-// sampling class (rankDays reads every stride-th bucket, counted back
-// from t, so which buckets it reads depends on t's position modulo the
-// stride). Each bucket close adds the newest bucket's terms and takes out
-// those of the bucket leaving the six hours; the ranking reads the sums
-// of the class of t. The days whose partner buckets could fall out of the
-// ring while the six hours pass (the last day or so of a full ring) are
-// computed directly, as are all days after a gap in the calls or a change
-// of the stored codes (Rev): then the sums are rebuilt from the ring. The
-// ranking is rankDays' to the bit.
+// dayRanker keeps the distances behind rankDays between rankings, so that
+// ranking the similar days does not read six hours of every past day
+// again. For each past day k it holds the sum and the count of |level(x) −
+// level(x − k days)| over the buckets x of the six hours before the last
+// ranking, one sum per sampling class (rankDays reads every stride-th
+// bucket counted back from t, so which buckets it reads depends on t's
+// position modulo the stride). A ranking an hour later adds the terms of
+// the hour's new buckets and takes out those of the buckets that left the
+// six hours: a hour of buckets instead of six, read in runs, and the
+// sums of t's class are then sorted. The days whose partner buckets could
+// leave the ring within the window (the last day of a full ring) are
+// computed directly. After a longer pause, or once the stored codes have
+// changed (Rev: an outlier replaced, a history rescaled, a rebase), the
+// sums are rebuilt from the ring. The ranking is rankDays' to the bit.
 type dayRanker struct {
 	// terms holds, for class c and day k (1-based), the sum of the
 	// distances in its upper bits and their count in the low eight:
 	// terms[c*kept+k-1].
 	terms []uint32
-	kept  int   // days held incrementally
+	kept  int   // days held in terms
 	hi    int64 // the window covered is [hi − n·w, hi)
 	w     int64
 	rev   uint16
 }
 
-// rankWindow is how far back the similar-days ranking compares.
-const rankWindow = int64(6 * 3600e9)
+const (
+	// rankWindow is how far back the similar-days ranking compares.
+	rankWindow = int64(6 * 3600e9)
+	// rankCatchUp is the longest pause between rankings that the sums
+	// catch up on rather than being rebuilt: twice the hourly ranking, so
+	// that a bucket without data at the hour does not force a rebuild.
+	rankCatchUp = int64(2 * 3600e9)
+)
 
 // rankGeometry is the sampling of rankDays: n buckets of the window, one
 // read every stride.
@@ -288,33 +299,27 @@ func rankGeometry(w int64) (n, stride int) {
 	return n, max(1, n/36)
 }
 
-// follow moves the sums to the window before t; false when the ring is
-// too short for them (rank then ranks directly).
-func (m *dayRanker) follow(r *series.Ring, t, w int64, days int) bool {
-	n, stride := rankGeometry(w)
-	// The days whose partners stay in the ring while a bucket passes
-	// through the window.
-	kept := min(days, int((int64(r.Len())*w-int64(n+1)*w)/dayNs))
-	if kept <= 0 || n < 1 || t%w != 0 {
-		return false
-	}
-	switch {
-	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > m.kept || (t != m.hi && t != m.hi+w):
-		m.rebuild(r, t, w, n, stride, kept)
-	case t == m.hi+w:
-		m.add(r, t-w-int64(n)*w, stride, -1)
-		m.add(r, t-w, stride, 1)
-		m.hi = t
-	}
-	return true
-}
-
 // rank returns the past days 1..days ordered as rankDays orders them.
 func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int {
-	if !m.follow(r, t, w, days) {
+	n, stride := rankGeometry(w)
+	// The days whose partners stay in the ring while a bucket passes
+	// through the window and the catch-up.
+	kept := min(days, int((int64(r.Len())*w-int64(n)*w-rankCatchUp)/dayNs))
+	if kept <= 0 || n < 1 || t%w != 0 {
 		return rankDays(r, t, w, days, out)
 	}
-	n, stride := rankGeometry(w)
+	switch {
+	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > m.kept || t < m.hi || t-m.hi > rankCatchUp || (t-m.hi)%w != 0:
+		m.rebuild(r, t, w, n, stride, kept)
+	default:
+		for x := m.hi; x < t; x += w {
+			m.add(r, x-int64(n)*w, stride, -1)
+		}
+		for x := m.hi; x < t; x += w {
+			m.add(r, x, stride, 1)
+		}
+		m.hi = t
+	}
 	type scored struct {
 		day  int
 		dist float64
