@@ -117,9 +117,15 @@ type Ring struct {
 	// rev counts the changes to buckets already stored (an overwrite, a
 	// rebase, a restore), so that a reader that keeps its own summary of
 	// the codes (a sorted window) knows when to rebuild it.
-	rev  uint16
-	last int64 // bucket start in Unix ns of the head; 0 = empty
-	step int64 // bucket width in ns
+	rev uint16
+	// perDay and days lay the codes out day-major when the ring holds
+	// whole days: the buckets of one time of day on every day held sit
+	// side by side, so that a detector comparing a bucket with the same
+	// bucket on past days reads one or two cache lines, not one per day.
+	// days is 1 (plain order) otherwise.
+	perDay, days int32
+	last         int64 // bucket start in Unix ns of the head; 0 = empty
+	step         int64 // bucket width in ns
 	// first is the start of the first bucket ever stored: how much history
 	// the series really has, as opposed to how much it can hold.
 	first int64
@@ -143,6 +149,30 @@ func NewFormat(f *Format, n int, width int64) *Ring {
 // many series out of one slab so that no allocation rounds it up.
 func (r *Ring) Init(f *Format, storage []byte, n int, width int64) {
 	*r = Ring{f: f, codes: storage[:f.StorageBytes(n)], n: int32(n), step: width}
+	r.layout()
+}
+
+// layout chooses the day-major order when the ring holds two or more whole
+// days of buckets.
+func (r *Ring) layout() {
+	r.perDay, r.days = r.n, 1
+	const day = int64(24 * 3600e9)
+	if r.step <= 0 || day%r.step != 0 {
+		return
+	}
+	if p := day / r.step; p < int64(r.n) && int64(r.n)%p == 0 {
+		r.perDay, r.days = int32(p), r.n/int32(p)
+	}
+}
+
+// pos is where the code of slot i sits: slot i is i/perDay days after slot
+// i%perDay, and its code follows the codes of that time of day on the
+// days before.
+func (r *Ring) pos(i int32) uint32 {
+	if r.days == 1 {
+		return uint32(i)
+	}
+	return uint32(i%r.perDay*r.days + i/r.perDay)
 }
 
 // Format returns the ring's format.
@@ -160,18 +190,24 @@ func (r *Ring) Last() int64 { return r.last }
 // Bytes returns the memory the ring holds, for the per-series figure.
 func (r *Ring) Bytes() int { return len(r.codes) + 64 }
 
-func (r *Ring) get(i int32) uint32 {
-	bit := uint32(i) * uint32(r.f.bits)
-	b := r.codes[bit>>3 : bit>>3+3]
+func (r *Ring) get(i int32) uint32 { return r.f.getAt(r.codes, r.pos(i)) }
+
+func (r *Ring) set(i int32, c uint32) { r.f.setAt(r.codes, r.pos(i), c) }
+
+// getAt reads the code at position p of packed codes.
+func (f *Format) getAt(codes []byte, p uint32) uint32 {
+	bit := p * uint32(f.bits)
+	b := codes[bit>>3 : bit>>3+3]
 	w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
-	return w >> (bit & 7) & r.f.max
+	return w >> (bit & 7) & f.max
 }
 
-func (r *Ring) set(i int32, c uint32) {
-	bit := uint32(i) * uint32(r.f.bits)
-	b := r.codes[bit>>3 : bit>>3+3]
+// setAt writes the code at position p of packed codes.
+func (f *Format) setAt(codes []byte, p uint32, c uint32) {
+	bit := p * uint32(f.bits)
+	b := codes[bit>>3 : bit>>3+3]
 	w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
-	w = w&^(r.f.max<<(bit&7)) | c<<(bit&7)
+	w = w&^(f.max<<(bit&7)) | c<<(bit&7)
 	b[0], b[1], b[2] = byte(w), byte(w>>8), byte(w>>16)
 }
 
@@ -296,14 +332,15 @@ func (r *Ring) rebase(d int32) {
 	r.rev++
 	r.base += d
 	r.scale = math.Pow(r.f.step, float64(r.base))
-	for i := int32(0); i < r.n; i++ {
-		if c := r.get(i); c >= codeMin {
-			r.set(i, uint32(max(int32(c)-d, codeMin)))
+	for p := uint32(0); p < uint32(r.n); p++ { // in storage order: a code's place does not matter here
+		if c := r.f.getAt(r.codes, p); c >= codeMin {
+			r.f.setAt(r.codes, p, uint32(max(int32(c)-d, codeMin)))
 		}
 	}
 }
 
-// MarshalBinary encodes the ring for checkpoints.
+// MarshalBinary encodes the ring for checkpoints, its codes in slot order
+// whatever the layout in memory.
 func (r *Ring) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 50+len(r.codes))
 	b = binary.AppendUvarint(b, uint64(r.n))
@@ -319,7 +356,14 @@ func (r *Ring) MarshalBinary() ([]byte, error) {
 	} else {
 		b = append(b, 0)
 	}
-	return append(b, r.codes...), nil
+	if r.days == 1 {
+		return append(b, r.codes...), nil
+	}
+	plain := make([]byte, len(r.codes))
+	for i := int32(0); i < r.n; i++ {
+		r.f.setAt(plain, uint32(i), r.get(i))
+	}
+	return append(b, plain...), nil
 }
 
 // UnmarshalBinary restores a ring written by MarshalBinary. The ring keeps
@@ -362,9 +406,16 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 	if len(codes) != len(b)-1 {
 		codes = make([]byte, len(b)-1)
 	}
-	copy(codes, b[1:])
 	*r = Ring{f: f, codes: codes, rev: r.rev + 1, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
 		base: int32(vals[4]), first: vals[5], init: b[0] == 1}
+	r.layout()
+	if r.days == 1 {
+		copy(codes, b[1:])
+	} else {
+		for i := int32(0); i < r.n; i++ {
+			r.set(i, f.getAt(b[1:], uint32(i)))
+		}
+	}
 	r.scale = math.Pow(f.step, float64(r.base))
 	return nil
 }
