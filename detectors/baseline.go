@@ -72,7 +72,9 @@ func recentHistory(r *series.Ring, t, w int64, window, minHistory Duration, exce
 }
 
 // recentMedian is the median of the values held in [t-window, t); ok is
-// false with less than minHistory of them.
+// false with less than minHistory of them. It is the definition that
+// windowMedian keeps up to date bucket by bucket, and what it is tested
+// against.
 func recentMedian(r *series.Ring, t, w int64, window, minHistory Duration, scratch *[]float64) (float64, bool) {
 	vs, ok := recentHistory(r, t, w, window, minHistory, nil, scratch)
 	if !ok {

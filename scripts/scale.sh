@@ -11,9 +11,10 @@
 #   scripts/scale.sh [-r ioda|traffic] [-d days] [series ...]
 # Defaults: traffic rules (traffic_drop on a default-format signal), 14
 # days, 10000 100000 1000000 series. A run replays series × days × 288
-# records: on a shared 2-core machine 10,000 series take minutes, 100,000
-# an hour, 1,000,000 half a day; pass fewer days for memory alone. Not
-# part of CI.
+# records: on a shared 2-core machine 10,000 series × 14 days take two
+# minutes, 100,000 twenty, 1,000,000 about four hours (one day of them a
+# quarter of an hour, and 10 GiB at the peak); pass fewer days for memory
+# alone. Not part of CI.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rules=traffic days=14
