@@ -268,7 +268,7 @@ func (m *windowMedian) remove(c uint16) {
 // bucket counted back from t, so which buckets it reads depends on t's
 // position modulo the stride). A ranking an hour later adds the terms of
 // the hour's new buckets and takes out those of the buckets that left the
-// six hours: a hour of buckets instead of six, read in runs, and the
+// six hours: an hour of buckets instead of six, read in runs, and the
 // sums of t's class are then sorted. The days whose partner buckets could
 // leave the ring within the window (the last day of a full ring) are
 // computed directly. After a longer pause, or once the stored codes have
