@@ -79,7 +79,16 @@ type Series struct {
 	// many gaps were seen, up to minGaps.
 	lastData, step int64
 	gaps           int32
+	// id is the series' dense number in its aggregator: 0, 1, 2… in the
+	// order the series appeared.
+	id int32
 }
+
+// ID is the series' dense number in its aggregator (0, 1, 2… in the order
+// series appeared), so that per-series state can live in a slice indexed
+// by it instead of a map keyed by name. Series of different aggregators
+// share numbers: a slice indexed by ID must check whose series it holds.
+func (s *Series) ID() int { return int(s.id) }
 
 // minGaps is how many gaps between buckets with data a series must show
 // before its step is trusted to skip buckets that were not due.
@@ -413,6 +422,7 @@ func (a *Aggregator) newSeries(k Key) *Series {
 		s.Hist.Init(series.Default, a.slab[:need:need], a.cfg.History, w)
 		a.slab = a.slab[need:]
 	}
+	s.id = int32(len(a.series))
 	a.series[k] = s
 	a.sorted = append(a.sorted, s)
 	a.dirty = true
@@ -478,7 +488,14 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 	s.free = b.acc
 	*b = openBucket{}
 	// Buckets close oldest first: drop closed slots from the front; the
-	// next growth of the slice gives the space back.
+	// next growth of the slice gives the space back. When none is left
+	// open (a series with one bucket open at a time), keep the slots
+	// where they are, so that the next bucket reuses them instead of
+	// growing a new slice.
+	if i := s.slot(start); i == len(s.open)-1 && i == 0 {
+		s.open = s.open[:0]
+		return value, count, true
+	}
 	for len(s.open) > 0 && !s.open[0].used {
 		s.open = s.open[1:]
 		s.openBase += s.Hist.Width()

@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"slices"
@@ -71,7 +72,9 @@ func recentHistory(r *series.Ring, t, w int64, window, minHistory Duration, exce
 }
 
 // recentMedian is the median of the values held in [t-window, t); ok is
-// false with less than minHistory of them.
+// false with less than minHistory of them. It is the definition that
+// windowMedian keeps up to date bucket by bucket, and what it is tested
+// against.
 func recentMedian(r *series.Ring, t, w int64, window, minHistory Duration, scratch *[]float64) (float64, bool) {
 	vs, ok := recentHistory(r, t, w, window, minHistory, nil, scratch)
 	if !ok {
@@ -178,4 +181,211 @@ func (l *levelRun) adapt(r *series.Ring, t int64) float64 {
 	}
 	l.reset()
 	return ratio
+}
+
+// windowMedian is the median of a series' recent window (recentMedian's),
+// kept up to date bucket by bucket: the codes of the held buckets stay
+// sorted, each new bucket is inserted and each bucket leaving the window
+// removed, so the median is read off the middle instead of sorting the
+// whole window at every bucket close. The result is recentMedian's to the
+// bit: codes order as their values do, and the middle two are decoded and
+// averaged the same way. The window is rebuilt from the ring when the
+// ring's stored codes changed (Rev), when the window jumped, or when the
+// bucket leaving it is no longer held (a window as long as the ring).
+type windowMedian struct {
+	sorted []uint16
+	lo, hi int64 // the window covered: buckets in [lo, hi)
+	rev    uint16
+}
+
+// median returns the median of the values held in [t-window, t); ok is
+// false with less than minHistory of them.
+func (m *windowMedian) median(r *series.Ring, t, w int64, window, minHistory Duration) (float64, bool) {
+	lo := max(t-int64(window), r.Oldest())
+	switch {
+	case m.hi == 0 || m.rev != r.Rev() || t < m.hi || lo < m.lo || m.lo < r.Oldest() || lo >= m.hi ||
+		(m.lo-lo)%w != 0 || (t-m.hi)%w != 0:
+		m.rebuild(r, lo, t, w, int(min(int64(window)/w, int64(r.Len()))))
+	default:
+		for x := m.lo; x < lo; x += w {
+			m.remove(r.Code(x))
+		}
+		for x := m.hi; x < t; x += w {
+			m.insert(r.Code(x))
+		}
+		m.lo, m.hi = lo, t
+	}
+	n := len(m.sorted)
+	if n == 0 || int64(n)*w < int64(minHistory) {
+		return 0, false
+	}
+	a, _ := r.Decode(m.sorted[(n-1)/2])
+	if n%2 == 1 {
+		return a, true
+	}
+	b, _ := r.Decode(m.sorted[n/2])
+	return (a + b) / 2, true
+}
+
+func (m *windowMedian) rebuild(r *series.Ring, lo, t, w int64, size int) {
+	// Room for the whole window at once: growing by appends would leave
+	// up to twice the room the window needs, in every series.
+	if cap(m.sorted) < size {
+		m.sorted = make([]uint16, 0, size)
+	}
+	m.sorted = m.sorted[:0]
+	for x := lo; x < t; x += w {
+		if c := r.Code(x); c != 0 {
+			m.sorted = append(m.sorted, c)
+		}
+	}
+	slices.Sort(m.sorted)
+	m.lo, m.hi, m.rev = lo, t, r.Rev()
+}
+
+func (m *windowMedian) insert(c uint16) {
+	if c == 0 {
+		return
+	}
+	i, _ := slices.BinarySearch(m.sorted, c)
+	m.sorted = slices.Insert(m.sorted, i, c)
+}
+
+func (m *windowMedian) remove(c uint16) {
+	if c == 0 {
+		return
+	}
+	if i, ok := slices.BinarySearch(m.sorted, c); ok {
+		m.sorted = slices.Delete(m.sorted, i, i+1)
+	}
+}
+
+// dayRanker keeps the distances behind rankDays between rankings, so that
+// ranking the similar days does not read six hours of every past day
+// again. For each past day k it holds the sum and the count of |level(x) −
+// level(x − k days)| over the buckets x of the six hours before the last
+// ranking, one sum per sampling class (rankDays reads every stride-th
+// bucket counted back from t, so which buckets it reads depends on t's
+// position modulo the stride). A ranking an hour later adds the terms of
+// the hour's new buckets and takes out those of the buckets that left the
+// six hours: an hour of buckets instead of six, read in runs, and the
+// sums of t's class are then sorted. The days whose partner buckets could
+// leave the ring within the window (the last day of a full ring) are
+// computed directly. After a longer pause, or once the stored codes have
+// changed (Rev: an outlier replaced, a history rescaled, a rebase), the
+// sums are rebuilt from the ring. The ranking is rankDays' to the bit.
+type dayRanker struct {
+	// terms holds, for class c and day k (1-based), the sum of the
+	// distances in its upper bits and their count in the low eight:
+	// terms[c*kept+k-1].
+	terms []uint32
+	kept  int   // days held in terms
+	hi    int64 // the window covered is [hi − n·w, hi)
+	w     int64
+	rev   uint16
+}
+
+const (
+	// rankWindow is how far back the similar-days ranking compares.
+	rankWindow = int64(6 * 3600e9)
+	// rankCatchUp is the longest pause between rankings that the sums
+	// catch up on rather than being rebuilt: twice the hourly ranking, so
+	// that a bucket without data at the hour does not force a rebuild.
+	rankCatchUp = int64(2 * 3600e9)
+)
+
+// rankGeometry is the sampling of rankDays: n buckets of the window, one
+// read every stride.
+func rankGeometry(w int64) (n, stride int) {
+	n = int(rankWindow / w)
+	return n, max(1, n/36)
+}
+
+// rank returns the past days 1..days ordered as rankDays orders them.
+func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int {
+	n, stride := rankGeometry(w)
+	// The days whose partners stay in the ring while a bucket passes
+	// through the window and the catch-up.
+	kept := min(days, int((int64(r.Len())*w-int64(n)*w-rankCatchUp)/dayNs))
+	if kept <= 0 || n < 1 || t%w != 0 {
+		return rankDays(r, t, w, days, out)
+	}
+	switch {
+	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > m.kept || t < m.hi || t-m.hi > rankCatchUp || (t-m.hi)%w != 0:
+		m.rebuild(r, t, w, n, stride, kept)
+	default:
+		for x := m.hi; x < t; x += w {
+			m.add(r, x-int64(n)*w, stride, -1)
+		}
+		for x := m.hi; x < t; x += w {
+			m.add(r, x, stride, 1)
+		}
+		m.hi = t
+	}
+	type scored struct {
+		day  int
+		dist float64
+	}
+	var buf [32]scored
+	sc := buf[:0]
+	class := int(((t/w)-1)%int64(stride)) * m.kept
+	for k := 1; k <= days; k++ {
+		var sum, cnt int32
+		if k <= m.kept {
+			x := m.terms[class+k-1]
+			sum, cnt = int32(x>>8), int32(x&0xff)
+		} else {
+			sum, cnt = dayDistance(r, t, w, n, stride, k)
+		}
+		dist := math.Inf(1)
+		if cnt > 0 {
+			dist = float64(sum) / float64(cnt)
+		}
+		sc = append(sc, scored{k, dist})
+	}
+	slices.SortStableFunc(sc, func(a, b scored) int { return cmp.Compare(a.dist, b.dist) })
+	for _, s := range sc {
+		out = append(out, s.day)
+	}
+	return out
+}
+
+// rebuild sums the window ending at t afresh.
+func (m *dayRanker) rebuild(r *series.Ring, t, w int64, n, stride, kept int) {
+	if cap(m.terms) < stride*kept {
+		m.terms = make([]uint32, stride*kept)
+	}
+	m.terms = m.terms[:stride*kept]
+	clear(m.terms)
+	m.kept, m.w, m.hi, m.rev = kept, w, t, r.Rev()
+	for x := t - int64(n)*w; x < t; x += w {
+		m.add(r, x, stride, 1)
+	}
+}
+
+// add adds (sign 1) or takes out (−1) the terms of bucket x.
+func (m *dayRanker) add(r *series.Ring, x int64, stride int, sign int32) {
+	a, ok := r.Level(x)
+	if !ok {
+		return
+	}
+	row := m.terms[int((x/m.w)%int64(stride))*m.kept:][:m.kept]
+	for k := range row {
+		if b, ok := r.Level(x - int64(k+1)*dayNs); ok {
+			row[k] = uint32(int32(row[k]) + sign*(max(a-b, b-a)<<8|1))
+		}
+	}
+}
+
+// dayDistance is rankDays' sum and count for day k.
+func dayDistance(r *series.Ring, t, w int64, n, stride, k int) (sum, cnt int32) {
+	for j := 1; j <= n; j += stride {
+		a, aok := r.Level(t - int64(j)*w)
+		b, bok := r.Level(t - int64(k)*dayNs - int64(j)*w)
+		if aok && bok {
+			sum += max(a-b, b-a)
+			cnt++
+		}
+	}
+	return sum, cnt
 }

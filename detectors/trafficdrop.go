@@ -129,6 +129,7 @@ type trafficDrop struct {
 	p      TrafficDrop
 	rule   string
 	states map[string]*dropState // by signal{entity}
+	byID   byID[dropState]
 	feed   feedFaultState
 }
 
@@ -146,6 +147,8 @@ type dropState struct {
 	// Similar caches the ranking of past days, recomputed hourly.
 	Similar   []int
 	SimilarAt int64
+	// ranker keeps the ranking's distances between rankings.
+	ranker dayRanker
 }
 
 type feedFaultState struct {
@@ -181,7 +184,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 	w := c.End - c.Start
 	var js []judged
 	for _, pt := range pts {
-		st := stateOf(d.states, pt.Series.Key.String())
+		st := d.byID.get(pt.Series, d.states)
 		if pt.Missing {
 			// No data is not a drop: hold the state, record the gap.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
@@ -368,7 +371,7 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 		return median(vs), "previous_days", true
 	}
 	if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
-		st.Similar = rankDays(r, t, w, days, st.Similar[:0])
+		st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
 		st.SimilarAt = t
 	}
 	k := min(max(3, days*6/28), 6)
@@ -432,5 +435,6 @@ func (d *trafficDrop) UnmarshalBinary(b []byte) error {
 		return err
 	}
 	d.states, d.feed = cp.States, cp.Feed
+	d.byID.reset()
 	return nil
 }

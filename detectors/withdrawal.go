@@ -108,9 +108,9 @@ type prefixWithdrawal struct {
 	p      PrefixWithdrawal
 	rule   string
 	states map[string]*spaceState // by signal{entity}, as checkpointed
-	// bySeries caches states by series, so that judging a full table
+	// bySeries finds states by series, so that judging a full table
 	// does not build a key string per origin and bucket.
-	bySeries map[*aggregate.Series]*spaceState
+	bySeries byID[spaceState]
 	feed     feedFaultState
 	scratch  []float64
 	judged   []spaceJudged
@@ -128,6 +128,8 @@ type spaceState struct {
 	// Adapt follows the current run of buckets short of space.
 	Adapt  levelRun
 	Recent evidenceLog
+	// win keeps the baseline window sorted between buckets.
+	win windowMedian
 }
 
 type spaceJudged struct {
@@ -142,22 +144,15 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	w := c.End - c.Start
 	js := d.judged[:0]
 	defer func() { clear(js); d.judged = js[:0] }()
-	if d.bySeries == nil {
-		d.bySeries = map[*aggregate.Series]*spaceState{}
-	}
 	for _, pt := range pts {
-		st := d.bySeries[pt.Series]
-		if st == nil {
-			st = stateOf(d.states, pt.Series.Key.String())
-			d.bySeries[pt.Series] = st
-		}
+		st := d.bySeries.get(pt.Series, d.states)
 		if pt.Missing {
 			// The table emits nothing while no full-feed peer is up (a
 			// space that is gone reads 0): not news, hold the state.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		base, ok := recentMedian(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory, &d.scratch)
+		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
@@ -270,7 +265,8 @@ func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &cp, PrefixWithdrawalName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
+	d.states, d.feed = cp.States, cp.Feed
+	d.bySeries.reset()
 	return nil
 }
 

@@ -1,10 +1,14 @@
 package replay_test
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 type genSource struct {
 	n, i, bucket, buckets int
 	t0                    int64
+	signal                string
 }
 
 func (g *genSource) Name() string { return "generated" }
@@ -35,7 +40,13 @@ func (g *genSource) Next() (*ingest.Record, error) {
 	s := g.i
 	g.i++
 	t := g.t0 + int64(g.bucket)*300
-	line := fmt.Appendf(nil, "%d,asn:%d,bgp_visible_slash24,%d", t, 64512+s, 1000+(g.bucket*7+s)%13)
+	// strconv rather than fmt: the generator's cost counts in the figures.
+	line := make([]byte, 0, 48)
+	line = strconv.AppendInt(line, t, 10)
+	line = append(line, ",asn:"...)
+	line = strconv.AppendInt(line, int64(64512+s), 10)
+	line = append(append(append(line, ','), g.signal...), ',')
+	line = strconv.AppendInt(line, int64(1000+(g.bucket*7+s)%13), 10)
 	return &ingest.Record{Stream: obsfile.Stream, Format: obsfile.FormatCSV, Time: t * 1e9, Value: line}, nil
 }
 
@@ -51,53 +62,116 @@ func envInt(b *testing.B, name string, def int) int {
 	return n
 }
 
+// scaleRules are the rule sets a scale run can use: IODA's declared
+// signals and rules (prefix_withdrawal against the median of a day, ±0.1 %
+// history), or one default-format volume signal judged by traffic_drop
+// (similar days).
+var scaleRules = map[string]struct{ file, signal string }{
+	"ioda":    {"../examples/ioda/ioda.yaml", "bgp_visible_slash24"},
+	"traffic": {"testdata/scale-traffic.yaml", "scale_traffic_bytes"},
+}
+
+// residentBytes reads the resident set (VmRSS) or its peak (VmHWM) of
+// this process from /proc: the memory the machine must have, which the
+// live heap understates by the garbage collector's headroom.
+func residentBytes(b *testing.B, field string) float64 {
+	st, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		b.Skipf("no /proc: %v", err)
+	}
+	for line := range strings.Lines(string(st)) {
+		if rest, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 64)
+			if err != nil {
+				b.Fatalf("%s: %v", field, err)
+			}
+			return kb * 1024
+		}
+	}
+	b.Fatalf("no %s in /proc/self/status", field)
+	return 0
+}
+
+// cpuSeconds is the processor time this process has used (user and
+// system, every thread): a day's throughput per second of it moves much
+// less with the load of a shared machine than per second of wall time.
+func cpuSeconds(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatalf("getrusage: %v", err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+}
+
 // BenchmarkScale replays days of five-minute values for many series
-// through the whole pipeline (IODA's declared signals and rules) and
-// reports the throughput of the first and of the last day, their ratio
-// (whether the cost per record stays flat as history fills) and the live
-// heap per series at the end. Sizes from the environment:
+// through the whole pipeline and reports the throughput of the first and
+// of the last day, their ratio (whether the cost per record stays flat as
+// history fills), the same per second of processor time, and the memory
+// per series at the end: live heap, and
+// resident memory from /proc (the process's peak, less what it held
+// before the pipeline started). Sizes and rules from the environment:
 //
-//	OUTAGEWATCH_SCALE_SERIES=10000 OUTAGEWATCH_SCALE_DAYS=14 go test ./replay -run '^$' -bench Scale -benchtime 1x
+//	OUTAGEWATCH_SCALE_SERIES=10000 OUTAGEWATCH_SCALE_DAYS=14 OUTAGEWATCH_SCALE_RULES=traffic go test ./replay -run '^$' -bench Scale -benchtime 1x
+//
+// OUTAGEWATCH_SCALE_RULES is ioda (the default) or traffic.
 func BenchmarkScale(b *testing.B) {
 	series := envInt(b, "OUTAGEWATCH_SCALE_SERIES", 1000)
 	days := envInt(b, "OUTAGEWATCH_SCALE_DAYS", 14)
-	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	name := cmp.Or(os.Getenv("OUTAGEWATCH_SCALE_RULES"), "ioda")
+	rs, ok := scaleRules[name]
+	if !ok {
+		b.Fatalf("OUTAGEWATCH_SCALE_RULES=%q: want ioda or traffic", name)
+	}
+	set, err := rules.Load(rs.file)
 	if err != nil {
 		b.Fatal(err)
 	}
 	const t0 = 1700006400 // a midnight
-	var first, last float64
-	var heap uint64
+	var first, last, firstCPU, lastCPU, heap, rss, peak float64
 	for range b.N {
+		b.StopTimer()
+		runtime.GC()
+		debug.FreeOSMemory()
+		rss0 := residentBytes(b, "VmRSS")
+		b.StartTimer()
 		p, err := pipeline.New(pipeline.Config{Rules: set}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
 		for d := range days {
-			src := &genSource{n: series, buckets: 288, t0: t0 + int64(d)*86400}
-			start := time.Now()
+			src := &genSource{n: series, buckets: 288, t0: t0 + int64(d)*86400, signal: rs.signal}
+			start, cpu0 := time.Now(), cpuSeconds(b)
 			if err := replay.Run(p, []replay.Source{src}, nil); err != nil {
 				b.Fatal(err)
 			}
 			rate := float64(series*288) / time.Since(start).Seconds()
+			cpuRate := float64(series*288) / (cpuSeconds(b) - cpu0)
 			if d == 0 {
-				first = rate
+				first, firstCPU = rate, cpuRate
 			}
-			last = rate
+			last, lastCPU = rate, cpuRate
 		}
 		if st := p.Stats(); st.Series < series || len(st.DecodeErrors) > 0 || st.Late > 0 {
 			b.Fatalf("%d series tracked (want %d), decode errors %v, %d late", st.Series, series, st.DecodeErrors, st.Late)
 		}
 		b.StopTimer()
+		peak = residentBytes(b, "VmHWM") - rss0
 		runtime.GC()
+		debug.FreeOSMemory()
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		heap = ms.HeapAlloc
+		heap = float64(ms.HeapAlloc)
+		rss = residentBytes(b, "VmRSS") - rss0
 		runtime.KeepAlive(p)
 		b.StartTimer()
 	}
 	b.ReportMetric(first, "day1-records/s")
 	b.ReportMetric(last, fmt.Sprintf("day%d-records/s", days))
 	b.ReportMetric(last/first, "last÷first")
-	b.ReportMetric(float64(heap)/float64(series), "heap-bytes/series")
+	b.ReportMetric(firstCPU, "day1-records/cpu-s")
+	b.ReportMetric(lastCPU, fmt.Sprintf("day%d-records/cpu-s", days))
+	b.ReportMetric(lastCPU/firstCPU, "cpu-last÷first")
+	b.ReportMetric(heap/float64(series), "heap-bytes/series")
+	b.ReportMetric(rss/float64(series), "rss-bytes/series")
+	b.ReportMetric(peak/float64(series), "peak-rss-bytes/series")
 }

@@ -92,6 +92,7 @@ if ((all)); then
 	run ./bgp -run '^$' -bench . -benchmem -benchtime "$bt"
 	run ./alerting -run '^$' -bench . -benchmem -benchtime "$bt"
 	# first- against last-day throughput as history fills; sizes from
-	# OUTAGEWATCH_SCALE_SERIES (1000) and OUTAGEWATCH_SCALE_DAYS (14)
+	# OUTAGEWATCH_SCALE_SERIES (1000) and OUTAGEWATCH_SCALE_DAYS (14); the
+	# table at 10k, 100k and 1M series is scripts/scale.sh
 	run ./replay -run '^$' -bench Scale -benchtime 1x -timeout 60m
 fi

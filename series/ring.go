@@ -114,8 +114,18 @@ type Ring struct {
 	head  int32  // index of the most recent bucket
 	base  int32  // exponent of code codeMin
 	init  bool   // base chosen
-	last  int64  // bucket start in Unix ns of the head; 0 = empty
-	step  int64  // bucket width in ns
+	// rev counts the changes to buckets already stored (an overwrite, a
+	// rebase, a restore), so that a reader that keeps its own summary of
+	// the codes (a sorted window) knows when to rebuild it.
+	rev uint16
+	// perDay and days lay the codes out day-major when the ring holds
+	// whole days: the buckets of one time of day on every day held sit
+	// side by side, so that a detector comparing a bucket with the same
+	// bucket on past days reads one or two cache lines, not one per day.
+	// days is 1 (plain order) otherwise.
+	perDay, days int32
+	last         int64 // bucket start in Unix ns of the head; 0 = empty
+	step         int64 // bucket width in ns
 	// first is the start of the first bucket ever stored: how much history
 	// the series really has, as opposed to how much it can hold.
 	first int64
@@ -139,6 +149,30 @@ func NewFormat(f *Format, n int, width int64) *Ring {
 // many series out of one slab so that no allocation rounds it up.
 func (r *Ring) Init(f *Format, storage []byte, n int, width int64) {
 	*r = Ring{f: f, codes: storage[:f.StorageBytes(n)], n: int32(n), step: width}
+	r.layout()
+}
+
+// layout chooses the day-major order when the ring holds two or more whole
+// days of buckets.
+func (r *Ring) layout() {
+	r.perDay, r.days = r.n, 1
+	const day = int64(24 * 3600e9)
+	if r.step <= 0 || day%r.step != 0 {
+		return
+	}
+	if p := day / r.step; p < int64(r.n) && int64(r.n)%p == 0 {
+		r.perDay, r.days = int32(p), r.n/int32(p)
+	}
+}
+
+// pos is where the code of slot i sits: slot i is i/perDay days after slot
+// i%perDay, and its code follows the codes of that time of day on the
+// days before.
+func (r *Ring) pos(i int32) uint32 {
+	if r.days == 1 {
+		return uint32(i)
+	}
+	return uint32(i%r.perDay*r.days + i/r.perDay)
 }
 
 // Format returns the ring's format.
@@ -156,18 +190,24 @@ func (r *Ring) Last() int64 { return r.last }
 // Bytes returns the memory the ring holds, for the per-series figure.
 func (r *Ring) Bytes() int { return len(r.codes) + 64 }
 
-func (r *Ring) get(i int32) uint32 {
-	bit := uint32(i) * uint32(r.f.bits)
-	b := r.codes[bit>>3 : bit>>3+3]
+func (r *Ring) get(i int32) uint32 { return r.f.getAt(r.codes, r.pos(i)) }
+
+func (r *Ring) set(i int32, c uint32) { r.f.setAt(r.codes, r.pos(i), c) }
+
+// getAt reads the code at position p of packed codes.
+func (f *Format) getAt(codes []byte, p uint32) uint32 {
+	bit := p * uint32(f.bits)
+	b := codes[bit>>3 : bit>>3+3]
 	w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
-	return w >> (bit & 7) & r.f.max
+	return w >> (bit & 7) & f.max
 }
 
-func (r *Ring) set(i int32, c uint32) {
-	bit := uint32(i) * uint32(r.f.bits)
-	b := r.codes[bit>>3 : bit>>3+3]
+// setAt writes the code at position p of packed codes.
+func (f *Format) setAt(codes []byte, p uint32, c uint32) {
+	bit := p * uint32(f.bits)
+	b := codes[bit>>3 : bit>>3+3]
 	w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
-	w = w&^(r.f.max<<(bit&7)) | c<<(bit&7)
+	w = w&^(f.max<<(bit&7)) | c<<(bit&7)
 	b[0], b[1], b[2] = byte(w), byte(w>>8), byte(w>>16)
 }
 
@@ -184,6 +224,7 @@ func (r *Ring) Put(t int64, v float64) {
 	if t <= r.last {
 		if back := (r.last - t) / r.step; back < int64(r.n) {
 			r.set(r.index(int32(back)), r.encode(v))
+			r.rev++
 		}
 		return
 	}
@@ -209,10 +250,15 @@ func (r *Ring) code(t int64) uint32 {
 	return r.get(r.index(int32(back)))
 }
 
-// Get returns the value of the bucket starting at t; ok is false when the
-// bucket is missing or no longer (or not yet) held.
-func (r *Ring) Get(t int64) (v float64, ok bool) {
-	switch c := r.code(t); c {
+// Code returns the stored code of the bucket starting at t, 0 when it is
+// missing or not held. Codes order as their values do, and keep both
+// while Rev stays the same: a reader can keep codes instead of values.
+func (r *Ring) Code(t int64) uint16 { return uint16(r.code(t)) }
+
+// Decode returns the value a code of Code stands for (as Get would);
+// ok is false for the missing code.
+func (r *Ring) Decode(c uint16) (v float64, ok bool) {
+	switch c {
 	case codeMissing:
 		return 0, false
 	case codeZero:
@@ -221,6 +267,14 @@ func (r *Ring) Get(t int64) (v float64, ok bool) {
 		return r.scale * r.f.pow[c-codeMin], true
 	}
 }
+
+// Rev changes whenever a code already stored changes: an overwrite of an
+// older bucket, a rebase, a restore. Appending a bucket leaves it alone.
+func (r *Ring) Rev() uint16 { return r.rev }
+
+// Get returns the value of the bucket starting at t; ok is false when the
+// bucket is missing or no longer (or not yet) held.
+func (r *Ring) Get(t int64) (v float64, ok bool) { return r.Decode(uint16(r.code(t))) }
 
 // Level returns the bucket at t on the ring's logarithmic scale: levels one
 // apart differ by a factor of the format's step, so the distance between two levels
@@ -275,16 +329,18 @@ func (r *Ring) encode(v float64) uint32 {
 
 // rebase moves the range up by d codes.
 func (r *Ring) rebase(d int32) {
+	r.rev++
 	r.base += d
 	r.scale = math.Pow(r.f.step, float64(r.base))
-	for i := int32(0); i < r.n; i++ {
-		if c := r.get(i); c >= codeMin {
-			r.set(i, uint32(max(int32(c)-d, codeMin)))
+	for p := uint32(0); p < uint32(r.n); p++ { // in storage order: a code's place does not matter here
+		if c := r.f.getAt(r.codes, p); c >= codeMin {
+			r.f.setAt(r.codes, p, uint32(max(int32(c)-d, codeMin)))
 		}
 	}
 }
 
-// MarshalBinary encodes the ring for checkpoints.
+// MarshalBinary encodes the ring for checkpoints, its codes in slot order
+// whatever the layout in memory.
 func (r *Ring) MarshalBinary() ([]byte, error) {
 	b := make([]byte, 0, 50+len(r.codes))
 	b = binary.AppendUvarint(b, uint64(r.n))
@@ -300,7 +356,14 @@ func (r *Ring) MarshalBinary() ([]byte, error) {
 	} else {
 		b = append(b, 0)
 	}
-	return append(b, r.codes...), nil
+	if r.days == 1 {
+		return append(b, r.codes...), nil
+	}
+	plain := make([]byte, len(r.codes))
+	for i := int32(0); i < r.n; i++ {
+		r.f.setAt(plain, uint32(i), r.get(i))
+	}
+	return append(b, plain...), nil
 }
 
 // UnmarshalBinary restores a ring written by MarshalBinary. The ring keeps
@@ -343,9 +406,16 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 	if len(codes) != len(b)-1 {
 		codes = make([]byte, len(b)-1)
 	}
-	copy(codes, b[1:])
-	*r = Ring{f: f, codes: codes, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
+	*r = Ring{f: f, codes: codes, rev: r.rev + 1, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
 		base: int32(vals[4]), first: vals[5], init: b[0] == 1}
+	r.layout()
+	if r.days == 1 {
+		copy(codes, b[1:])
+	} else {
+		for i := int32(0); i < r.n; i++ {
+			r.set(i, f.getAt(b[1:], uint32(i)))
+		}
+	}
 	r.scale = math.Pow(f.step, float64(r.base))
 	return nil
 }

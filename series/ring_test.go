@@ -211,3 +211,59 @@ func TestFineRingRoundTrip(t *testing.T) {
 		t.Fatal("format not restored")
 	}
 }
+
+// A ring of whole days keeps its codes day-major; what it returns, and
+// what it checkpoints, must be what the same ring in plain order gives.
+func TestDayMajorLayoutMatchesPlainOrder(t *testing.T) {
+	for _, f := range []*Format{Default, FormatFor(0.001)} {
+		day := NewFormat(f, 3*288, min5)
+		plain := NewFormat(f, 3*288, min5)
+		plain.perDay, plain.days = plain.n, 1
+		if day.days != 3 || day.perDay != 288 {
+			t.Fatalf("%d bits: layout %d days of %d, want 3 of 288", f.Bits(), day.days, day.perDay)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		t0 := int64(1700006400e9)
+		for b := range 5 * 288 {
+			ts := t0 + int64(b)*min5
+			if rng.IntN(40) == 0 {
+				continue // a gap
+			}
+			v := 1000 * (1 + rng.Float64())
+			if b == 700 {
+				v = 1e6 // a rebase
+			}
+			day.Put(ts, v)
+			plain.Put(ts, v)
+			if b%97 == 0 { // an outlier replaced afterwards
+				day.Put(ts-3*min5, 5)
+				plain.Put(ts-3*min5, 5)
+			}
+			for back := range int64(3 * 288) {
+				x := ts - back*min5
+				dv, dok := day.Get(x)
+				pv, pok := plain.Get(x)
+				if dv != pv || dok != pok {
+					t.Fatalf("%d bits, bucket %d, %d back: day-major %v %v, plain %v %v", f.Bits(), b, back, dv, dok, pv, pok)
+				}
+			}
+		}
+		db, _ := day.MarshalBinary()
+		pb, _ := plain.MarshalBinary()
+		if string(db) != string(pb) {
+			t.Fatalf("%d bits: checkpoints differ between layouts", f.Bits())
+		}
+		var back Ring
+		if err := back.UnmarshalBinary(pb); err != nil {
+			t.Fatal(err)
+		}
+		if back.days != 3 {
+			t.Fatalf("restored ring in %d-day layout, want 3", back.days)
+		}
+		for x := day.Oldest(); x <= day.Last(); x += min5 {
+			if a, b := day.Code(x), back.Code(x); a != b {
+				t.Fatalf("%d bits: restored code %d at %d, want %d", f.Bits(), b, x, a)
+			}
+		}
+	}
+}

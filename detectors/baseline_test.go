@@ -1,0 +1,104 @@
+package detectors
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// The incremental baselines must give what recomputing from the ring
+// gives, bucket for bucket, through everything that changes a ring:
+// gaps, zeros, outliers overwritten afterwards, rebases, a history that
+// rescales, and rings shorter than the window.
+func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
+	const w = int64(300e9)
+	cases := []struct {
+		name string
+		f    *series.Format
+		n    int
+	}{
+		{"two weeks, default format", series.Default, 4032},
+		{"two weeks, 0.1 % format", series.FormatFor(0.001), 4032},
+		{"nine days", series.Default, 9 * 288},
+		{"five hours", series.Default, 60},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(1, uint64(tc.n)))
+			r := series.NewFormat(tc.f, tc.n, w)
+			var (
+				meds      [2]windowMedian
+				rk        dayRanker
+				scratch   []float64
+				ranked    int
+				medians   int
+				rankedAt  int64
+				hourly    []int
+				lastValue = 1000.0
+				every     = int64(3600e9)
+			)
+			t0 := int64(1700006400e9)
+			for b := range 20 * 288 {
+				ts := t0 + int64(b)*w
+				if rng.IntN(50) == 0 {
+					continue // no point this bucket: no call, no store
+				}
+				// the window median, as prefix_withdrawal asks for it
+				for i, window := range []Duration{Duration(6 * 3600e9), Duration(24 * 3600e9)} {
+					want, wok := recentMedian(r, ts, w, window, Duration(3600e9), &scratch)
+					got, gok := meds[i].median(r, ts, w, window, Duration(3600e9))
+					if got != want || gok != wok {
+						t.Fatalf("bucket %d: window median %v %v, recomputed %v %v", b, got, gok, want, wok)
+					}
+					if gok {
+						medians++
+					}
+				}
+				// the similar days, as traffic_drop asks for them: ranked
+				// hourly, now and then after a longer pause
+				days := 0
+				for k := 1; k <= 28 && ts-int64(k)*dayNs >= r.Oldest(); k++ {
+					days = k
+				}
+				if days > 0 && (rankedAt == 0 || ts-rankedAt >= every) {
+					hourly = rk.rank(r, ts, w, days, hourly[:0])
+					rankedAt = ts
+					if want := rankDays(r, ts, w, days, nil); !slices.Equal(hourly, want) {
+						t.Fatalf("bucket %d: ranking %v, recomputed %v", b, hourly, want)
+					}
+					ranked++
+					every = []int64{3600e9, 3600e9, 3600e9, 5400e9, 3 * 3600e9}[rng.IntN(5)]
+				}
+				// the bucket's value: a daily cycle with noise, now and
+				// then a zero, a missing value or a jump (a rebase)
+				hour := float64(b%288) / 288 * 2 * math.Pi
+				v := lastValue * (1 + 0.5*math.Sin(hour)) * (1 + 0.1*rng.NormFloat64())
+				switch rng.IntN(200) {
+				case 0:
+					v = 0
+				case 1:
+					v = math.NaN()
+				case 2:
+					lastValue *= 300
+				}
+				r.Put(ts, v)
+				switch rng.IntN(300) {
+				case 0: // an outlier replaced by its prediction afterwards
+					r.Put(ts-w*int64(rng.IntN(10)), lastValue)
+				case 1: // a new level accepted: the history rescaled
+					for x := r.Oldest(); x <= ts; x += w {
+						if v, ok := r.Get(x); ok {
+							r.Put(x, v*0.5)
+						}
+					}
+				}
+			}
+			if medians < 1000 || (tc.n >= 7*288 && ranked < 100) {
+				t.Fatalf("only %d medians and %d rankings compared", medians, ranked)
+			}
+		})
+	}
+}
