@@ -400,13 +400,13 @@ type checkpoint struct {
 	// Pre is stage one's open buckets (absent from older checkpoints,
 	// whose open buckets are all in Aggregator).
 	Pre       []byte
-	Detectors  map[string][]byte
-	Silence    *detectors.FeedSilence
-	Alerts     []byte
-	Outages    []byte
-	Records    map[string]int64
-	Errors     map[string]int64
-	Watermark  int64
+	Detectors map[string][]byte
+	Silence   *detectors.FeedSilence
+	Alerts    []byte
+	Outages   []byte
+	Records   map[string]int64
+	Errors    map[string]int64
+	Watermark int64
 }
 
 // MarshalBinary checkpoints everything the pipeline knows: history, open

@@ -83,4 +83,3 @@ func (p *Pipeline) Close(wm int64) {
 	p.aggStats = p.aggregateStats()
 	p.mu.Unlock()
 }
-
