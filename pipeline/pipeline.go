@@ -57,6 +57,9 @@ type Config struct {
 	// Process) that fails to decode when it is applied, so that a live
 	// source can dead-letter it as it does the errors Process returns.
 	Rejected func(rec *ingest.Record, err error)
+	// NoFeedHealth turns off the feed-silence detector: a scaled-out second
+	// stage judges feed health in one partition only.
+	NoFeedHealth bool
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -283,7 +286,9 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 	if p.cfg.Tap != nil {
 		p.cfg.Tap(c)
 	}
-	p.silence.Bucket(c, func(f detectors.Finding) { p.emit(nil, f) })
+	if !p.cfg.NoFeedHealth {
+		p.silence.Bucket(c, func(f detectors.Finding) { p.emit(nil, f) })
+	}
 	for _, br := range p.rules {
 		br.pts = br.pts[:0]
 	}
