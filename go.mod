@@ -3,6 +3,7 @@ module github.com/outagewatch/outagewatch
 go 1.26.0
 
 require (
+	github.com/DataDog/sketches-go v1.4.8
 	github.com/axiomhq/hyperloglog v0.3.0
 	github.com/chromedp/cdproto v0.159.0
 	github.com/chromedp/chromedp v0.23.0

@@ -63,10 +63,20 @@ func (a *ClientsAccumulator) Reset() {
 	a.sk = nil
 }
 
-// Merge adds the sketch and count of other, a partial bucket of the same
-// signal and entity from another partition or instance. Both must come from
-// decoders with the same ClientHashSeed.
-func (a *ClientsAccumulator) Merge(other *ClientsAccumulator) error {
+var _ obs.Mergeable = (*ClientsAccumulator)(nil)
+
+// Merge adds the sketch and count of other, a *ClientsAccumulator holding a
+// partial bucket of the same signal and entity from another partition or
+// instance. Both must come from decoders with the same ClientHashSeed.
+func (a *ClientsAccumulator) Merge(other obs.Accumulator) error {
+	o, ok := other.(*ClientsAccumulator)
+	if !ok {
+		return fmt.Errorf("dns_clients: merge %T into a clients accumulator", other)
+	}
+	return a.merge(o)
+}
+
+func (a *ClientsAccumulator) merge(other *ClientsAccumulator) error {
 	if other == nil || other.sk == nil {
 		if other != nil {
 			a.n += other.n

@@ -167,3 +167,50 @@ func FuzzClientsUnmarshal(f *testing.F) {
 		}
 	})
 }
+
+// Clients split over N accumulators (N input partitions), sent as bytes and
+// merged in any order, give exactly the estimate of one accumulator that saw
+// every query: HyperLogLog registers merge by maximum, which loses nothing,
+// whether the sketches are still sparse or already dense.
+func TestClientsSplitAndMergeIsExact(t *testing.T) {
+	for _, clients := range []int{1, 40, 3000, 16_000, 16_500, 17_000, 20_000, 150_000} {
+		one := NewClientsAccumulator()
+		addClients(one, 0, clients, 2)
+		want, wantN := one.Result()
+		for _, n := range []int{2, 3, 8} {
+			parts := make([]*ClientsAccumulator, n)
+			for i := range parts {
+				parts[i] = NewClientsAccumulator()
+			}
+			var o obs.Observation
+			o.Signal, o.Value = Clients, 1
+			for r := range 2 {
+				for i := range clients {
+					o.Hash = ClientHash(clientAddr(i), 0)
+					parts[(i*31+r)%n].Add(&o)
+				}
+			}
+			merged := Clients.Def().NewAccumulator().(obs.Mergeable)
+			for i := n - 1; i >= 0; i-- {
+				b, err := parts[i].MarshalBinary()
+				if err != nil {
+					t.Fatal(err)
+				}
+				back := Clients.Def().NewAccumulator().(obs.Mergeable)
+				if err := back.UnmarshalBinary(b); err != nil {
+					t.Fatal(err)
+				}
+				if err := merged.Merge(back); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if got, gotN := merged.Result(); got != want || gotN != wantN {
+				t.Errorf("%d clients in %d parts: %v (n=%d), one accumulator %v (n=%d)", clients, n, got, gotN, want, wantN)
+			}
+		}
+		t.Logf("%d clients: estimate %v", clients, want)
+	}
+	if err := NewClientsAccumulator().Merge(struct{ obs.Accumulator }{}); err == nil {
+		t.Error("merged a foreign accumulator")
+	}
+}

@@ -481,7 +481,7 @@ func TestSignalsRegistered(t *testing.T) {
 			t.Errorf("signal %s: %v %v %+v", name, s, ok, s.Def())
 		}
 	}
-	if q := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator).est.Q(); q != 0.95 {
+	if q := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator).q; q != 0.95 {
 		t.Errorf("latency_p95 accumulator q = %v", q)
 	}
 }
@@ -506,9 +506,14 @@ func TestAccumulators(t *testing.T) {
 	if err := back.UnmarshalBinary(b); err != nil || back != *loss.(*LossAccumulator) {
 		t.Fatalf("loss round trip %+v %v", back, err)
 	}
-	b[9] = 0 // sent 67 → 0 with 4.5 lost
+	b[13] = 4 // sent 67 → 4 with 4.5 lost
 	if err := back.UnmarshalBinary(b); err == nil {
 		t.Fatal("accepted more lost than sent")
+	}
+	// The float form older checkpoints hold still restores, exactly.
+	v1 := []byte{1, 0, 0, 0, 0, 0, 0, 0x12, 0x40, 67, 0, 0, 0, 0, 0, 0, 0} // 4.5 lost of 67
+	if err := back.UnmarshalBinary(v1); err != nil || back != *loss.(*LossAccumulator) {
+		t.Fatalf("version 1 state: %+v %v", back, err)
 	}
 	loss.Reset()
 	if _, n := loss.Result(); n != 0 {
@@ -519,19 +524,28 @@ func TestAccumulators(t *testing.T) {
 	for i := range 100 {
 		p95.Add(&obs.Observation{Value: float64(i)})
 	}
+	// Rank 94.05 lies between samples 94 and 95, each known to 1 %.
+	if v, n := p95.Result(); n != 100 || math.Abs(v-94.05) > 0.01*95 {
+		t.Fatalf("p95 of 0..99 = %v (n=%d), want 94.05 ± 1 %%", v, n)
+	}
 	b, _ = p95.MarshalBinary()
 	restored := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator)
-	if err := restored.UnmarshalBinary(b); err != nil || *restored != *p95 {
+	if err := restored.UnmarshalBinary(b); err != nil {
 		t.Fatalf("quantile round trip: %v", err)
 	}
-	if err := LatencyP50.Def().NewAccumulator().(*QuantileAccumulator).UnmarshalBinary(b); err == nil {
-		t.Fatal("p50 accumulator accepted a p95 state")
+	if v, n := restored.Result(); n != 100 || v != valueOf(p95.Result()) {
+		t.Fatalf("restored p95 = %v (n=%d), want %v", v, n, valueOf(p95.Result()))
+	}
+	if err := restored.UnmarshalBinary(b[:len(b)-1]); err == nil {
+		t.Fatal("accepted a truncated quantile state")
 	}
 	o := &obs.Observation{Value: 3}
 	if n := testing.AllocsPerRun(1000, func() { p95.Add(o); loss.Add(o) }); n != 0 {
 		t.Fatalf("accumulators allocate %v times per sample", n)
 	}
 }
+
+func valueOf(v float64, _ int64) float64 { return v }
 
 func TestDecodeDoesNotAllocateWhenWarm(t *testing.T) {
 	d := NewDecoder(nil)

@@ -1,22 +1,10 @@
-// Package quantile estimates one quantile of a stream in constant memory.
-//
-// The aggregator keeps one estimator per open bucket of every latency and
-// bandwidth series, and feeds it every RTT sample a probe reports, so the
-// estimator has to cost a few dozen bytes and no allocation per sample:
-// storing samples, or a sketch that buffers and re-sorts them, would make
-// memory grow with probe traffic rather than with the number of series.
-//
-// The estimator is P² (Jain and Chlamtac, "The P² algorithm for dynamic
-// calculation of quantiles and histograms without storing observations",
-// CACM 28(10), 1985): five markers whose heights are nudged by piecewise
-// parabolic interpolation as samples arrive: 97 bytes of state, about 21 ns
-// and no allocation per sample. influxdata/tdigest, the other candidate in
-// go.mod, also does not allocate per Add once warm, but each digest allocates
-// about 45 KB of centroid and buffer space (12 allocations over a 65,536-sample
-// stream at compression 100) and Add costs about 130 ns (BenchmarkTDigestAdd),
-// which is too much for one sketch per open bucket per series. The price of P²
-// is that it answers only the quantile it was built for and cannot merge two
-// estimators exactly.
+// P² (Jain and Chlamtac, "The P² algorithm for dynamic calculation of
+// quantiles and histograms without storing observations", CACM 28(10),
+// 1985) was outagewatch's quantile estimator before the mergeable sketch: five
+// markers per quantile, no allocation, but no merge. It stays here, in a
+// test file, as the baseline the benchmarks and the accuracy test measure
+// the sketch against.
+
 package quantile
 
 import (
@@ -41,7 +29,7 @@ type P2 struct {
 // New returns an estimator of quantile q (0.5 for the median, 0.95 for the
 // 95th percentile). q must lie strictly between 0 and 1; anything else is a
 // programming error and panics.
-func New(q float64) *P2 {
+func NewP2(q float64) *P2 {
 	e := &P2{}
 	e.init(q)
 	return e
@@ -49,7 +37,7 @@ func New(q float64) *P2 {
 
 func (e *P2) init(q float64) {
 	if !(q > 0 && q < 1) {
-		panic(fmt.Sprintf("quantile.New(%v): q must be in (0, 1)", q))
+		panic(fmt.Sprintf("NewP2(%v): q must be in (0, 1)", q))
 	}
 	*e = P2{q: q, dnMid: [3]float64{q / 2, q, (1 + q) / 2}}
 }
@@ -189,15 +177,15 @@ func (e *P2) Max() float64 {
 // be laid out without framing: version byte, q, count, five heights, five
 // positions.
 const (
-	binVersion = 1
-	// BinarySize is the length of the binary form of a P2.
-	BinarySize = 1 + 8 + 8 + 5*8 + 5*8
+	p2BinVersion = 1
+	// p2BinarySize is the length of the binary form of a P2.
+	p2BinarySize = 1 + 8 + 8 + 5*8 + 5*8
 )
 
 // AppendBinary appends the estimator's state to b; checkpoint writers use it
 // to serialise many estimators into one buffer without allocating.
 func (e *P2) AppendBinary(b []byte) ([]byte, error) {
-	b = append(b, binVersion)
+	b = append(b, p2BinVersion)
 	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(e.q))
 	b = binary.LittleEndian.AppendUint64(b, e.n)
 	for _, h := range e.h {
@@ -211,36 +199,36 @@ func (e *P2) AppendBinary(b []byte) ([]byte, error) {
 
 // MarshalBinary returns the estimator's state for a checkpoint.
 func (e *P2) MarshalBinary() ([]byte, error) {
-	return e.AppendBinary(make([]byte, 0, BinarySize))
+	return e.AppendBinary(make([]byte, 0, p2BinarySize))
 }
 
-// ErrCorrupt reports a binary form that no P2 could have written.
-var ErrCorrupt = errors.New("quantile: corrupt P2 state")
+// errP2Corrupt reports a binary form that no P2 could have written.
+var errP2Corrupt = errors.New("quantile: corrupt P2 state")
 
 // UnmarshalBinary restores a state written by MarshalBinary. It checks the
 // invariants of the algorithm, so that a damaged checkpoint is refused
 // instead of producing estimates outside the range of the data.
 func (e *P2) UnmarshalBinary(b []byte) error {
-	if len(b) != BinarySize {
-		return fmt.Errorf("%w: %d bytes, want %d", ErrCorrupt, len(b), BinarySize)
+	if len(b) != p2BinarySize {
+		return fmt.Errorf("%w: %d bytes, want %d", errP2Corrupt, len(b), p2BinarySize)
 	}
-	if b[0] != binVersion {
-		return fmt.Errorf("%w: version %d", ErrCorrupt, b[0])
+	if b[0] != p2BinVersion {
+		return fmt.Errorf("%w: version %d", errP2Corrupt, b[0])
 	}
 	var s P2
 	q := math.Float64frombits(binary.LittleEndian.Uint64(b[1:]))
 	if !(q > 0 && q < 1) {
-		return fmt.Errorf("%w: q %v", ErrCorrupt, q)
+		return fmt.Errorf("%w: q %v", errP2Corrupt, q)
 	}
 	s.init(q)
 	s.n = binary.LittleEndian.Uint64(b[9:])
 	if s.n > 1<<62 {
-		return fmt.Errorf("%w: count %d", ErrCorrupt, s.n)
+		return fmt.Errorf("%w: count %d", errP2Corrupt, s.n)
 	}
 	for i := range s.h {
 		s.h[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[17+8*i:]))
 		if math.IsNaN(s.h[i]) || math.IsInf(s.h[i], 0) {
-			return fmt.Errorf("%w: marker height %v", ErrCorrupt, s.h[i])
+			return fmt.Errorf("%w: marker height %v", errP2Corrupt, s.h[i])
 		}
 	}
 	for i := range s.pos {
@@ -248,21 +236,21 @@ func (e *P2) UnmarshalBinary(b []byte) error {
 	}
 	if s.n >= 5 {
 		if s.pos[0] != 1 || s.pos[4] != s.n {
-			return fmt.Errorf("%w: end markers at %d and %d with %d samples", ErrCorrupt, s.pos[0], s.pos[4], s.n)
+			return fmt.Errorf("%w: end markers at %d and %d with %d samples", errP2Corrupt, s.pos[0], s.pos[4], s.n)
 		}
 		for i := 1; i < 5; i++ {
 			if s.pos[i] <= s.pos[i-1] || s.h[i] < s.h[i-1] {
-				return fmt.Errorf("%w: markers out of order", ErrCorrupt)
+				return fmt.Errorf("%w: markers out of order", errP2Corrupt)
 			}
 		}
 	} else {
 		for i := s.n; i < 5; i++ {
 			if s.h[i] != 0 {
-				return fmt.Errorf("%w: stray sample beyond count %d", ErrCorrupt, s.n)
+				return fmt.Errorf("%w: stray sample beyond count %d", errP2Corrupt, s.n)
 			}
 		}
 		if s.pos != [5]uint64{} {
-			return fmt.Errorf("%w: positions set with %d samples", ErrCorrupt, s.n)
+			return fmt.Errorf("%w: positions set with %d samples", errP2Corrupt, s.n)
 		}
 	}
 	*e = s
