@@ -303,6 +303,7 @@ func (r *stagedRun) check() {
 	}
 	slices.Sort(missing)
 	slices.Sort(extra)
+	r.t.Logf("replay: %d alert and event lines; delivered: %d distinct", len(r.f.want), len(got))
 	if len(missing)+len(extra) > 0 {
 		r.t.Errorf("%d of %d alert and event lines lost, %d extra", len(missing), len(r.f.want), len(extra))
 		for _, l := range missing {
@@ -333,4 +334,53 @@ func TestStagedTwoInstances(t *testing.T) {
 	if country == 0 {
 		t.Fatal("the replay has no country alert to compare")
 	}
+}
+
+// (a) Three instances in one group, one of them SIGKILLed again and again
+// while it works and restarted on its data dir: the alerts of one replay,
+// none lost, none extra.
+func TestStagedKillOneOfThree(t *testing.T) {
+	r := newStagedRun(t)
+	cs := []*child{startChild(t, r.spec(0, StageBoth)), startChild(t, r.spec(1, StageBoth)), startChild(t, r.spec(2, StageBoth))}
+	for i := range 4 {
+		time.Sleep(time.Duration(2+i) * time.Second)
+		cs[0].kill()
+		time.Sleep(500 * time.Millisecond)
+		cs[0] = startChild(t, cs[0].spec)
+	}
+	r.waitAll(cs)
+	for _, c := range cs {
+		c.stop(t)
+	}
+	r.check()
+}
+
+// (c) One instance in a tight crash loop: killed three times within
+// seconds of each start, its dead members still in the group when it
+// comes back; then left to finish.
+func TestStagedCrashLoop(t *testing.T) {
+	r := newStagedRun(t)
+	spec := r.spec(0, StageBoth)
+	for i := range 3 {
+		c := startChild(t, spec)
+		time.Sleep(time.Duration(1+i) * time.Second)
+		c.kill()
+	}
+	c := startChild(t, spec)
+	r.waitAll([]*child{c})
+	c.stop(t)
+	r.check()
+}
+
+// (d) Stage one and stage two as separate processes (two of each) give
+// what both stages in one process give: the replay's alerts.
+func TestStagedSeparateStages(t *testing.T) {
+	r := newStagedRun(t)
+	cs := []*child{startChild(t, r.spec(0, StageOne)), startChild(t, r.spec(1, StageTwo)),
+		startChild(t, r.spec(2, StageOne)), startChild(t, r.spec(3, StageTwo))}
+	r.waitAll(cs)
+	for _, c := range cs {
+		c.stop(t)
+	}
+	r.check()
 }
