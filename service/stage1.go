@@ -1,10 +1,15 @@
 package service
 
 import (
+	"bytes"
 	"context"
+	"encoding/gob"
 	"errors"
+	"fmt"
 	"maps"
 	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +74,68 @@ type stageOne struct {
 	// bgpFlushed is the end of the last bucket of the routing table sent.
 	bgpFlushed int64
 	bgpPending map[int][]rawRecord
+	bgpSaved   time.Time
+}
+
+// bgpCheckpoint is the routing table's state in the data dir: the BGP
+// pipeline (table, held updates, open buckets) with the offsets it has
+// read, so a restart goes on from there instead of from the start.
+type bgpCheckpoint struct {
+	Pipeline []byte
+	Next     map[string]int64
+	MaxTime  map[string]int64
+	Flushed  int64
+}
+
+func (o *stageOne) bgpFile() string { return filepath.Join(o.s.cfg.DataDir, "stage1-bgp.checkpoint") }
+
+// saveBGP writes the routing table's checkpoint; never while a flush of it
+// is unwritten, since the checkpoint says it was sent.
+func (o *stageOne) saveBGP() {
+	if len(o.bgp) == 0 || len(o.bgpPending) > 0 {
+		return
+	}
+	cp := bgpCheckpoint{Next: map[string]int64{}, MaxTime: map[string]int64{}, Flushed: o.bgpFlushed}
+	for k, p := range o.bgp {
+		if len(p.queue) > 0 {
+			return
+		}
+		cp.Next[sourceName(k)], cp.MaxTime[sourceName(k)] = p.next, p.maxTime
+	}
+	var err error
+	if cp.Pipeline, err = o.bgpP.MarshalBinary(); err == nil {
+		var buf bytes.Buffer
+		if err = gob.NewEncoder(&buf).Encode(&cp); err == nil {
+			err = writeCache(o.bgpFile(), 0, buf.Bytes())
+		}
+	}
+	if err != nil {
+		o.s.log.Warn("stage one: routing table checkpoint not written", "err", err)
+	}
+}
+
+// loadBGP restores the routing table's checkpoint, if any.
+func (o *stageOne) loadBGP() error {
+	_, b, err := readCache(o.bgpFile())
+	if errors.Is(err, os.ErrNotExist) {
+		o.s.log.Info("stage one: no routing table checkpoint; reading BGP from the start", "data_dir", o.s.cfg.DataDir)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var cp bgpCheckpoint
+	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
+		return fmt.Errorf("%s: %w", o.bgpFile(), err)
+	}
+	if err := o.bgpP.UnmarshalBinary(cp.Pipeline); err != nil {
+		return fmt.Errorf("%s: %w", o.bgpFile(), err)
+	}
+	for k, p := range o.bgp {
+		p.next, p.maxTime = cp.Next[sourceName(k)], cp.MaxTime[sourceName(k)]
+	}
+	o.bgpFlushed = cp.Flushed
+	return nil
 }
 
 func (s *Staged) runStageOne(ctx context.Context) error {
@@ -105,7 +172,16 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		for _, k := range parts {
 			t, _ := s.cfg.topic(k.topic)
 			o.bgp[k] = &s1Part{k: k, topic: t, hwm: -1, lastRecv: time.Now()}
-			go s.readFrom(kctx, bgpGen, k, kafka.FirstOffset, msgs)
+		}
+		if err := o.loadBGP(); err != nil {
+			return err
+		}
+		for k, p := range o.bgp {
+			off := p.next
+			if off == 0 {
+				off = kafka.FirstOffset
+			}
+			go s.readFrom(kctx, bgpGen, k, off, msgs)
 		}
 	}
 	gens := make(chan *kafka.Generation)
@@ -157,6 +233,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			o.saveBGP()
 			return nil
 		case gen := <-gens:
 			o.assign(ctx, gen, msgs)
@@ -169,8 +246,12 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		case f := <-msgs:
 			o.receive(f)
 			o.step(ctx)
-		case <-tick.C:
+		case now := <-tick.C:
 			o.step(ctx)
+			if now.Sub(o.bgpSaved) >= s.cfg.CheckpointInterval {
+				o.saveBGP()
+				o.bgpSaved = now
+			}
 		}
 	}
 }

@@ -370,6 +370,10 @@ func TestStagedCrashLoop(t *testing.T) {
 	r.waitAll([]*child{c})
 	c.stop(t)
 	r.check()
+	// The routing table went to the data dir, for the next start.
+	if _, err := os.Stat(filepath.Join(spec.Dir, "stage1-bgp.checkpoint")); err != nil {
+		t.Error(err)
+	}
 }
 
 // (d) Stage one and stage two as separate processes (two of each) give

@@ -145,7 +145,7 @@ func diff(t *testing.T, name string, got, want []string) {
 // bytes of one pipeline; split over several partitions, the same lines
 // (in another interleaving: each partition emits its own).
 func TestStagesEqualOnePipeline(t *testing.T) {
-	for _, f := range []string{"uganda-2021-01-13", "virginmedia-2023-04-04", "telia-2019-06-20"} {
+	for _, f := range []string{"virginmedia-2023-04-04", "telia-2019-06-20"} {
 		t.Run(f, func(t *testing.T) {
 			r := render(t, "../fixtures/"+f+".yaml")
 			want := r.single(t)
