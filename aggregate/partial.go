@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/partial"
@@ -119,6 +120,8 @@ func (a *Aggregator) ObservePartial(e *partial.Entry) error {
 	k := Key{sig, e.Entity}
 	s := a.series[k]
 	if s == nil {
+		// The entity may share memory with its sender's buffers.
+		k.Entity = strings.Clone(k.Entity)
 		s = a.newSeries(k)
 	}
 	b := s.bucket(e.Start)

@@ -60,6 +60,10 @@ type Config struct {
 	// NoFeedHealth turns off the feed-silence detector: a scaled-out second
 	// stage judges feed health in one partition only.
 	NoFeedHealth bool
+	// OneStage decodes straight into the buckets that are judged, with no
+	// flush and merge between: the single-instance service, whose results
+	// must not depend on when it checkpoints (see docs/deployment.md).
+	OneStage bool
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -147,10 +151,14 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		cfg.Logger = slog.Default()
 	}
 	p := &Pipeline{
-		cfg: cfg, pre: aggregate.New(preConfig(cfg.Aggregate)), agg: aggregate.New(cfg.Aggregate), decoders: map[formatKey]*decoderEntry{},
+		cfg: cfg, agg: aggregate.New(cfg.Aggregate), decoders: map[formatKey]*decoderEntry{},
 		match: map[*aggregate.Series][]int{}, silence: detectors.NewFeedSilence(cfg.SilentAfter),
 		mgr: alerting.NewManager(cfg.Map), out: out, log: cfg.Logger,
 		records: map[string]int64{}, errs: map[string]int64{},
+	}
+	p.pre = p.agg
+	if !cfg.OneStage {
+		p.pre = aggregate.New(preConfig(cfg.Aggregate))
 	}
 	// Held records of ordered streams are applied first as a bucket closes,
 	// before any hook samples the state they change.
@@ -243,6 +251,9 @@ func (p *Pipeline) Finish() {
 // both.
 func (p *Pipeline) aggregateStats() aggregate.Stats {
 	a, b := p.pre.Stats(), p.agg.Stats()
+	if p.pre == p.agg {
+		return b
+	}
 	return aggregate.Stats{Observations: a.Observations, Late: a.Late + b.Late, BucketsClosed: b.BucketsClosed, Series: b.Series}
 }
 
@@ -268,6 +279,10 @@ func (p *Pipeline) count(e *decoderEntry, rec *ingest.Record, err error, receive
 // Advance moves the watermark of both stages: every bucket ending at or
 // before wm leaves stage one, merges into stage two, closes and is judged.
 func (p *Pipeline) Advance(wm int64) {
+	if p.pre == p.agg {
+		p.Close(wm)
+		return
+	}
 	if err := p.Flush(wm, p.mergeFlushed); err != nil {
 		p.log.Error("bucket not flushed", "err", err)
 	}
@@ -435,8 +450,10 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 	if cp.Aggregator, err = p.agg.MarshalBinary(); err != nil {
 		return nil, err
 	}
-	if cp.Pre, err = p.pre.MarshalBinary(); err != nil {
-		return nil, err
+	if p.pre != p.agg {
+		if cp.Pre, err = p.pre.MarshalBinary(); err != nil {
+			return nil, err
+		}
 	}
 	for _, br := range p.rules {
 		if cp.Detectors[br.rule.Name], err = br.det.MarshalBinary(); err != nil {
@@ -483,7 +500,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	if err := p.agg.UnmarshalBinary(cp.Aggregator); err != nil {
 		return err
 	}
-	if len(cp.Pre) > 0 {
+	if len(cp.Pre) > 0 && p.pre != p.agg {
 		if err := p.pre.UnmarshalBinary(cp.Pre); err != nil {
 			return err
 		}

@@ -19,6 +19,9 @@ func preConfig(c aggregate.Config) aggregate.Config {
 // ends at or before wm leaves through fn, with the routing gauges of that
 // bucket, and is forgotten here.
 func (p *Pipeline) Flush(wm int64, fn func(*aggregate.Flushed)) error {
+	if p.pre == p.agg {
+		return errors.New("pipeline: a one-stage pipeline has no stage one to flush")
+	}
 	err := p.pre.Flush(wm, fn)
 	p.mu.Lock()
 	p.aggStats = p.aggregateStats()

@@ -89,8 +89,20 @@ func (t *Task) batch(b *partial.Batch) error {
 	}
 	seen[b.Start] = append(seen[b.Start], b.Key)
 	var errs []error
+	agg := t.p.Aggregator()
+	if w := agg.Config().Width; b.End-b.Start != w || b.Start%w != 0 {
+		return fmt.Errorf("stage: batch of %s is [%d, %d), not one of the %dns buckets", b.Source, b.Start, b.End, w)
+	}
 	for i := range b.Entries {
-		if err := t.p.MergeEntry(&b.Entries[i]); err != nil {
+		e := &b.Entries[i]
+		// A series' bucket ends with the batch's: its own width (a coarse
+		// cadence) back from the batch's end, nothing else.
+		if sig, ok := obs.Lookup(e.Signal); ok && e.Start+agg.WidthOf(sig) != b.End {
+			errs = append(errs, fmt.Errorf("stage: %s{%s} of %s starts at %d, not where its bucket ending at %d starts",
+				e.Signal, e.Entity, b.Source, e.Start, b.End))
+			continue
+		}
+		if err := t.p.MergeEntry(e); err != nil {
 			errs = append(errs, err)
 		}
 	}
