@@ -330,7 +330,9 @@ func (o *stageOne) receive(f fetched) {
 
 // step processes what may be processed, then flushes what may be flushed:
 // the routing table first, up to where every input partition of this
-// instance has processed, then each partition up to its own watermark.
+// instance has processed, and the records that were waiting for it, again
+// while the table moves on; then each partition up to its own watermark.
+// The flushes of one step go out in one write per internal partition.
 func (o *stageOne) step(ctx context.Context) {
 	now := time.Now()
 	// The routing table: records in event-time order, held by the pipeline
@@ -341,42 +343,16 @@ func (o *stageOne) step(ctx context.Context) {
 		}
 		p.queue = p.queue[:0]
 	}
-	bgpOn := len(o.bgp) > 0
-	for _, p := range o.parts {
-		i := 0
-		for ; i < len(p.queue); i++ {
-			m := &p.queue[i]
-			t := m.Time.UnixNano()
-			if bgpOn && t-t%o.width > o.bgpFlushed {
-				break // its bucket waits for the routing table
-			}
-			o.process(p.p, p, m)
-		}
-		p.queue = p.queue[i:]
-	}
-	instMax := int64(0)
-	for _, p := range o.bgp {
-		instMax = max(instMax, p.maxTime)
-	}
-	for _, p := range o.parts {
-		instMax = max(instMax, p.maxTime)
-	}
-	if bgpOn {
-		wm, ok := o.watermark(o.bgp, now, instMax)
-		// Not into a bucket an input partition here still has records of:
-		// those are attributed with the table as of the bucket's start.
-		for _, p := range o.parts {
-			if len(p.queue) > 0 {
-				t := p.queue[0].Time.UnixNano()
-				wm = min(wm, t-t%o.width)
-			} else if !o.caughtUp(p) {
-				wm = min(wm, p.maxTime-p.maxTime%o.width)
-			}
-		}
-		if ok {
-			o.flushBGP(ctx, wm)
+	for {
+		o.processInputs()
+		if len(o.bgp) == 0 || !o.advanceBGP(now) {
+			break
 		}
 	}
+	if len(o.bgpPending) > 0 && o.write(ctx, o.bgpPending) == nil {
+		o.bgpPending = nil
+	}
+	instMax := o.instMax()
 	for _, p := range o.parts {
 		wm := p.maxTime - o.late
 		if o.idle(p, now) {
@@ -386,6 +362,69 @@ func (o *stageOne) step(ctx context.Context) {
 			o.flushPart(ctx, p, wm)
 		}
 	}
+}
+
+// processInputs processes the queued records of input partitions whose
+// bucket the routing table has reached.
+func (o *stageOne) processInputs() {
+	for _, p := range o.parts {
+		i := 0
+		for ; i < len(p.queue); i++ {
+			m := &p.queue[i]
+			t := m.Time.UnixNano()
+			if len(o.bgp) > 0 && t-t%o.width > o.bgpFlushed {
+				break // its bucket waits for the routing table
+			}
+			o.process(p.p, p, m)
+		}
+		p.queue = p.queue[i:]
+	}
+}
+
+func (o *stageOne) instMax() int64 {
+	m := int64(0)
+	for _, p := range o.bgp {
+		m = max(m, p.maxTime)
+	}
+	for _, p := range o.parts {
+		m = max(m, p.maxTime)
+	}
+	return m
+}
+
+// advanceBGP flushes the routing table as far as it may go, into
+// bgpPending; false when it cannot move.
+func (o *stageOne) advanceBGP(now time.Time) bool {
+	wm, ok := o.watermark(o.bgp, now, o.instMax())
+	if !ok {
+		return false
+	}
+	// Not into a bucket an input partition here still has records of:
+	// those are attributed with the table as of the bucket's start.
+	for _, p := range o.parts {
+		if len(p.queue) > 0 {
+			t := p.queue[0].Time.UnixNano()
+			wm = min(wm, t-t%o.width)
+		} else if !o.caughtUp(p) {
+			wm = min(wm, p.maxTime-p.maxTime%o.width)
+		}
+	}
+	through := wm - wm%o.width
+	if through <= o.bgpFlushed {
+		return false
+	}
+	recs, err := o.flush(o.bgpP, partial.SourceBGP, through)
+	if err != nil {
+		o.s.log.Error("stage one: routing table not flushed", "err", err)
+	}
+	o.bgpFlushed = through
+	if o.bgpPending == nil {
+		o.bgpPending = map[int][]rawRecord{}
+	}
+	for part, rs := range recs {
+		o.bgpPending[part] = append(o.bgpPending[part], rs...)
+	}
+	return true
 }
 
 func (o *stageOne) process(pl *pipeline.Pipeline, p *s1Part, m *kafka.Message) {
@@ -437,27 +476,6 @@ func (o *stageOne) watermark(parts map[tp]*s1Part, now time.Time, instMax int64)
 		lo = instMax
 	}
 	return lo - o.late, lo > 0
-}
-
-func (o *stageOne) flushBGP(ctx context.Context, wm int64) {
-	if len(o.bgpPending) > 0 {
-		if o.write(ctx, o.bgpPending) != nil {
-			return
-		}
-		o.bgpPending = nil
-	}
-	through := wm - wm%o.width
-	if through <= o.bgpFlushed {
-		return
-	}
-	recs, err := o.flush(o.bgpP, partial.SourceBGP, through)
-	if err != nil {
-		o.s.log.Error("stage one: routing table not flushed", "err", err)
-	}
-	o.bgpFlushed = through
-	if o.write(ctx, recs) != nil {
-		o.bgpPending = recs
-	}
 }
 
 func (o *stageOne) flushPart(ctx context.Context, p *s1Part, wm int64) {

@@ -19,6 +19,11 @@ type s2Part struct {
 	task   *stage.Task
 	saved  int64 // the task's offset at its last snapshot
 	errors int64
+	// wm and movedAt follow the task's watermark, to name the sources
+	// that hold it when it stops moving while others have gone on.
+	wm      int64
+	movedAt time.Time
+	warned  bool
 }
 
 type stageTwo struct {
@@ -90,6 +95,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 		case f := <-msgs:
 			t.apply(f)
 		case now := <-tick.C:
+			t.watchStalls(now)
 			if now.Sub(t.lastCP) >= s.cfg.CheckpointInterval {
 				t.checkpointAll(ctx)
 				t.lastCP = now
@@ -175,5 +181,28 @@ func (t *stageTwo) checkpointAll(ctx context.Context) {
 		if err := t.checkpoint(ctx, p); err != nil {
 			t.s.log.Warn("stage two: snapshot not written; the changelog keeps the previous one", "partition", p.part, "err", err)
 		}
+	}
+}
+
+// watchStalls warns, once per stall, when a task's buckets have waited
+// longer than a live holder would take (two checkpoint intervals and a
+// session timeout) for sources that have not flushed them while others
+// have: a stage-one partition that lags, or that no live instance holds.
+// Nothing closes meanwhile; the warning names what it waits for.
+func (t *stageTwo) watchStalls(now time.Time) {
+	limit := 2*t.s.cfg.CheckpointInterval + t.s.cfg.Kafka.SessionTimeout
+	for _, p := range t.tasks {
+		wm, _ := p.task.Watermark()
+		if wm != p.wm || p.movedAt.IsZero() {
+			p.wm, p.movedAt, p.warned = wm, now, false
+			continue
+		}
+		missing := p.task.Missing()
+		if p.warned || now.Sub(p.movedAt) < limit || len(missing) == 0 || len(missing) == len(t.sources) {
+			continue
+		}
+		p.warned = true
+		t.s.log.Warn("stage two: buckets held by sources that have not flushed them", "partition", p.part,
+			"waiting_for", missing, "since", now.Sub(p.movedAt).Round(time.Second), "watermark", time.Unix(0, wm).UTC())
 	}
 }

@@ -45,6 +45,9 @@ type childSpec struct {
 }
 
 func stagedChild(spec string) int {
+	// SIGTERM may come while the child is still starting.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
+	defer stop()
 	var cs childSpec
 	if err := json.Unmarshal([]byte(spec), &cs); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,8 +73,6 @@ func stagedChild(spec string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
-	defer stop()
 	if err := st.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -343,7 +344,7 @@ func TestStagedKillOneOfThree(t *testing.T) {
 	r := newStagedRun(t)
 	cs := []*child{startChild(t, r.spec(0, StageBoth)), startChild(t, r.spec(1, StageBoth)), startChild(t, r.spec(2, StageBoth))}
 	for i := range 4 {
-		time.Sleep(time.Duration(2+i) * time.Second)
+		time.Sleep(time.Second + time.Duration(i)*500*time.Millisecond)
 		cs[0].kill()
 		time.Sleep(500 * time.Millisecond)
 		cs[0] = startChild(t, cs[0].spec)
