@@ -537,17 +537,27 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	return out, errors.Join(errs...)
 }
 
-// write produces the records of one flush, partition by partition; what
-// was written is taken off recs, so a retry writes only the rest.
+// write produces the records of one step, partition by partition, in
+// requests under the brokers' message size; what was written is taken off
+// recs, so a retry writes only the rest, in the same order.
 func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
+	const maxRequest = 512 << 10
 	for _, part := range slices.Sorted(maps.Keys(recs)) {
-		rs := make([]kafka.Record, len(recs[part]))
-		for i, r := range recs[part] {
-			rs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
-		}
-		if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, rs); err != nil {
-			o.s.log.Warn("stage one: partials not written; retrying", "err", err)
-			return err
+		for rs := recs[part]; len(rs) > 0; rs = recs[part] {
+			n, size := 0, 0
+			for n < len(rs) && (n == 0 || size+len(rs[n].key)+len(rs[n].value) <= maxRequest) {
+				size += len(rs[n].key) + len(rs[n].value)
+				n++
+			}
+			krs := make([]kafka.Record, n)
+			for i, r := range rs[:n] {
+				krs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
+			}
+			if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, krs); err != nil {
+				o.s.log.Warn("stage one: partials not written; retrying", "err", err)
+				return err
+			}
+			recs[part] = rs[n:]
 		}
 		delete(recs, part)
 	}

@@ -364,7 +364,7 @@ func TestStagedCrashLoop(t *testing.T) {
 	spec := r.spec(0, StageBoth)
 	for i := range 3 {
 		c := startChild(t, spec)
-		time.Sleep(time.Duration(1+i) * time.Second)
+		time.Sleep(2*time.Second + time.Duration(i)*time.Second)
 		c.kill()
 	}
 	c := startChild(t, spec)
