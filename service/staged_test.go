@@ -238,7 +238,7 @@ func newStagedRun(t *testing.T) *stagedRun {
 	}
 	if raceEnabled {
 		// The work is in the child processes, which the detector would
-		// slow tenfold; the stages' code runs under it in ./stage.
+		// slow tenfold past the test timeout.
 		t.Skip("processes under the race detector take too long")
 	}
 	f := loadStagedFixture(t)
