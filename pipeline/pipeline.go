@@ -254,7 +254,10 @@ func (p *Pipeline) aggregateStats() aggregate.Stats {
 	if p.pre == p.agg {
 		return b
 	}
-	return aggregate.Stats{Observations: a.Observations, Late: a.Late + b.Late, BucketsClosed: b.BucketsClosed, Series: b.Series}
+	// Every series judged was first a series of stage one, which keeps
+	// them all; it also has those whose first bucket is still open.
+	return aggregate.Stats{Observations: a.Observations, Late: a.Late + b.Late, BucketsClosed: b.BucketsClosed,
+		Series: max(a.Series, b.Series)}
 }
 
 func (p *Pipeline) count(e *decoderEntry, rec *ingest.Record, err error, received bool) error {
