@@ -308,6 +308,8 @@ func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs) })
 		}
 	}
+	s.status.held1.Set(float64(len(o.parts)))
+	s.status.assigned[0].Store(true)
 	s.log.Info("stage one: generation", "id", gen.ID, "partitions", len(o.parts))
 }
 

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -132,6 +134,8 @@ func (t *stageTwo) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 		}
 	}
 	t.tasks = held
+	s.status.held2.Set(float64(len(held)))
+	s.status.assigned[1].Store(true)
 	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(held))
 }
 
@@ -191,6 +195,16 @@ func (t *stageTwo) checkpointAll(ctx context.Context) {
 // Nothing closes meanwhile; the warning names what it waits for.
 func (t *stageTwo) watchStalls(now time.Time) {
 	limit := 2*t.s.cfg.CheckpointInterval + t.s.cfg.Kafka.SessionTimeout
+	var held []string
+	defer func() {
+		t.s.status.stalled.Set(float64(len(held)))
+		if len(held) == 0 {
+			t.s.status.why.Store(nil)
+			return
+		}
+		why := "stage-two partitions wait on sources that stopped flushing: " + strings.Join(held, "; ")
+		t.s.status.why.Store(&why)
+	}()
 	for _, p := range t.tasks {
 		wm, _ := p.task.Watermark()
 		if wm != p.wm || p.movedAt.IsZero() {
@@ -198,7 +212,11 @@ func (t *stageTwo) watchStalls(now time.Time) {
 			continue
 		}
 		missing := p.task.Missing()
-		if p.warned || now.Sub(p.movedAt) < limit || len(missing) == 0 || len(missing) == len(t.sources) {
+		if now.Sub(p.movedAt) < limit || len(missing) == 0 || len(missing) == len(t.sources) {
+			continue
+		}
+		held = append(held, fmt.Sprintf("%d (%s)", p.part, strings.Join(missing, ", ")))
+		if p.warned {
 			continue
 		}
 		p.warned = true

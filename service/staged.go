@@ -43,6 +43,7 @@ type Staged struct {
 	client *kafka.Client
 	disp   *alerting.Dispatcher
 	mute   *silence.Store
+	status *stagedStatus
 }
 
 // Stage names accepted by NewStaged.
@@ -54,7 +55,7 @@ const (
 
 // NewStaged builds the stages named by which ("1", "2" or "both").
 func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
-	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger}
+	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus()}
 	switch which {
 	case StageOne:
 		s.one = true
@@ -143,7 +144,15 @@ func (s *Staged) dispatch(ev *alerting.Event) {
 // (bounded). A SIGKILL leaves what the changelog and the committed
 // offsets say; the next start, or another instance, goes on from there.
 func (s *Staged) Run(ctx context.Context) error {
+	srv, err := s.listen()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
 	if err := s.createTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
 		return err
 	}
 	if s.disp != nil {
