@@ -57,6 +57,13 @@ type Config struct {
 	// Process) that fails to decode when it is applied, so that a live
 	// source can dead-letter it as it does the errors Process returns.
 	Rejected func(rec *ingest.Record, err error)
+	// NoFeedHealth turns off the feed-silence detector: a scaled-out second
+	// stage judges feed health in one partition only.
+	NoFeedHealth bool
+	// OneStage decodes straight into the buckets that are judged, with no
+	// flush and merge between: the single-instance service, whose results
+	// must not depend on when it checkpoints (see docs/deployment.md).
+	OneStage bool
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -91,7 +98,12 @@ type boundRule struct {
 // Pipeline is not safe for concurrent use, except Stats and ActiveAlerts,
 // which the operations endpoints call.
 type Pipeline struct {
-	cfg      Config
+	cfg Config
+	// pre is stage one: decoded observations accumulate there per bucket
+	// until the watermark passes it, then leave as partials (Flush). agg is
+	// stage two: partials merge there into the buckets detectors judge.
+	// In one process the partials go straight from one to the other.
+	pre      *aggregate.Aggregator
 	agg      *aggregate.Aggregator
 	env      *ingest.Env
 	decoders map[formatKey]*decoderEntry
@@ -144,19 +156,23 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		mgr: alerting.NewManager(cfg.Map), out: out, log: cfg.Logger,
 		records: map[string]int64{}, errs: map[string]int64{},
 	}
+	p.pre = p.agg
+	if !cfg.OneStage {
+		p.pre = aggregate.New(preConfig(cfg.Aggregate))
+	}
 	// Held records of ordered streams are applied first as a bucket closes,
 	// before any hook samples the state they change.
-	p.agg.BeforeClose(func(_, end int64, _ obs.Sink) {
+	p.pre.BeforeClose(func(_, end int64, _ obs.Sink) {
 		p.held.release(end, p.applyHeld)
 	})
-	p.agg.Pending(p.held.earliest)
+	p.pre.Pending(p.held.earliest)
 	sev, err := correlate.FromRules(cfg.Rules.Severity, cfg.Severity)
 	if err != nil {
 		return nil, err
 	}
 	p.corr = correlate.New(correlate.Config{Map: cfg.Map, Level: p.level, Severity: sev,
 		ZoneOwners: cfg.ZoneOwners, Mute: cfg.Mute})
-	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.agg.BeforeClose, Shared: map[string]any{}}
+	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.pre.BeforeClose, Shared: map[string]any{}}
 	for _, r := range cfg.Rules.Rules {
 		p.rules = append(p.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})
 	}
@@ -167,7 +183,8 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 // themselves or need the shared state (the routing table).
 func (p *Pipeline) Env() *ingest.Env { return p.env }
 
-// Aggregator exposes the aggregator, for benchmarks and checkpoints.
+// Aggregator exposes the aggregator of stage two (the history detectors
+// read), for benchmarks and checkpoints.
 func (p *Pipeline) Aggregator() *aggregate.Aggregator { return p.agg }
 
 // Decoder returns (building once) the decoder for stream/format.
@@ -219,7 +236,7 @@ func (p *Pipeline) Process(rec *ingest.Record) error {
 func (p *Pipeline) apply(rec *ingest.Record, received bool) error {
 	e, err := p.entry(rec.Stream, rec.Format)
 	if err == nil {
-		err = e.dec.Decode(rec.Value, p.agg)
+		err = e.dec.Decode(rec.Value, p.pre)
 	}
 	return p.count(e, rec, err, received)
 }
@@ -229,14 +246,28 @@ func (p *Pipeline) apply(rec *ingest.Record, received bool) error {
 func (p *Pipeline) Finish() {
 	p.held.release(math.MaxInt64, p.applyHeld)
 	p.mu.Lock()
-	p.aggStats = p.agg.Stats()
+	p.aggStats = p.aggregateStats()
 	p.mu.Unlock()
+}
+
+// aggregateStats counts observations where they arrive (stage one),
+// buckets and series where they are judged (stage two), and late data in
+// both.
+func (p *Pipeline) aggregateStats() aggregate.Stats {
+	a, b := p.pre.Stats(), p.agg.Stats()
+	if p.pre == p.agg {
+		return b
+	}
+	// Every series judged was first a series of stage one, which keeps
+	// them all; it also has those whose first bucket is still open.
+	return aggregate.Stats{Observations: a.Observations, Late: a.Late + b.Late, BucketsClosed: b.BucketsClosed,
+		Series: max(a.Series, b.Series)}
 }
 
 func (p *Pipeline) count(e *decoderEntry, rec *ingest.Record, err error, received bool) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.aggStats = p.agg.Stats()
+	p.aggStats = p.aggregateStats()
 	if e != nil && received {
 		e.records++
 	}
@@ -252,21 +283,34 @@ func (p *Pipeline) count(e *decoderEntry, rec *ingest.Record, err error, receive
 	return nil
 }
 
-// Advance moves the watermark: every bucket ending at or before wm closes
-// and is judged.
+// Advance moves the watermark of both stages: every bucket ending at or
+// before wm leaves stage one, merges into stage two, closes and is judged.
 func (p *Pipeline) Advance(wm int64) {
-	p.agg.Advance(wm, p.judge)
-	p.mu.Lock()
-	p.watermark = max(p.watermark, wm)
-	p.aggStats = p.agg.Stats()
-	p.mu.Unlock()
+	if p.pre == p.agg {
+		p.Close(wm)
+		return
+	}
+	if err := p.Flush(wm, p.mergeFlushed); err != nil {
+		p.log.Error("bucket not flushed", "err", err)
+	}
+	p.Close(wm)
+}
+
+// mergeFlushed is Merge for the in-process path, where an error is a bug
+// in this build rather than bad input: logged, never silent.
+func (p *Pipeline) mergeFlushed(f *aggregate.Flushed) {
+	if err := p.Merge(f); err != nil {
+		p.log.Error("partial not merged", "start", time.Unix(0, f.Start).UTC(), "err", err)
+	}
 }
 
 func (p *Pipeline) judge(c *aggregate.Closed) {
 	if p.cfg.Tap != nil {
 		p.cfg.Tap(c)
 	}
-	p.silence.Bucket(c, func(f detectors.Finding) { p.emit(nil, f) })
+	if !p.cfg.NoFeedHealth {
+		p.silence.Bucket(c, func(f detectors.Finding) { p.emit(nil, f) })
+	}
 	for _, br := range p.rules {
 		br.pts = br.pts[:0]
 	}
@@ -380,13 +424,16 @@ type checkpoint struct {
 	Shared     map[string][]byte
 	Held       []heldRecord
 	Aggregator []byte
-	Detectors  map[string][]byte
-	Silence    *detectors.FeedSilence
-	Alerts     []byte
-	Outages    []byte
-	Records    map[string]int64
-	Errors     map[string]int64
-	Watermark  int64
+	// Pre is stage one's open buckets (absent from older checkpoints,
+	// whose open buckets are all in Aggregator).
+	Pre       []byte
+	Detectors map[string][]byte
+	Silence   *detectors.FeedSilence
+	Alerts    []byte
+	Outages   []byte
+	Records   map[string]int64
+	Errors    map[string]int64
+	Watermark int64
 }
 
 // MarshalBinary checkpoints everything the pipeline knows: history, open
@@ -409,6 +456,11 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 	}
 	if cp.Aggregator, err = p.agg.MarshalBinary(); err != nil {
 		return nil, err
+	}
+	if p.pre != p.agg {
+		if cp.Pre, err = p.pre.MarshalBinary(); err != nil {
+			return nil, err
+		}
 	}
 	for _, br := range p.rules {
 		if cp.Detectors[br.rule.Name], err = br.det.MarshalBinary(); err != nil {
@@ -455,6 +507,11 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	if err := p.agg.UnmarshalBinary(cp.Aggregator); err != nil {
 		return err
 	}
+	if len(cp.Pre) > 0 && p.pre != p.agg {
+		if err := p.pre.UnmarshalBinary(cp.Pre); err != nil {
+			return err
+		}
+	}
 	p.held = held{}
 	for _, h := range cp.Held {
 		p.held.hold(&h.Rec)
@@ -479,7 +536,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	}
 	p.mu.Lock()
 	p.records, p.errs, p.watermark = cp.Records, cp.Errors, cp.Watermark
-	p.aggStats = p.agg.Stats()
+	p.aggStats = p.aggregateStats()
 	if p.records == nil {
 		p.records = map[string]int64{}
 	}

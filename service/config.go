@@ -74,6 +74,13 @@ type KafkaConfig struct {
 	// PollInterval is how often high watermarks are read for lag and
 	// readiness.
 	PollInterval time.Duration `yaml:"poll_interval"`
+	// InternalTopic carries the partials from stage one to stage two
+	// (`run --stage 1|2|both`); created with InternalPartitions partitions
+	// when absent. ChangelogTopic, compacted, keeps each stage-two
+	// partition's state, with as many partitions.
+	InternalTopic      string `yaml:"internal_topic"`
+	InternalPartitions int    `yaml:"internal_partitions"`
+	ChangelogTopic     string `yaml:"changelog_topic"`
 	// TLS and SASL to the brokers (kafkasec.go); absent means plaintext.
 	TLS  *KafkaTLS  `yaml:"tls"`
 	SASL *KafkaSASL `yaml:"sasl"`
@@ -150,6 +157,9 @@ const (
 	DefaultIdleAfter          = 30 * time.Second
 	DefaultPollInterval       = 2 * time.Second
 	DefaultSessionTimeout     = 10 * time.Second
+	DefaultInternalTopic      = "outagewatch-partials"
+	DefaultChangelogTopic     = "outagewatch-stage2-changelog"
+	DefaultInternalPartitions = 6
 )
 
 // LoadConfig reads and validates a config file. Unknown keys are errors
@@ -225,6 +235,21 @@ func (c *Config) validate() error {
 	}
 	if c.Kafka.IdleAfter <= 0 {
 		c.Kafka.IdleAfter = DefaultIdleAfter
+	}
+	if c.Kafka.InternalTopic == "" {
+		c.Kafka.InternalTopic = DefaultInternalTopic
+	}
+	if c.Kafka.ChangelogTopic == "" {
+		c.Kafka.ChangelogTopic = DefaultChangelogTopic
+	}
+	switch {
+	case c.Kafka.InternalPartitions < 0:
+		return fmt.Errorf("kafka.internal_partitions: %d is negative", c.Kafka.InternalPartitions)
+	case c.Kafka.InternalPartitions == 0:
+		c.Kafka.InternalPartitions = DefaultInternalPartitions
+	}
+	if seen[c.Kafka.InternalTopic] || seen[c.Kafka.ChangelogTopic] {
+		return fmt.Errorf("kafka.internal_topic %q or changelog_topic %q is also an input topic", c.Kafka.InternalTopic, c.Kafka.ChangelogTopic)
 	}
 	if c.Kafka.PollInterval <= 0 {
 		c.Kafka.PollInterval = DefaultPollInterval

@@ -17,7 +17,7 @@ import (
 func init() { extraCommands = append(extraCommands, runCmd) }
 
 func runCmd() *cobra.Command {
-	var cfgFile string
+	var cfgFile, stage string
 	c := &cobra.Command{
 		Use:   "run --config F",
 		Short: "Run the live service: consume the stream topics from Kafka, alert to the configured sinks",
@@ -25,22 +25,36 @@ func runCmd() *cobra.Command {
 through the same pipeline as replay, checkpoints its state to data_dir before
 committing offsets, and serves /metrics, /healthz, /readyz and /api/v1/alerts
 (127.0.0.1:9310 unless http.listen says otherwise). SIGTERM or SIGINT writes
-a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.`,
+a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.
+
+One instance needs nothing more. For more than one, run the two stages
+(docs/deployment.md): --stage 1 pre-aggregates the input partitions it is
+assigned into the internal topic, --stage 2 merges and judges the partitions
+of that topic, --stage both does both in one process; any number of
+instances of each give the alerts of one.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := service.LoadConfig(cfgFile)
 			if err != nil {
 				return err
 			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			if stage != "" {
+				st, err := service.NewStaged(cfg, service.Options{}, stage)
+				if err != nil {
+					return err
+				}
+				return st.Run(ctx)
+			}
 			svc, err := service.New(cfg, service.Options{Sinks: []alerting.Sink{statuspage.NewStore()}}) // the status page lists ended outages too
 			if err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-			defer stop()
 			svc.WatchMap(ctx, 30*time.Second) // map file edits (or SIGHUP) take effect without a restart
 			return svc.Run(ctx)
 		},
 	}
 	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml", "configuration file")
+	c.Flags().StringVar(&stage, "stage", "", "run as a stage of a scaled-out service: 1, 2 or both (docs/deployment.md)")
 	return c
 }

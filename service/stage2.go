@@ -1,0 +1,226 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/partial"
+	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/stage"
+)
+
+// s2Part is stage two's task of one internal partition.
+type s2Part struct {
+	part   int
+	task   *stage.Task
+	saved  int64 // the task's offset at its last snapshot
+	errors int64
+	// wm and movedAt follow the task's watermark, to name the sources
+	// that hold it when it stops moving while others have gone on.
+	wm      int64
+	movedAt time.Time
+	warned  bool
+}
+
+type stageTwo struct {
+	s       *Staged
+	m       *netmap.Map
+	group   string
+	gen     *kafka.Generation
+	sources []string
+	tasks   map[int]*s2Part
+	lastCP  time.Time
+}
+
+func (s *Staged) runStageTwo(ctx context.Context) error {
+	// Stage two reads the map but never the routing table, which stage
+	// one keeps (and writes) in this process too.
+	m := *s.m
+	m.Live = nil
+	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}}
+	for {
+		var err error
+		if t.sources, err = s.sources(ctx); err == nil {
+			break
+		}
+		s.log.Warn("stage two: input partitions not known yet; retrying", "err", err)
+		if sleepCtx(ctx, time.Second) != nil {
+			return nil
+		}
+	}
+	kctx, stop := context.WithCancel(ctx)
+	defer stop()
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID: t.group, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: []string{s.cfg.Kafka.InternalTopic},
+		StartOffset: kafka.FirstOffset, SessionTimeout: s.cfg.Kafka.SessionTimeout, HeartbeatInterval: s.cfg.Kafka.SessionTimeout / 5,
+		RebalanceTimeout: 2 * s.cfg.Kafka.SessionTimeout, JoinGroupBackoff: time.Second, ErrorLogger: kafkaLogger(s.log),
+	})
+	if err != nil {
+		return err
+	}
+	defer cg.Close()
+	gens := make(chan *kafka.Generation)
+	go func() {
+		for {
+			gen, err := cg.Next(kctx)
+			if err != nil {
+				if kctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+					return
+				}
+				s.log.Warn("stage two: consumer group: retrying", "err", err)
+				continue
+			}
+			select {
+			case gens <- gen:
+			case <-kctx.Done():
+				return
+			}
+		}
+	}()
+	msgs := make(chan fetched, 64)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	t.lastCP = time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			t.checkpointAll(context.Background())
+			return nil
+		case gen := <-gens:
+			t.assign(ctx, gen, msgs)
+		case f := <-msgs:
+			t.apply(f)
+		case now := <-tick.C:
+			t.watchStalls(now)
+			if now.Sub(t.lastCP) >= s.cfg.CheckpointInterval {
+				t.checkpointAll(ctx)
+				t.lastCP = now
+			}
+		}
+	}
+}
+
+// assign keeps the tasks it still holds (their state and offset agree),
+// restores the others from the changelog, and starts reading each from
+// its offset.
+func (t *stageTwo) assign(ctx context.Context, gen *kafka.Generation, msgs chan fetched) {
+	s := t.s
+	t.gen = gen
+	held := map[int]*s2Part{}
+	for _, as := range gen.Assignments {
+		for _, a := range as {
+			p := t.tasks[a.ID]
+			if p == nil {
+				var err error
+				if p, err = t.restore(ctx, a.ID); err != nil {
+					s.log.Error("stage two: task not restored; its partition is not read", "partition", a.ID, "err", err)
+					continue
+				}
+			}
+			held[a.ID] = p
+			off := p.task.Offset()
+			if off == 0 {
+				off = kafka.FirstOffset
+			}
+			k := tp{s.cfg.Kafka.InternalTopic, int32(a.ID)}
+			gid := gen.ID
+			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs) })
+		}
+	}
+	t.tasks = held
+	s.status.held2.Set(float64(len(held)))
+	s.status.assigned[1].Store(true)
+	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(held))
+}
+
+func (t *stageTwo) newTask(part int) (*stage.Task, error) {
+	pc := t.s.pipelineConfig(t.m)
+	pc.NoFeedHealth = part != 0
+	pc.Events = t.s.dispatch
+	p, err := pipeline.New(pc, t.s.dispatch)
+	if err != nil {
+		return nil, err
+	}
+	return stage.NewTask(p, t.sources), nil
+}
+
+func (t *stageTwo) apply(f fetched) {
+	if t.gen == nil || f.gen != t.gen.ID {
+		return
+	}
+	p := t.tasks[int(f.k.part)]
+	if p == nil {
+		return
+	}
+	for i := range f.msgs {
+		m := &f.msgs[i]
+		if m.Offset < p.task.Offset() {
+			continue
+		}
+		r, err := partial.Decode(m.Value)
+		if err == nil {
+			err = p.task.Apply(r)
+		}
+		if err != nil {
+			if p.errors++; p.errors == 1 {
+				t.s.log.Warn("stage two: partial record skipped; further ones only counted", "partition", p.part, "offset", m.Offset, "err", err)
+			}
+		}
+		p.task.SetOffset(m.Offset + 1)
+	}
+	p.task.Close()
+}
+
+func (t *stageTwo) checkpointAll(ctx context.Context) {
+	for _, p := range t.tasks {
+		if p.task.Offset() == p.saved {
+			continue
+		}
+		if err := t.checkpoint(ctx, p); err != nil {
+			t.s.log.Warn("stage two: snapshot not written; the changelog keeps the previous one", "partition", p.part, "err", err)
+		}
+	}
+}
+
+// watchStalls warns, once per stall, when a task's buckets have waited
+// longer than a live holder would take (two checkpoint intervals and a
+// session timeout) for sources that have not flushed them while others
+// have: a stage-one partition that lags, or that no live instance holds.
+// Nothing closes meanwhile; the warning names what it waits for.
+func (t *stageTwo) watchStalls(now time.Time) {
+	limit := 2*t.s.cfg.CheckpointInterval + t.s.cfg.Kafka.SessionTimeout
+	var held []string
+	defer func() {
+		t.s.status.stalled.Set(float64(len(held)))
+		if len(held) == 0 {
+			t.s.status.why.Store(nil)
+			return
+		}
+		why := "stage-two partitions wait on sources that stopped flushing: " + strings.Join(held, "; ")
+		t.s.status.why.Store(&why)
+	}()
+	for _, p := range t.tasks {
+		wm, _ := p.task.Watermark()
+		if wm != p.wm || p.movedAt.IsZero() {
+			p.wm, p.movedAt, p.warned = wm, now, false
+			continue
+		}
+		missing := p.task.Missing()
+		if now.Sub(p.movedAt) < limit || len(missing) == 0 || len(missing) == len(t.sources) {
+			continue
+		}
+		held = append(held, fmt.Sprintf("%d (%s)", p.part, strings.Join(missing, ", ")))
+		if p.warned {
+			continue
+		}
+		p.warned = true
+		t.s.log.Warn("stage two: buckets held by sources that have not flushed them", "partition", p.part,
+			"waiting_for", missing, "since", now.Sub(p.movedAt).Round(time.Second), "watermark", time.Unix(0, wm).UTC())
+	}
+}

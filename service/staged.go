@@ -1,0 +1,391 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/correlate"
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/partial"
+	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/silence"
+)
+
+// Staged is `outagewatch run --stage 1|2|both`: the service split as a
+// Kafka Streams topology. Stage one reads the input partitions it is
+// assigned (and every BGP partition, for the routing table) and sends
+// each bucket's partials to the internal topic; stage two owns partitions
+// of that topic, each with its own pipeline restored from the changelog,
+// so any number of instances, killed and restarted at will, raise the
+// alerts of one (see docs/deployment.md).
+type Staged struct {
+	cfg    *Config
+	opts   Options
+	log    *slog.Logger
+	one    bool
+	two    bool
+	set    *rules.Set
+	m      *netmap.Map
+	client *kafka.Client
+	disp   *alerting.Dispatcher
+	mute   *silence.Store
+	status *stagedStatus
+}
+
+// Stage names accepted by NewStaged.
+const (
+	StageOne  = "1"
+	StageTwo  = "2"
+	StageBoth = "both"
+)
+
+// NewStaged builds the stages named by which ("1", "2" or "both").
+func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
+	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus()}
+	switch which {
+	case StageOne:
+		s.one = true
+	case StageTwo:
+		s.two = true
+	case StageBoth:
+		s.one, s.two = true, true
+	default:
+		return nil, fmt.Errorf("--stage %q: want 1, 2 or both", which)
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	var err error
+	s.set = opts.Rules
+	if s.set == nil && cfg.Rules != "" {
+		if s.set, err = rules.LoadAll(cfg.resolve(cfg.Rules)); err != nil {
+			return nil, err
+		}
+	}
+	if s.set == nil {
+		if s.set, err = rules.Default(); err != nil {
+			return nil, err
+		}
+	}
+	s.m = opts.Map
+	if s.m == nil {
+		s.m = netmap.New()
+		if cfg.Map != "" {
+			if s.m, err = netmap.LoadFile(s.m, cfg.resolve(cfg.Map)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if s.opts.Dialer == nil {
+		if s.opts.Dialer, err = cfg.KafkaDialer(); err != nil {
+			return nil, err
+		}
+	}
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("data dir: %w", err)
+	}
+	if s.two {
+		sinks, err := buildSinks(cfg, filepath.Join(cfg.DataDir, "outbox"))
+		if err != nil {
+			return nil, err
+		}
+		sinks = append(sinks, opts.Sinks...)
+		oc := opts.Outbox
+		if oc.Logger == nil {
+			oc.Logger = s.log
+		}
+		if s.mute, err = silence.Open(filepath.Join(cfg.DataDir, "silences.json"), cfg.Silences); err != nil {
+			return nil, err
+		}
+		if s.disp, err = alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(cfg.DataDir, "outbox"), Outbox: oc,
+			RateLimits: cfg.rateLimits()}, sinks...); err != nil {
+			return nil, err
+		}
+	}
+	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second,
+		Transport: kafkaTransport(s.opts.Dialer)}
+	return s, nil
+}
+
+// pipelineConfig is the pipeline of either stage.
+func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
+	pc := pipeline.Config{
+		Aggregate: aggregate.Config{Width: int64(s.cfg.BucketWidth), Lateness: int64(s.cfg.Lateness), History: s.cfg.History},
+		Rules:     s.set, Map: m, LocalASNs: s.cfg.LocalASNs, Logger: s.log,
+		Severity: s.cfg.Correlation.Severity, ZoneOwners: s.cfg.Correlation.ZoneOwners,
+	}
+	if s.mute != nil {
+		pc.Mute = []correlate.Muter{s.mute}
+	}
+	return pc
+}
+
+func (s *Staged) dispatch(ev *alerting.Event) {
+	if err := s.disp.Dispatch(ev); err != nil {
+		s.log.Error("alert not queued", "id", ev.ID, "status", ev.Status, "err", err)
+	}
+}
+
+// Run runs the stages until ctx ends, then flushes pending alerts
+// (bounded). A SIGKILL leaves what the changelog and the committed
+// offsets say; the next start, or another instance, goes on from there.
+func (s *Staged) Run(ctx context.Context) error {
+	srv, err := s.listen()
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	if err := s.createTopics(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped while starting
+		}
+		return err
+	}
+	if s.disp != nil {
+		s.disp.Start()
+		defer func() {
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			if err := s.disp.Flush(fctx); err != nil {
+				s.log.Warn("alerts still pending at shutdown; they are on disk and go out on the next start", "err", err)
+			}
+			cancel()
+			s.disp.Close()
+		}()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	if s.one {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[0] = s.runStageOne(ctx) }()
+	}
+	if s.two {
+		wg.Add(1)
+		go func() { defer wg.Done(); errs[1] = s.runStageTwo(ctx) }()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// createTopics creates the internal topic and the changelog when absent.
+func (s *Staged) createTopics(ctx context.Context) error {
+	k := s.cfg.Kafka
+	req := &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+		{Topic: k.InternalTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1},
+		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+	}}
+	for {
+		res, err := s.client.CreateTopics(ctx, req)
+		if err == nil {
+			for t, e := range res.Errors {
+				if e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
+					return fmt.Errorf("create topic %s: %w", t, e)
+				}
+			}
+			return nil
+		}
+		s.log.Warn("kafka: topics not created yet; retrying", "err", err)
+		if sleepCtx(ctx, time.Second) != nil {
+			return ctx.Err()
+		}
+	}
+}
+
+// sources lists what stage two waits for: every partition of every input
+// topic but BGP's, as "topic/partition", and "bgp" when BGP is read.
+func (s *Staged) sources(ctx context.Context) ([]string, error) {
+	var names []string
+	bgp := false
+	for _, t := range s.cfg.Kafka.Topics {
+		if ingest.Ordered(t.Stream) {
+			bgp = true
+			continue
+		}
+		names = append(names, t.Name)
+	}
+	var out []string
+	if len(names) > 0 {
+		parts, err := s.partitions(ctx, names)
+		if err != nil {
+			return nil, err
+		}
+		for _, k := range parts {
+			out = append(out, sourceName(k))
+		}
+	}
+	if bgp {
+		out = append(out, partial.SourceBGP)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// partitions lists the partitions of topics from the brokers' metadata.
+func (s *Staged) partitions(ctx context.Context, topics []string) ([]tp, error) {
+	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return nil, fmt.Errorf("kafka metadata: %w", err)
+	}
+	var out []tp
+	for _, t := range md.Topics {
+		if t.Error != nil {
+			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
+		}
+		for _, p := range t.Partitions {
+			out = append(out, tp{t.Name, int32(p.ID)})
+		}
+	}
+	slices.SortFunc(out, func(a, b tp) int {
+		if a.topic != b.topic {
+			if a.topic < b.topic {
+				return -1
+			}
+			return 1
+		}
+		return int(a.part - b.part)
+	})
+	return out, nil
+}
+
+func sourceName(k tp) string { return k.topic + "/" + strconv.Itoa(int(k.part)) }
+
+// produce writes records to one partition of a topic and returns the
+// offset of the first. kafka-go has no idempotent or transactional
+// producer: a retry after a lost reply writes twice, which stage two and
+// the changelog restore both tolerate.
+func (s *Staged) produce(ctx context.Context, topic string, part int, recs []kafka.Record) (int64, error) {
+	res, err := s.client.Produce(ctx, &kafka.ProduceRequest{Topic: topic, Partition: part, RequiredAcks: kafka.RequireAll,
+		Records: kafka.NewRecordReader(recs...)})
+	if err != nil {
+		return 0, fmt.Errorf("produce to %s/%d: %w", topic, part, err)
+	}
+	if res.Error != nil {
+		return 0, fmt.Errorf("produce to %s/%d: %w", topic, part, res.Error)
+	}
+	return res.BaseOffset, nil
+}
+
+// commit commits offsets of a generation with their metadata.
+func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string, offs map[int]kafka.OffsetCommit) error {
+	if len(offs) == 0 {
+		return nil
+	}
+	req := &kafka.OffsetCommitRequest{GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID,
+		Topics: map[string][]kafka.OffsetCommit{}}
+	for _, p := range slices.Sorted(mapsKeys(offs)) {
+		req.Topics[topic] = append(req.Topics[topic], offs[p])
+	}
+	res, err := s.client.OffsetCommit(ctx, req)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for t, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				errs = append(errs, fmt.Errorf("commit %s/%d: %w", t, p.Partition, p.Error))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// committed reads a group's committed offsets and metadata of partitions.
+func (s *Staged) committed(ctx context.Context, group string, parts map[string][]int) (map[tp]kafka.OffsetFetchPartition, error) {
+	res, err := s.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
+	if err != nil {
+		return nil, err
+	}
+	if res.Error != nil {
+		return nil, res.Error
+	}
+	out := map[tp]kafka.OffsetFetchPartition{}
+	for t, ps := range res.Topics {
+		for _, p := range ps {
+			if p.Error != nil {
+				return nil, fmt.Errorf("committed offset of %s/%d: %w", t, p.Partition, p.Error)
+			}
+			out[tp{t, int32(p.Partition)}] = p
+		}
+	}
+	return out, nil
+}
+
+func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
+	return func(yield func(K) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// fetched is a batch of one partition's records, from one generation.
+type fetched struct {
+	gen  int32
+	k    tp
+	msgs []kafka.Message
+}
+
+// readFrom feeds one partition to out from off until ctx ends, in batches.
+func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched) {
+	r := kafka.NewReader(kafka.ReaderConfig{
+		Brokers: s.cfg.Kafka.Brokers, Topic: k.topic, Partition: int(k.part), Dialer: s.opts.Dialer,
+		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, QueueCapacity: 1024,
+		ReadBackoffMin: 100 * time.Millisecond, ReadBackoffMax: 2 * time.Second, ErrorLogger: kafkaLogger(s.log),
+	})
+	defer r.Close()
+	if err := r.SetOffset(off); err != nil {
+		s.log.Error("set offset", "topic", k.topic, "partition", k.part, "offset", off, "err", err)
+		return
+	}
+	const batchMax, batchWait = 512, 5 * time.Millisecond
+	for {
+		m, err := r.FetchMessage(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.log.Warn("fetch", "topic", k.topic, "partition", k.part, "err", err)
+			if sleepCtx(ctx, time.Second) != nil {
+				return
+			}
+			continue
+		}
+		batch := []kafka.Message{m}
+		bctx, cancel := context.WithTimeout(ctx, batchWait)
+		for len(batch) < batchMax {
+			m, err := r.FetchMessage(bctx)
+			if err != nil {
+				break
+			}
+			batch = append(batch, m)
+		}
+		cancel()
+		select {
+		case out <- fetched{gen: gen, k: k, msgs: batch}:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// highWatermarks of topics, for telling a caught-up partition.
+func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]int64, error) {
+	return highWatermarks(ctx, s.client, topics)
+}

@@ -1,0 +1,86 @@
+package service
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// stagedStatus is what the stages' loops publish for the endpoints.
+type stagedStatus struct {
+	reg      *prometheus.Registry
+	held1    prometheus.Gauge
+	held2    prometheus.Gauge
+	stalled  prometheus.Gauge
+	assigned [2]atomic.Bool
+	// why names the stage-two partitions whose buckets wait on sources
+	// that stopped flushing; nil when none.
+	why atomic.Pointer[string]
+}
+
+func newStagedStatus() *stagedStatus {
+	st := &stagedStatus{reg: prometheus.NewRegistry(),
+		held1: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage1_partitions",
+			Help: "Input partitions this instance's stage one holds."}),
+		held2: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage2_partitions",
+			Help: "Internal-topic partitions this instance's stage two holds."}),
+		stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage2_partitions_held_by_sources",
+			Help: "Stage-two partitions whose buckets wait on stage-one sources that stopped flushing while others went on."}),
+	}
+	st.reg.MustRegister(st.held1, st.held2, st.stalled)
+	return st
+}
+
+// listen serves /metrics, /healthz and /readyz of a staged process.
+func (s *Staged) listen() (*http.Server, error) {
+	ln := s.opts.Listener
+	if ln == nil {
+		var err error
+		if ln, err = net.Listen("tcp", s.cfg.HTTP.Listen); err != nil {
+			return nil, fmt.Errorf("http listen %s: %w", s.cfg.HTTP.Listen, err)
+		}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.status.reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if ok, why := s.Ready(); !ok {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {
+			s.log.Error("http server", "err", err)
+		}
+	}()
+	s.log.Info("operations endpoints", "addr", ln.Addr().String())
+	return srv, nil
+}
+
+// Ready reports whether each stage run here holds a group assignment and
+// no stage-two partition waits on a source that stopped flushing.
+func (s *Staged) Ready() (bool, string) {
+	var missing []string
+	if s.one && !s.status.assigned[0].Load() {
+		missing = append(missing, "stage one")
+	}
+	if s.two && !s.status.assigned[1].Load() {
+		missing = append(missing, "stage two")
+	}
+	if len(missing) > 0 {
+		return false, "no consumer group assignment yet: " + strings.Join(missing, ", ")
+	}
+	if why := s.status.why.Load(); why != nil {
+		return false, *why
+	}
+	return true, "ok"
+}
