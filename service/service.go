@@ -774,36 +774,48 @@ func (s *Service) readPartition(ctx, gctx context.Context, k tp, off int64) {
 		case <-rctx.Done():
 		}
 	}()
+	fetchBatches(rctx, s.cfg, s.opts.Dialer, s.log, k, off, func(batch []kafka.Message) bool {
+		select {
+		case s.msgs <- batch:
+			return true
+		case <-rctx.Done():
+			return false
+		}
+	})
+}
+
+// fetchBatches reads one partition from off until ctx ends or send refuses
+// a batch. Messages travel in batches: one channel hand-over per batch
+// instead of per message. A batch closes when full or when the partition
+// has nothing more within a few milliseconds.
+func fetchBatches(ctx context.Context, cfg *Config, dialer *kafka.Dialer, log *slog.Logger, k tp, off int64, send func([]kafka.Message) bool) {
 	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: s.cfg.Kafka.Brokers, Topic: k.topic, Partition: int(k.part), Dialer: s.opts.Dialer,
+		Brokers: cfg.Kafka.Brokers, Topic: k.topic, Partition: int(k.part), Dialer: dialer,
 		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, QueueCapacity: 1024,
 		ReadBackoffMin: 100 * time.Millisecond, ReadBackoffMax: 2 * time.Second,
-		ErrorLogger: kafkaLogger(s.log),
+		ErrorLogger: kafkaLogger(log),
 	})
 	defer r.Close()
 	if err := r.SetOffset(off); err != nil {
-		s.log.Error("set offset", "topic", k.topic, "partition", k.part, "offset", off, "err", err)
+		log.Error("set offset", "topic", k.topic, "partition", k.part, "offset", off, "err", err)
 		return
 	}
-	// Messages travel to the pipeline in batches: one channel hand-over per
-	// batch instead of per message. A batch closes when full or when the
-	// partition has nothing more within a few milliseconds.
 	const batchMax, batchWait = 512, 5 * time.Millisecond
 	for {
-		m, err := r.FetchMessage(rctx)
+		m, err := r.FetchMessage(ctx)
 		if err != nil {
-			if rctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
-			s.log.Warn("fetch", "topic", k.topic, "partition", k.part, "err", err)
-			if sleepCtx(rctx, time.Second) != nil {
+			log.Warn("fetch", "topic", k.topic, "partition", k.part, "err", err)
+			if sleepCtx(ctx, time.Second) != nil {
 				return
 			}
 			continue
 		}
 		batch := make([]kafka.Message, 1, batchMax)
 		batch[0] = m
-		bctx, cancel := context.WithTimeout(rctx, batchWait)
+		bctx, cancel := context.WithTimeout(ctx, batchWait)
 		for len(batch) < batchMax {
 			m, err := r.FetchMessage(bctx)
 			if err != nil {
@@ -812,9 +824,7 @@ func (s *Service) readPartition(ctx, gctx context.Context, k tp, off int64) {
 			batch = append(batch, m)
 		}
 		cancel()
-		select {
-		case s.msgs <- batch:
-		case <-rctx.Done():
+		if !send(batch) {
 			return
 		}
 	}

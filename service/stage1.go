@@ -184,34 +184,14 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			go s.readFrom(kctx, bgpGen, k, off, msgs)
 		}
 	}
-	gens := make(chan *kafka.Generation)
+	var gens <-chan *kafka.Generation
 	if len(inputs) > 0 {
-		cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-			ID: o.group, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: inputs, StartOffset: kafka.FirstOffset,
-			SessionTimeout: s.cfg.Kafka.SessionTimeout, HeartbeatInterval: s.cfg.Kafka.SessionTimeout / 5,
-			RebalanceTimeout: 2 * s.cfg.Kafka.SessionTimeout, JoinGroupBackoff: time.Second, ErrorLogger: kafkaLogger(s.log),
-		})
+		cg, g, err := s.joinGroup(kctx, o.group, inputs, "stage one")
 		if err != nil {
 			return err
 		}
 		defer cg.Close()
-		go func() {
-			for {
-				gen, err := cg.Next(kctx)
-				if err != nil {
-					if kctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-						return
-					}
-					s.log.Warn("stage one: consumer group: retrying", "err", err)
-					continue
-				}
-				select {
-				case gens <- gen:
-				case <-kctx.Done():
-					return
-				}
-			}
-		}()
+		gens = g
 	}
 	hwms := make(chan map[tp]int64, 1)
 	go func() {

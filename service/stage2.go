@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,33 +55,11 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	}
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
-	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: t.group, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: []string{s.cfg.Kafka.InternalTopic},
-		StartOffset: kafka.FirstOffset, SessionTimeout: s.cfg.Kafka.SessionTimeout, HeartbeatInterval: s.cfg.Kafka.SessionTimeout / 5,
-		RebalanceTimeout: 2 * s.cfg.Kafka.SessionTimeout, JoinGroupBackoff: time.Second, ErrorLogger: kafkaLogger(s.log),
-	})
+	cg, gens, err := s.joinGroup(kctx, t.group, []string{s.cfg.Kafka.InternalTopic}, "stage two")
 	if err != nil {
 		return err
 	}
 	defer cg.Close()
-	gens := make(chan *kafka.Generation)
-	go func() {
-		for {
-			gen, err := cg.Next(kctx)
-			if err != nil {
-				if kctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-					return
-				}
-				s.log.Warn("stage two: consumer group: retrying", "err", err)
-				continue
-			}
-			select {
-			case gens <- gen:
-			case <-kctx.Done():
-				return
-			}
-		}
-	}()
 	msgs := make(chan fetched, 64)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()

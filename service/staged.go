@@ -344,45 +344,46 @@ type fetched struct {
 
 // readFrom feeds one partition to out from off until ctx ends, in batches.
 func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched) {
-	r := kafka.NewReader(kafka.ReaderConfig{
-		Brokers: s.cfg.Kafka.Brokers, Topic: k.topic, Partition: int(k.part), Dialer: s.opts.Dialer,
-		MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, QueueCapacity: 1024,
-		ReadBackoffMin: 100 * time.Millisecond, ReadBackoffMax: 2 * time.Second, ErrorLogger: kafkaLogger(s.log),
-	})
-	defer r.Close()
-	if err := r.SetOffset(off); err != nil {
-		s.log.Error("set offset", "topic", k.topic, "partition", k.part, "offset", off, "err", err)
-		return
-	}
-	const batchMax, batchWait = 512, 5 * time.Millisecond
-	for {
-		m, err := r.FetchMessage(ctx)
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			s.log.Warn("fetch", "topic", k.topic, "partition", k.part, "err", err)
-			if sleepCtx(ctx, time.Second) != nil {
-				return
-			}
-			continue
-		}
-		batch := []kafka.Message{m}
-		bctx, cancel := context.WithTimeout(ctx, batchWait)
-		for len(batch) < batchMax {
-			m, err := r.FetchMessage(bctx)
-			if err != nil {
-				break
-			}
-			batch = append(batch, m)
-		}
-		cancel()
+	fetchBatches(ctx, s.cfg, s.opts.Dialer, s.log, k, off, func(batch []kafka.Message) bool {
 		select {
 		case out <- fetched{gen: gen, k: k, msgs: batch}:
+			return true
 		case <-ctx.Done():
-			return
+			return false
 		}
+	})
+}
+
+// joinGroup joins consumer group id on topics; the channel it returns gets
+// each generation until ctx ends. name says which stage in the logs.
+func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name string) (*kafka.ConsumerGroup, <-chan *kafka.Generation, error) {
+	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
+		ID: id, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: topics, StartOffset: kafka.FirstOffset,
+		SessionTimeout: s.cfg.Kafka.SessionTimeout, HeartbeatInterval: s.cfg.Kafka.SessionTimeout / 5,
+		RebalanceTimeout: 2 * s.cfg.Kafka.SessionTimeout, JoinGroupBackoff: time.Second, ErrorLogger: kafkaLogger(s.log),
+	})
+	if err != nil {
+		return nil, nil, err
 	}
+	gens := make(chan *kafka.Generation)
+	go func() {
+		for {
+			gen, err := cg.Next(ctx)
+			if err != nil {
+				if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
+					return
+				}
+				s.log.Warn(name+": consumer group: retrying", "err", err)
+				continue
+			}
+			select {
+			case gens <- gen:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return cg, gens, nil
 }
 
 // highWatermarks of topics, for telling a caught-up partition.
