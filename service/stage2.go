@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -111,6 +113,11 @@ func (t *stageTwo) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 		}
 	}
 	t.tasks = held
+	pipes := make([]*pipeline.Pipeline, 0, len(held))
+	for _, id := range slices.Sorted(maps.Keys(held)) {
+		pipes = append(pipes, held[id].task.Pipeline())
+	}
+	s.status.pipes.Store(&pipes)
 	s.status.held2.Set(float64(len(held)))
 	s.status.assigned[1].Store(true)
 	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(held))

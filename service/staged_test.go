@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -402,4 +404,113 @@ func TestStagedSeparateStages(t *testing.T) {
 		c.stop(t)
 	}
 	r.check()
+}
+
+// A staged process answers the alert API for the partitions it holds:
+// fed the Uganda fixture up to a day into the shutdown, once it has
+// delivered every line a replay of the same records gives, the alerts it
+// lists as active are exactly those the replay leaves firing.
+func TestStagedAlertAPI(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs days of the Uganda fixture through both stages")
+	}
+	f := loadFixture(t)
+	cut := time.Date(2021, 1, 14, 17, 0, 0, 0, time.UTC).UnixNano()
+	var recs []*ingest.Record
+	for _, r := range loadStagedFixture(t).recs {
+		if r.Time < cut {
+			c := *r
+			recs = append(recs, &c)
+		}
+	}
+	var out bytes.Buffer
+	sink := alerting.NewJSONL("replay", &out)
+	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+	p, err := pipeline.New(pipeline.Config{Rules: f.set, Map: f.m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("fixture", slices.Clone(recs))}, nil); err != nil {
+		t.Fatal(err)
+	}
+	wantLines, err := byDeliveryKey(lines(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, a := range p.ActiveAlerts() {
+		want = append(want, a.ID)
+	}
+	slices.Sort(want)
+	if len(want) == 0 {
+		t.Fatal("nothing firing at the cut")
+	}
+
+	c := startBroker(t, 0, "", f.topicNames()...)
+	t.Cleanup(c.Close)
+	addr := c.ListenAddrs()[0]
+	for _, tp := range f.topics {
+		var part []*ingest.Record
+		for _, rec := range recs {
+			if rec.Stream == tp.Name {
+				part = append(part, rec)
+			}
+		}
+		produce(t, addr, tp.Name, part)
+	}
+	dir := t.TempDir()
+	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
+	cfg.LocalASNs = f.local
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStaged(cfg, Options{Rules: f.set, Map: f.m, Logger: quietLog(), Listener: ln}, StageBoth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	for deadline := time.Now().Add(waitLong); ; time.Sleep(200 * time.Millisecond) {
+		got, err := byDeliveryKey(readLines(t, filepath.Join(dir, "alerts.jsonl")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for k := range wantLines {
+			if _, ok := got[k]; ok {
+				n++
+			}
+		}
+		if n == len(wantLines) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d lines delivered", n, len(wantLines))
+		}
+	}
+	resp, err := http.Get("http://" + ln.Addr().String() + "/api/v1/alerts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Alerts []alerting.Event `json:"alerts"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range body.Alerts {
+		got = append(got, a.ID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("active alerts\n got %v\nwant %v", got, want)
+	}
 }

@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/pipeline"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -22,6 +25,9 @@ type stagedStatus struct {
 	// why names the stage-two partitions whose buckets wait on sources
 	// that stopped flushing; nil when none.
 	why atomic.Pointer[string]
+	// pipes are the pipelines of the stage-two partitions held here, by
+	// partition, as of the last assignment: what the alert API reads.
+	pipes atomic.Pointer[[]*pipeline.Pipeline]
 }
 
 func newStagedStatus() *stagedStatus {
@@ -37,7 +43,16 @@ func newStagedStatus() *stagedStatus {
 	return st
 }
 
-// listen serves /metrics, /healthz and /readyz of a staged process.
+// held returns the pipelines of the stage-two partitions held here.
+func (st *stagedStatus) held() []*pipeline.Pipeline {
+	if p := st.pipes.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// listen serves /metrics, /healthz, /readyz and the alert and event API
+// of a staged process.
 func (s *Staged) listen() (*http.Server, error) {
 	ln := s.opts.Listener
 	if ln == nil {
@@ -55,6 +70,44 @@ func (s *Staged) listen() (*http.Server, error) {
 			return
 		}
 		fmt.Fprintln(w, "ok")
+	})
+	// The alert and event API of the partitions held here: each instance
+	// answers for its own share, as each holds its own alerts.
+	mux.HandleFunc("GET /api/v1/alerts", func(w http.ResponseWriter, r *http.Request) {
+		body := struct {
+			Alerts    []alerting.Event `json:"alerts"`
+			Watermark *time.Time       `json:"watermark"`
+		}{Alerts: []alerting.Event{}}
+		var wm int64
+		for _, p := range s.status.held() {
+			body.Alerts = append(body.Alerts, p.ActiveAlerts()...)
+			if w := p.Stats().Watermark; w > 0 && (wm == 0 || w < wm) {
+				wm = w
+			}
+		}
+		if wm > 0 {
+			t := time.Unix(0, wm).UTC()
+			body.Watermark = &t
+		}
+		writeJSON(w, http.StatusOK, body)
+	})
+	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
+		evs := []alerting.Event{}
+		for _, p := range s.status.held() {
+			evs = append(evs, p.ActiveEvents()...)
+		}
+		writeJSON(w, http.StatusOK, struct {
+			Events []alerting.Event `json:"events"`
+		}{evs})
+	})
+	mux.HandleFunc("GET /api/v1/events/{id}", func(w http.ResponseWriter, r *http.Request) {
+		for _, p := range s.status.held() {
+			if ev, ok := p.Event(r.PathValue("id")); ok {
+				writeJSON(w, http.StatusOK, ev)
+				return
+			}
+		}
+		http.Error(w, "no such event here", http.StatusNotFound)
 	})
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
