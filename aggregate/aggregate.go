@@ -539,8 +539,9 @@ func (a *Aggregator) nextToClose(wm int64) (int64, bool) {
 	return next, true
 }
 
-func (a *Aggregator) close(start int64, fn func(*Closed)) {
-	end := start + a.cfg.Width
+// runHooks runs the BeforeClose hooks of the bucket [start, end); what
+// they observe is stamped inside it and does not count as feed data.
+func (a *Aggregator) runHooks(start, end int64) {
 	for _, h := range a.hooks {
 		h(start, end, obs.SinkFunc(func(o *obs.Observation) {
 			o2 := *o
@@ -550,6 +551,11 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 			a.observe(&o2, false)
 		}))
 	}
+}
+
+func (a *Aggregator) close(start int64, fn func(*Closed)) {
+	end := start + a.cfg.Width
+	a.runHooks(start, end)
 	if a.dirty {
 		slices.SortFunc(a.sorted, func(x, y *Series) int {
 			return cmp.Or(cmp.Compare(x.Signal, y.Signal), cmp.Compare(x.Entity, y.Entity))

@@ -80,20 +80,6 @@ func (a *Aggregator) flush(start int64) (*Flushed, error) {
 	return f, nil
 }
 
-// runHooks runs the BeforeClose hooks of the bucket [start, end); what
-// they observe is stamped inside it and does not count as feed data.
-func (a *Aggregator) runHooks(start, end int64) {
-	for _, h := range a.hooks {
-		h(start, end, obs.SinkFunc(func(o *obs.Observation) {
-			o2 := *o
-			if o2.Time < start || o2.Time >= end {
-				o2.Time = end - 1
-			}
-			a.observe(&o2, false)
-		}))
-	}
-}
-
 // ErrLatePartial is returned for a partial of a bucket stage two has
 // already closed; it is counted as late and dropped.
 var ErrLatePartial = errors.New("partial of a closed bucket")
