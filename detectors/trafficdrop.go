@@ -403,15 +403,7 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
 	}
 	var sc []scored
 	for k := 1; k <= days; k++ {
-		var sum, cnt int32
-		for j := 1; j <= n; j += stride {
-			a, aok := r.Level(t - int64(j)*w)
-			b, bok := r.Level(t - int64(k)*dayNs - int64(j)*w)
-			if aok && bok {
-				sum += max(a-b, b-a)
-				cnt++
-			}
-		}
+		sum, cnt := dayDistance(r, t, w, n, stride, k)
 		dist := math.Inf(1)
 		if cnt > 0 {
 			dist = float64(sum) / float64(cnt)
