@@ -284,24 +284,11 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 	if len(offs) == 0 {
 		return nil
 	}
-	req := &kafka.OffsetCommitRequest{GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID,
-		Topics: map[string][]kafka.OffsetCommit{}}
+	var commits []kafka.OffsetCommit
 	for _, p := range slices.Sorted(mapsKeys(offs)) {
-		req.Topics[topic] = append(req.Topics[topic], offs[p])
+		commits = append(commits, offs[p])
 	}
-	res, err := s.client.OffsetCommit(ctx, req)
-	if err != nil {
-		return err
-	}
-	var errs []error
-	for t, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				errs = append(errs, fmt.Errorf("commit %s/%d: %w", t, p.Partition, p.Error))
-			}
-		}
-	}
-	return errors.Join(errs...)
+	return commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
 }
 
 // committed reads a group's committed offsets and metadata of partitions.

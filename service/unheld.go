@@ -104,13 +104,19 @@ func committedOffsets(ctx context.Context, c *kafka.Client, group string, parts 
 
 // commitOffsets commits offsets in gen with their event times as metadata.
 func commitOffsets(ctx context.Context, c *kafka.Client, gen *kafka.Generation, off []PartitionState) error {
-	req := &kafka.OffsetCommitRequest{GroupID: gen.GroupID, GenerationID: int(gen.ID), MemberID: gen.MemberID,
-		Topics: map[string][]kafka.OffsetCommit{}}
+	topics := map[string][]kafka.OffsetCommit{}
 	for _, p := range off {
-		req.Topics[p.Topic] = append(req.Topics[p.Topic], kafka.OffsetCommit{Partition: int(p.Partition),
+		topics[p.Topic] = append(topics[p.Topic], kafka.OffsetCommit{Partition: int(p.Partition),
 			Offset: p.Next, Metadata: commitMetaPrefix + strconv.FormatInt(p.MaxTime, 10)})
 	}
-	res, err := c.OffsetCommit(ctx, req)
+	return commitGroup(ctx, c, gen, topics)
+}
+
+// commitGroup commits offsets as a member of gen, and fails with every
+// partition the brokers refused.
+func commitGroup(ctx context.Context, c *kafka.Client, gen *kafka.Generation, topics map[string][]kafka.OffsetCommit) error {
+	res, err := c.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: gen.GroupID, GenerationID: int(gen.ID),
+		MemberID: gen.MemberID, Topics: topics})
 	if err != nil {
 		return err
 	}
