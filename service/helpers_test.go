@@ -194,14 +194,20 @@ func (f *fixture) topicNames(extra ...string) []string {
 // produceFixture writes every record of the fixture to its stream's topic.
 func produceFixture(t testing.TB, addr string, f *fixture) {
 	t.Helper()
-	for _, tp := range f.topics {
-		var recs []*ingest.Record
-		for _, r := range f.recs {
+	produceStreams(t, addr, f.topics, f.recs)
+}
+
+// produceStreams writes each record to the topic of its stream.
+func produceStreams(t testing.TB, addr string, topics []Topic, recs []*ingest.Record) {
+	t.Helper()
+	for _, tp := range topics {
+		var part []*ingest.Record
+		for _, r := range recs {
 			if r.Stream == tp.Name {
-				recs = append(recs, r)
+				part = append(part, r)
 			}
 		}
-		produce(t, addr, tp.Name, recs)
+		produce(t, addr, tp.Name, part)
 	}
 }
 

@@ -122,23 +122,7 @@ func loadStagedFixture(t *testing.T) *stagedFixture {
 				sf.recs = append(sf.recs, r)
 			}
 		}
-		var out bytes.Buffer
-		sink := alerting.NewJSONL("replay", &out)
-		send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
-		p, err := pipeline.New(pipeline.Config{Rules: f.set, Map: f.m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
-		if err != nil {
-			sfErr = err
-			return
-		}
-		recs := make([]*ingest.Record, len(sf.recs))
-		for i, r := range sf.recs {
-			c := *r
-			recs[i] = &c
-		}
-		if sfErr = replay.Run(p, []replay.Source{replay.NewSliceSource("fixture", recs)}, nil); sfErr != nil {
-			return
-		}
-		sf.want, sfErr = byDeliveryKey(lines(out.String()))
+		sf.want, _, sfErr = replayLines(f, sf.recs)
 	})
 	if sfErr != nil {
 		t.Fatal(sfErr)
@@ -147,6 +131,29 @@ func loadStagedFixture(t *testing.T) *stagedFixture {
 		t.Fatal("the replay raised nothing")
 	}
 	return &sf
+}
+
+// replayLines replays copies of recs (replay stamps what it reads) through
+// one pipeline with the fixture's rules and map, and returns its alert and
+// event lines by delivery key, and the pipeline as the replay left it.
+func replayLines(f *fixture, recs []*ingest.Record) (map[string]string, *pipeline.Pipeline, error) {
+	var out bytes.Buffer
+	sink := alerting.NewJSONL("replay", &out)
+	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+	p, err := pipeline.New(pipeline.Config{Rules: f.set, Map: f.m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
+	if err != nil {
+		return nil, nil, err
+	}
+	cp := make([]*ingest.Record, len(recs))
+	for i, r := range recs {
+		c := *r
+		cp[i] = &c
+	}
+	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("fixture", cp)}, nil); err != nil {
+		return nil, nil, err
+	}
+	want, err := byDeliveryKey(lines(out.String()))
+	return want, p, err
 }
 
 // byDeliveryKey de-duplicates alert and event lines by their delivery
@@ -248,17 +255,8 @@ func newStagedRun(t *testing.T) *stagedRun {
 	c := startBroker(t, 0, "", fx.topicNames()...)
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
-	r := &stagedRun{t: t, f: f, addr: addr, topics: fx.topics}
-	for _, tp := range fx.topics {
-		var recs []*ingest.Record
-		for _, rec := range f.recs {
-			if rec.Stream == tp.Name {
-				recs = append(recs, rec)
-			}
-		}
-		produce(t, addr, tp.Name, recs)
-	}
-	return r
+	produceStreams(t, addr, fx.topics, f.recs)
+	return &stagedRun{t: t, f: f, addr: addr, topics: fx.topics}
 }
 
 func (r *stagedRun) spec(i int, stage string) childSpec {
@@ -419,21 +417,10 @@ func TestStagedAlertAPI(t *testing.T) {
 	var recs []*ingest.Record
 	for _, r := range loadStagedFixture(t).recs {
 		if r.Time < cut {
-			c := *r
-			recs = append(recs, &c)
+			recs = append(recs, r)
 		}
 	}
-	var out bytes.Buffer
-	sink := alerting.NewJSONL("replay", &out)
-	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
-	p, err := pipeline.New(pipeline.Config{Rules: f.set, Map: f.m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("fixture", slices.Clone(recs))}, nil); err != nil {
-		t.Fatal(err)
-	}
-	wantLines, err := byDeliveryKey(lines(out.String()))
+	wantLines, p, err := replayLines(f, recs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,15 +436,7 @@ func TestStagedAlertAPI(t *testing.T) {
 	c := startBroker(t, 0, "", f.topicNames()...)
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]
-	for _, tp := range f.topics {
-		var part []*ingest.Record
-		for _, rec := range recs {
-			if rec.Stream == tp.Name {
-				part = append(part, rec)
-			}
-		}
-		produce(t, addr, tp.Name, part)
-	}
+	produceStreams(t, addr, f.topics, recs)
 	dir := t.TempDir()
 	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
 	cfg.LocalASNs = f.local
