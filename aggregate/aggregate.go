@@ -487,21 +487,35 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 	}
 	s.free = b.acc
 	*b = openBucket{}
-	// Buckets close oldest first: drop closed slots from the front; the
-	// next growth of the slice gives the space back. When none is left
-	// open (a series with one bucket open at a time), keep the slots
-	// where they are, so that the next bucket reuses them instead of
-	// growing a new slice.
-	if i := s.slot(start); i == len(s.open)-1 && i == 0 {
-		s.open = s.open[:0]
-		return value, count, true
+	// Buckets close oldest first: drop closed slots from the front. When
+	// none is left open, keep the slots where they are, so that the next
+	// bucket reuses them. When a few are (the next bucket opened before
+	// the watermark passed this one), move them to the front rather than
+	// slice past the closed ones: that would give up capacity, and every
+	// bucket would then grow a new slice. A long window is sliced, so that
+	// closing stays O(1).
+	k := 0
+	for k < len(s.open) && !s.open[k].used {
+		k++
 	}
-	for len(s.open) > 0 && !s.open[0].used {
-		s.open = s.open[1:]
-		s.openBase += s.Hist.Width()
+	switch {
+	case k == 0:
+	case k == len(s.open):
+		s.open = s.open[:0]
+	case len(s.open)-k <= maxShift:
+		n := copy(s.open, s.open[k:])
+		clear(s.open[n:])
+		s.open = s.open[:n]
+		s.openBase += int64(k) * s.Hist.Width()
+	default:
+		s.open = s.open[k:]
+		s.openBase += int64(k) * s.Hist.Width()
 	}
 	return value, count, true
 }
+
+// maxShift is how many open buckets take moves to the front of the window.
+const maxShift = 8
 
 // Advance moves the watermark to wm (event time, Unix ns): every bucket
 // that ends at or before wm closes, oldest first, and fn receives each.

@@ -33,18 +33,52 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 		if !ok {
 			return nil
 		}
-		f, err := a.flush(start)
+		f := &Flushed{Start: start, End: start + a.cfg.Width}
+		feeds, err := a.flush(start, func(_ obs.Signal, e *partial.Entry) {
+			f.Entries = append(f.Entries, *e)
+		})
 		if err != nil {
 			return err
 		}
+		f.Feeds = feeds.counts()
 		fn(f)
 	}
 }
 
-func (a *Aggregator) flush(start int64) (*Flushed, error) {
+// Handoff is Flush and merge in one process: every bucket of this
+// stage-one aggregator that ends at or before wm moves into dst, exactly as
+// dst.ObservePartial and dst.ObserveFeeds would merge what Flush sends,
+// but without building the partial records in between, which cost more
+// than the bucketing itself when stages one and two share a process.
+// Entries dst refuses (late ones) go to reject; the rest still merge.
+func (a *Aggregator) Handoff(wm int64, dst *Aggregator, reject func(error)) error {
+	merge := func(sig obs.Signal, e *partial.Entry) {
+		if err := dst.observePartial(sig, e); err != nil {
+			reject(err)
+		}
+	}
+	for {
+		start, ok := a.nextToClose(wm)
+		if !ok {
+			return nil
+		}
+		feeds, err := a.flush(start, merge)
+		if err != nil {
+			return err
+		}
+		if err := dst.observeFeeds(start, feeds); err != nil {
+			reject(err)
+		}
+	}
+}
+
+// flush takes the bucket at start out of a stage-one aggregator: each
+// series' state goes to entry, in the order of SortedSeries, and the feed
+// counts are returned. The entry passed is only valid during the call.
+func (a *Aggregator) flush(start int64, entry func(obs.Signal, *partial.Entry)) (*feedCounts, error) {
 	end := start + a.cfg.Width
 	a.runHooks(start, end)
-	f := &Flushed{Start: start, End: end, Feeds: a.feeds[start].counts()}
+	feeds := a.feeds[start]
 	delete(a.feeds, start)
 	if a.lastStart == start {
 		a.lastFeeds = nil
@@ -52,6 +86,7 @@ func (a *Aggregator) flush(start int64) (*Flushed, error) {
 	if i, ok := slices.BinarySearch(a.starts, start); ok {
 		a.starts = slices.Delete(a.starts, i, i+1)
 	}
+	var e partial.Entry // one for the bucket: its address goes to entry, so it lives on the heap
 	for _, s := range a.SortedSeries() {
 		w := s.Hist.Width()
 		if end%w != 0 {
@@ -61,7 +96,7 @@ func (a *Aggregator) flush(start int64) (*Flushed, error) {
 		if b == nil {
 			continue
 		}
-		e := partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: b.start, Sum: b.sum, Count: b.count, LastT: b.lastT}
+		e = partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: b.start, Sum: b.sum, Count: b.count, LastT: b.lastT}
 		if b.acc != nil {
 			m, ok := b.acc.(encoding.BinaryMarshaler)
 			if !ok {
@@ -73,11 +108,11 @@ func (a *Aggregator) flush(start int64) (*Flushed, error) {
 			}
 		}
 		s.take(b.start)
-		f.Entries = append(f.Entries, e)
+		entry(s.Signal, &e)
 	}
 	a.closedTo = end
 	a.stats.BucketsClosed++
-	return f, nil
+	return feeds, nil
 }
 
 // ErrLatePartial is returned for a partial of a bucket stage two has
@@ -93,6 +128,11 @@ func (a *Aggregator) ObservePartial(e *partial.Entry) error {
 	if !ok {
 		return fmt.Errorf("aggregate: partial of unknown signal %q", e.Signal)
 	}
+	return a.observePartial(sig, e)
+}
+
+// observePartial is ObservePartial of an entry whose signal is known.
+func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry) error {
 	w := a.WidthOf(sig)
 	if e.Start%w != 0 {
 		return fmt.Errorf("aggregate: partial %s{%s} starts at %d, off its %dns buckets", e.Signal, e.Entity, e.Start, w)
@@ -173,6 +213,23 @@ func (a *Aggregator) ObserveFeeds(start int64, feeds map[obs.Feed]int64) error {
 	f := a.openFeeds(start)
 	for _, feed := range slices.Sorted(maps.Keys(feeds)) {
 		f.add(feed, feeds[feed])
+	}
+	return nil
+}
+
+// observeFeeds is ObserveFeeds of a stage-one aggregator's own counts.
+func (a *Aggregator) observeFeeds(start int64, feeds *feedCounts) error {
+	if start < a.closedTo {
+		a.stats.Late++
+		return ErrLatePartial
+	}
+	f := a.openFeeds(start)
+	if feeds != nil {
+		for i, feed := range feeds.feeds {
+			if feeds.n[i] > 0 {
+				f.add(feed, feeds.n[i])
+			}
+		}
 	}
 	return nil
 }

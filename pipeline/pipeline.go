@@ -285,23 +285,25 @@ func (p *Pipeline) count(e *decoderEntry, rec *ingest.Record, err error, receive
 
 // Advance moves the watermark of both stages: every bucket ending at or
 // before wm leaves stage one, merges into stage two, closes and is judged.
+// In one process the buckets go straight from one aggregator to the other
+// (aggregate.Handoff) instead of through partial records: the same merge,
+// without encoding what never leaves the process.
 func (p *Pipeline) Advance(wm int64) {
 	if p.pre == p.agg {
 		p.Close(wm)
 		return
 	}
-	if err := p.Flush(wm, p.mergeFlushed); err != nil {
+	if err := p.pre.Handoff(wm, p.agg, p.rejectHandoff); err != nil {
 		p.log.Error("bucket not flushed", "err", err)
 	}
 	p.Close(wm)
 }
 
-// mergeFlushed is Merge for the in-process path, where an error is a bug
-// in this build rather than bad input: logged, never silent.
-func (p *Pipeline) mergeFlushed(f *aggregate.Flushed) {
-	if err := p.Merge(f); err != nil {
-		p.log.Error("partial not merged", "start", time.Unix(0, f.Start).UTC(), "err", err)
-	}
+// rejectHandoff counts a partial that stage two refused in process, where
+// it is a bug in this build rather than bad input: logged, never silent.
+func (p *Pipeline) rejectHandoff(err error) {
+	p.countPartialError(err)
+	p.log.Error("partial not merged", "err", err)
 }
 
 func (p *Pipeline) judge(c *aggregate.Closed) {
