@@ -85,7 +85,9 @@ type Stats struct {
 type formatKey struct{ stream, format string }
 
 type decoderEntry struct {
+	key     formatKey
 	dec     ingest.Decoder
+	ordered bool  // records are held until their bucket closes
 	records int64 // under Pipeline.mu
 }
 
@@ -107,7 +109,11 @@ type Pipeline struct {
 	agg      *aggregate.Aggregator
 	env      *ingest.Env
 	decoders map[formatKey]*decoderEntry
-	rules    []*boundRule
+	// last is the decoder of the last record: a live partition or a
+	// replayed file sends one stream in one format, so the map lookup
+	// (two strings hashed) is rarely needed.
+	last  *decoderEntry
+	rules []*boundRule
 	// match caches which rules watch each series.
 	match   map[*aggregate.Series][]int
 	silence *detectors.FeedSilence
@@ -197,18 +203,23 @@ func (p *Pipeline) Decoder(stream, format string) (ingest.Decoder, error) {
 }
 
 func (p *Pipeline) entry(stream, format string) (*decoderEntry, error) {
+	if e := p.last; e != nil && e.key.stream == stream && e.key.format == format {
+		return e, nil
+	}
 	k := formatKey{stream, format}
 	if e, ok := p.decoders[k]; ok {
+		p.last = e
 		return e, nil
 	}
 	d, err := ingest.NewDecoder(stream, format, p.env)
 	if err != nil {
 		return nil, err
 	}
-	e := &decoderEntry{dec: d}
+	e := &decoderEntry{key: k, dec: d, ordered: ingest.Ordered(stream)}
 	p.mu.Lock()
 	p.decoders[k] = e
 	p.mu.Unlock()
+	p.last = e
 	return e, nil
 }
 
@@ -221,14 +232,15 @@ func (p *Pipeline) entry(stream, format string) (*decoderEntry, error) {
 // they fall in closes; only a missing decoder is reported at once, and
 // their decode errors are counted and logged when they are applied.
 func (p *Pipeline) Process(rec *ingest.Record) error {
-	if ingest.Ordered(rec.Stream) {
-		e, err := p.entry(rec.Stream, rec.Format)
-		if err == nil {
-			p.held.hold(rec)
-		}
-		return p.count(e, rec, err, true)
+	e, err := p.entry(rec.Stream, rec.Format)
+	switch {
+	case err != nil:
+	case e.ordered:
+		p.held.hold(rec)
+	default:
+		err = e.dec.Decode(rec.Value, p.pre)
 	}
-	return p.apply(rec, true)
+	return p.count(e, rec, err, true)
 }
 
 // apply decodes rec into the open buckets; received says whether to count
