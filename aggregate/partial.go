@@ -53,7 +53,7 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 // Entries dst refuses (late ones) go to reject; the rest still merge.
 func (a *Aggregator) Handoff(wm int64, dst *Aggregator, reject func(error)) error {
 	merge := func(sig obs.Signal, e *partial.Entry) {
-		if err := dst.observePartial(sig, e); err != nil {
+		if err := dst.observePartial(sig, e, true); err != nil {
 			reject(err)
 		}
 	}
@@ -128,11 +128,14 @@ func (a *Aggregator) ObservePartial(e *partial.Entry) error {
 	if !ok {
 		return fmt.Errorf("aggregate: partial of unknown signal %q", e.Signal)
 	}
-	return a.observePartial(sig, e)
+	return a.observePartial(sig, e, false)
 }
 
 // observePartial is ObservePartial of an entry whose signal is known.
-func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry) error {
+// owned says the entity is a string no buffer will reuse (a stage-one
+// series' own name, handed off in process): it is then found through the
+// cache that observations use, which compares addresses, not bytes.
+func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry, owned bool) error {
 	w := a.WidthOf(sig)
 	if e.Start%w != 0 {
 		return fmt.Errorf("aggregate: partial %s{%s} starts at %d, off its %dns buckets", e.Signal, e.Entity, e.Start, w)
@@ -143,12 +146,12 @@ func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry) error {
 		a.stats.Late++
 		return ErrLatePartial
 	}
-	k := Key{sig, e.Entity}
-	s := a.series[k]
-	if s == nil {
+	var s *Series
+	if owned {
+		s = a.lookup(sig, e.Entity)
+	} else if s = a.series[Key{sig, e.Entity}]; s == nil {
 		// The entity may share memory with its sender's buffers.
-		k.Entity = strings.Clone(k.Entity)
-		s = a.newSeries(k)
+		s = a.newSeries(Key{sig, strings.Clone(e.Entity)})
 	}
 	b := s.bucket(e.Start)
 	if b == nil {
@@ -236,11 +239,15 @@ func (a *Aggregator) observeFeeds(start int64, feeds *feedCounts) error {
 
 // openFeeds returns the feed counts of the base bucket at start, opening it.
 func (a *Aggregator) openFeeds(start int64) *feedCounts {
+	if a.lastFeeds != nil && a.lastStart == start {
+		return a.lastFeeds
+	}
 	f := a.feeds[start]
 	if f == nil {
 		f = &feedCounts{}
 		a.feeds[start] = f
 		a.addStart(start)
 	}
+	a.lastStart, a.lastFeeds = start, f
 	return f
 }
