@@ -193,6 +193,8 @@ type Aggregator struct {
 	series map[Key]*Series
 	sorted []*Series
 	dirty  bool
+	// byID holds the series numbered for a decoder (SeriesID), by number.
+	byID []*Series
 	// openStarts lists bucket starts with open data, ascending; feeds counts
 	// per open bucket.
 	feeds map[int64]*feedCounts
@@ -356,15 +358,20 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 		a.stats.Late++
 		return
 	}
-	s := a.lookup(o.Signal, o.Entity)
-	start := o.Time - o.Time%a.cfg.Width
+	a.add(a.lookup(o.Signal, o.Entity), o.Time, o.Value, o, fromFeed)
+}
+
+// add adds value v at time t to series s, past the lateness check; o is
+// the observation, which only a custom signal's accumulator reads.
+func (a *Aggregator) add(s *Series, t int64, v float64, o *obs.Observation, fromFeed bool) {
+	start := t - t%a.cfg.Width
 	sstart := start
 	if w := s.Hist.Width(); w != a.cfg.Width {
-		sstart = o.Time - o.Time%w
+		sstart = t - t%w
 	}
 	b := s.bucket(sstart)
 	if b == nil {
-		b = s.openBucket(sstart, o.Signal)
+		b = s.openBucket(sstart, s.Signal)
 	}
 	if a.lastFeeds == nil || a.lastStart != start {
 		f := a.feeds[start]
@@ -375,22 +382,22 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 		}
 		a.lastStart, a.lastFeeds = start, f
 	}
-	def := o.Signal.Def()
+	def := s.Signal.Def()
 	if fromFeed {
 		a.lastFeeds.add(def.Feed, 1)
 	}
 	switch def.Agg {
 	case obs.Sum:
-		b.sum += o.Value
+		b.sum += v
 	case obs.Mean:
-		b.sum += o.Value
+		b.sum += v
 	case obs.Max:
-		if b.count == 0 || o.Value > b.sum {
-			b.sum = o.Value
+		if b.count == 0 || v > b.sum {
+			b.sum = v
 		}
 	case obs.Last:
-		if b.count == 0 || o.Time >= b.lastT {
-			b.sum, b.lastT = o.Value, o.Time
+		if b.count == 0 || t >= b.lastT {
+			b.sum, b.lastT = v, t
 		}
 	case obs.Custom:
 		b.acc.Add(o)

@@ -70,6 +70,10 @@ type attributor struct {
 	// recent remembers the entity names of recently seen eyeball ASes:
 	// one array probe instead of three map lookups on the hot path.
 	recent *[recentSize]asEntry
+	// numbered is the sink whose series numbers recent holds: a decoder
+	// that writes into an obs.SeriesSink names each series once, then
+	// observes it by number (see observe).
+	numbered obs.SeriesSink
 }
 
 const recentSize = 512
@@ -78,6 +82,10 @@ type asEntry struct {
 	asn           uint32
 	asnEnt        string
 	cc, countryEn string
+	// asnIDs and countryIDs are the numbers of the bytes and packets
+	// series of the AS and its country in the numbered sink, plus one:
+	// 0 until known.
+	asnIDs, countryIDs [2]int32
 }
 
 func newAttributor(cfg Config) attributor {
@@ -157,11 +165,18 @@ func (a *attributor) emit(r *record, sink obs.Sink) {
 	}
 	bytes, packets := r.bytes*rate, r.packets*rate
 
+	ss, _ := sink.(obs.SeriesSink)
+	if ss != a.numbered {
+		a.numbered = ss
+		for i := range a.recent {
+			a.recent[i].asnIDs, a.recent[i].countryIDs = [2]int32{}, [2]int32{}
+		}
+	}
 	e := &a.recent[(eyeAS*2654435761)>>(32-9)]
 	if e.asnEnt == "" || e.asn != eyeAS {
 		*e = asEntry{asn: eyeAS, asnEnt: a.asns.Entity(eyeAS)}
 	}
-	a.observe(sink, r.timeNs, e.asnEnt, bytes, packets)
+	a.observe(sink, ss, &e.asnIDs, r.timeNs, e.asnEnt, bytes, packets)
 	if a.m == nil {
 		return
 	}
@@ -169,25 +184,46 @@ func (a *attributor) emit(r *record, sink obs.Sink) {
 	// under a running decoder is followed; only its entity name is cached.
 	if cc := a.m.Country(eyeAS); cc != "" {
 		if cc != e.cc {
-			e.cc, e.countryEn = cc, cached(a.countries, cc, obs.Country)
+			e.cc, e.countryEn, e.countryIDs = cc, cached(a.countries, cc, obs.Country), [2]int32{}
 		}
-		a.observe(sink, r.timeNs, e.countryEn, bytes, packets)
+		a.observe(sink, ss, &e.countryIDs, r.timeNs, e.countryEn, bytes, packets)
 	}
 	if eyeAddr.IsValid() && a.m.Regions.Len() > 0 {
 		// Regions.Lookup rather than Map.Region: the latter upper-cases on
 		// every call, obs.Region does it once per cached name.
 		if rg, _ := a.m.Regions.Lookup(eyeAddr); rg != "" {
-			a.observe(sink, r.timeNs, cached(a.regions, rg, obs.Region), bytes, packets)
+			a.observe(sink, nil, nil, r.timeNs, cached(a.regions, rg, obs.Region), bytes, packets)
 		}
 	}
 }
 
-func (a *attributor) observe(sink obs.Sink, t int64, entity string, bytes, packets float64) {
+// observe hands the bytes and packets of entity to sink: by series number
+// when ss (the sink, when it numbers its series) has numbered both, and
+// ids (plus one, 0 for not yet) remembers them; else by name, after which
+// the next record asks for the numbers again.
+func (a *attributor) observe(sink obs.Sink, ss obs.SeriesSink, ids *[2]int32, t int64, entity string, bytes, packets float64) {
+	a.stats.Observations += 2
+	if ss != nil {
+		if ids[0] == 0 {
+			if id, ok := ss.SeriesID(obs.TrafficBytes, entity); ok {
+				ids[0] = id + 1
+			}
+		}
+		if ids[1] == 0 {
+			if id, ok := ss.SeriesID(obs.TrafficPackets, entity); ok {
+				ids[1] = id + 1
+			}
+		}
+		if ids[0] != 0 && ids[1] != 0 {
+			ss.ObserveSeries(ids[0]-1, t, bytes)
+			ss.ObserveSeries(ids[1]-1, t, packets)
+			return
+		}
+	}
 	a.o = obs.Observation{Time: t, Signal: obs.TrafficBytes, Entity: entity, Value: bytes}
 	sink.Observe(&a.o)
 	a.o = obs.Observation{Time: t, Signal: obs.TrafficPackets, Entity: entity, Value: packets}
 	sink.Observe(&a.o)
-	a.stats.Observations += 2
 }
 
 func cached(c map[string]string, code string, name func(string) string) string {

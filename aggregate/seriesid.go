@@ -1,0 +1,33 @@
+package aggregate
+
+import "github.com/outagewatch/outagewatch/obs"
+
+var _ obs.SeriesSink = (*Aggregator)(nil)
+
+// SeriesID implements obs.SeriesSink: the number is the series' own (ID).
+// A series is numbered only once it exists, so that a late first
+// observation, which Observe drops, creates no series here either.
+func (a *Aggregator) SeriesID(sig obs.Signal, entity string) (int32, bool) {
+	if sig.Def().Agg == obs.Custom {
+		return 0, false
+	}
+	s := a.series[Key{sig, entity}]
+	if s == nil {
+		return 0, false
+	}
+	for len(a.byID) <= int(s.id) {
+		a.byID = append(a.byID, nil)
+	}
+	a.byID[s.id] = s
+	return s.id, true
+}
+
+// ObserveSeries implements obs.SeriesSink.
+func (a *Aggregator) ObserveSeries(id int32, t int64, v float64) {
+	a.stats.Observations++
+	if t < a.closedTo {
+		a.stats.Late++
+		return
+	}
+	a.add(a.byID[id], t, v, nil, true)
+}
