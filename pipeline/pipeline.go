@@ -131,7 +131,6 @@ type Pipeline struct {
 	outages   int64
 	watermark int64
 	active    []alerting.Event
-	outageNow []alerting.Event
 	// aggStats is the aggregator's counters as of the last record or bucket,
 	// copied under mu so that Stats never reads the aggregator while the
 	// processing goroutine writes it.
@@ -351,7 +350,6 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 	p.mu.Lock()
 	evs := p.corr.Flush(time.Unix(0, c.End).UTC())
 	p.outages += int64(len(evs))
-	p.outageNow = p.corr.Active()
 	p.mu.Unlock()
 	if p.cfg.Events != nil {
 		for _, ev := range evs {
@@ -419,7 +417,9 @@ func (p *Pipeline) Event(id string) (alerting.Event, bool) {
 func (p *Pipeline) ActiveEvents() []alerting.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return slices.Clone(p.outageNow)
+	// Built when asked rather than every bucket: what it returns (each
+	// event as its last bucket left it) changes only in Flush.
+	return p.corr.Active()
 }
 
 // ActiveAlerts returns the alerts firing now.
@@ -558,7 +558,6 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 		p.errs = map[string]int64{}
 	}
 	p.active = p.mgr.Active()
-	p.outageNow = p.corr.Active()
 	p.mu.Unlock()
 	return nil
 }
