@@ -12,8 +12,8 @@
 # bgpdump is Debian's (and Ubuntu's) package: apt-get install bgpdump.
 # The exports are written compressed (scripts/genexport) to $TMPDIR, and
 # replay streams them: 100,000 series take 110 MB (one day) and 1.5 GB
-# (fourteen days) of disk, and about 3 minutes and 45 minutes on 2 cores.
-# The default, 1,000 series, takes under a minute.
+# (fourteen days) of disk, and 3 and 56 minutes on 2 shared cores. The
+# default, 1,000 series, takes about a minute.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 series=${1:-1000}
