@@ -528,7 +528,7 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	}
 	p.held = held{}
 	for _, h := range cp.Held {
-		p.held.hold(&h.Rec)
+		p.held.hold(h.Rec)
 	}
 	for _, br := range p.rules {
 		if st, ok := cp.Detectors[br.rule.Name]; ok {

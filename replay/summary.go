@@ -140,10 +140,22 @@ type Summarized interface {
 }
 
 // FromFile reads a file into a time-ordered source that keeps a summary.
-// The records are sorted in bounded memory (see sorter): a long file is
-// spilled to temporary files in sorted runs and merged back as it is
-// replayed. unit is "line" for text formats and "record" for binary ones.
+// A regular file in time order is read a second time as it is replayed
+// (see stream.go); any other is sorted in bounded memory (see sorter): a
+// long file is spilled to temporary files in sorted runs and merged back
+// as it is replayed. unit is "line" for text formats and "record" for
+// binary ones. read may be called twice and must read the whole file each
+// time.
 func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadStats, error)) (*FileSource, error) {
+	if rereadable(path) {
+		ordered, st, n, err := checkOrder(read)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if ordered {
+			return newFileSource(newStreamSource(path, n, read), path, unit, st, n), nil
+		}
+	}
 	so := newSorter(path)
 	st, err := read(func(r ingest.Record) error {
 		if r.Topic == "" {
@@ -161,6 +173,11 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 		so.close()
 		return nil, err
 	}
+	return newFileSource(src, path, unit, st, n), nil
+}
+
+// newFileSource wraps the n records of src with the summary of the file.
+func newFileSource(src Source, path, unit string, st ReadStats, n int) *FileSource {
 	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines}, n: n}
 	if fs.sum.Read == 0 {
 		fs.sum.Read = int64(n)
@@ -174,7 +191,7 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 			fs.sum.FirstErr = "no readable time"
 		}
 	}
-	return fs, nil
+	return fs
 }
 
 // Summaries returns the summaries of the sources that keep one, in order,
