@@ -302,7 +302,7 @@ func rankGeometry(w int64) (n, stride int) {
 }
 
 // rank returns the past days 1..days ordered as rankDays orders them.
-func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int {
+func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 	n, stride := rankGeometry(w)
 	// The days whose partners stay in the ring while a bucket passes
 	// through the window and the catch-up.
@@ -344,8 +344,13 @@ func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int 
 		sc = append(sc, scored{k, dist})
 	}
 	slices.SortStableFunc(sc, func(a, b scored) int { return cmp.Compare(a.dist, b.dist) })
+	if cap(out) < len(sc) {
+		// Exactly the room the ranking needs: growing by appends would
+		// leave up to twice that in every series.
+		out = make([]int16, 0, len(sc))
+	}
 	for _, s := range sc {
-		out = append(out, s.day)
+		out = append(out, int16(s.day))
 	}
 	return out
 }
