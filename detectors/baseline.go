@@ -368,18 +368,38 @@ func (m *dayRanker) rebuild(r *series.Ring, t, w int64, n, stride, kept int) {
 	}
 }
 
-// add adds (sign 1) or takes out (−1) the terms of bucket x.
+// add adds (sign 1) or takes out (−1) the terms of bucket x. It reads
+// the bucket and its partners on the kept days as one column of codes
+// (series.Ring.DayCodes), and measures the distances between codes, which
+// are the distances between levels: a level is its code plus the ring's
+// base, and a zero (code 1) sits ten levels under the smallest value.
 func (m *dayRanker) add(r *series.Ring, x int64, stride int, sign int32) {
-	a, ok := r.Level(x)
-	if !ok {
+	var buf [64]uint16
+	codes := buf[:]
+	if m.kept+1 > len(buf) {
+		codes = make([]uint16, m.kept+1)
+	}
+	codes = codes[:m.kept+1]
+	r.DayCodes(x, codes)
+	if codes[0] == 0 {
 		return
 	}
+	a := codeLevel(codes[0])
 	row := m.terms[int((x/m.w)%int64(stride))*m.kept:][:m.kept]
-	for k := range row {
-		if b, ok := r.Level(x - int64(k+1)*dayNs); ok {
+	for k, c := range codes[1:] {
+		if c != 0 {
+			b := codeLevel(c)
 			row[k] = uint32(int32(row[k]) + sign*(max(a-b, b-a)<<8|1))
 		}
 	}
+}
+
+// codeLevel is series.Ring.Level less the ring's base, for a held code.
+func codeLevel(c uint16) int32 {
+	if c == 1 {
+		return -10
+	}
+	return int32(c) - 2
 }
 
 // dayDistance is rankDays' sum and count for day k.
