@@ -24,6 +24,7 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 		{"two weeks, 0.1 % format", series.FormatFor(0.001), 4032},
 		{"nine days", series.Default, 9 * 288},
 		{"nine days and a bucket", series.Default, 9*288 + 1},
+		{"nineteen days: four similar days once full", series.Default, 19 * 288},
 		{"five hours", series.Default, 60},
 	}
 	for _, tc := range cases {
@@ -41,11 +42,12 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				td        = &trafficDrop{p: *DefaultTrafficDrop()}
 				st        dropState
 				baselines int
+				ahead     int // baselines computed an hour ahead
 				lastValue = 1000.0
 				every     = int64(3600e9)
 			)
 			t0 := int64(1700006400e9)
-			for b := range 20 * 288 {
+			for b := range max(20*288, tc.n+2*288) {
 				ts := t0 + int64(b)*w
 				if rng.IntN(50) == 0 {
 					continue // no point this bucket: no call, no store
@@ -86,7 +88,13 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				case 1:
 					v = math.NaN()
 				case 2:
-					lastValue *= 300
+					// up (a rebase) and back down, so that the
+					// history keeps a shape within the ring's span
+					if lastValue > 1000 {
+						lastValue /= 30
+					} else {
+						lastValue *= 30
+					}
 				}
 				r.Put(ts, v)
 				// traffic_drop's baseline, read through its columns,
@@ -104,6 +112,9 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				if gok {
 					baselines++
 				}
+				if _, _, hit := st.ahead.get(r, ts, w); hit {
+					ahead++
+				}
 				switch rng.IntN(300) {
 				case 0: // an outlier replaced by its prediction afterwards
 					r.Put(ts-w*int64(rng.IntN(10)), lastValue)
@@ -115,8 +126,8 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 					}
 				}
 			}
-			if medians < 1000 || (tc.n >= 7*288 && ranked < 100) || (tc.n >= 2*288 && baselines < 1000) {
-				t.Fatalf("only %d medians, %d rankings and %d baselines compared", medians, ranked, baselines)
+			if medians < 1000 || (tc.n >= 7*288 && ranked < 100) || (tc.n >= 2*288 && baselines < 1000) || (tc.n >= 7*288 && ahead < 1000) {
+				t.Fatalf("only %d medians, %d rankings and %d baselines (%d from an hour ahead) compared", medians, ranked, baselines, ahead)
 			}
 		})
 	}

@@ -131,7 +131,8 @@ type trafficDrop struct {
 	states map[string]*dropState // by signal{entity}
 	byID   byID[dropState]
 	feed   feedFaultState
-	js     []judged // the bucket's judged points, kept for the next bucket's
+	js     []judged   // the bucket's judged points, kept for the next bucket's
+	cols   [][]uint16 // scratch of hourAhead.fill
 }
 
 // dropState is one entity's state; exported fields are checkpointed.
@@ -150,8 +151,10 @@ type dropState struct {
 	SimilarAt int64
 	// ranker keeps the ranking's distances between rankings.
 	ranker dayRanker
-	// columns keeps the codes the baseline read, for the next bucket.
+	// columns keeps the codes the baseline read, for the next bucket, and
+	// ahead the baselines up to the next ranking.
 	columns dayColumns
+	ahead   hourAhead
 }
 
 type feedFaultState struct {
@@ -410,6 +413,13 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 		st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
 		st.SimilarAt = t
 		st.columns.reset()
+		st.ahead.fill(r, st.Similar, t, w, d.p.MaxDays, &d.cols)
+	}
+	if b, ok, hit := st.ahead.get(r, t, w); hit {
+		if !ok {
+			return 0, "", false
+		}
+		return b, "similar_days", true
 	}
 	k := min(max(3, days*6/28), 6)
 	slide := st.columns.slides(r, t, w, true)
