@@ -19,13 +19,19 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 		name string
 		f    *series.Format
 		n    int
+		// before: traffic_drop judges a bucket before its value is
+		// stored, as the aggregator calls it
+		before bool
 	}{
-		{"two weeks, default format", series.Default, 4032},
-		{"two weeks, 0.1 % format", series.FormatFor(0.001), 4032},
-		{"nine days", series.Default, 9 * 288},
-		{"nine days and a bucket", series.Default, 9*288 + 1},
-		{"nineteen days: four similar days once full", series.Default, 19 * 288},
-		{"five hours", series.Default, 60},
+		{"two weeks, default format", series.Default, 4032, true},
+		{"two weeks, judged after stored", series.Default, 4032, false},
+		{"two weeks, 0.1 % format", series.FormatFor(0.001), 4032, true},
+		{"nine days", series.Default, 9 * 288, true},
+		{"nine days and a bucket", series.Default, 9*288 + 1, false},
+		{"nineteen days: four similar days once full", series.Default, 19 * 288, true},
+		{"nineteen days, judged after stored", series.Default, 19 * 288, false},
+		{"nineteen days less a bucket: four similar days after a skipped bucket", series.Default, 19*288 - 1, true},
+		{"five hours", series.Default, 60, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +102,9 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 						lastValue *= 30
 					}
 				}
-				r.Put(ts, v)
+				if !tc.before {
+					r.Put(ts, v)
+				}
 				// traffic_drop's baseline, read through its columns,
 				// against previousDays, smoothedAt and median
 				got, gmethod, gok := td.baseline(&st, r, ts, w)
@@ -114,6 +122,9 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				}
 				if _, _, hit := st.ahead.get(r, ts, w); hit {
 					ahead++
+				}
+				if tc.before {
+					r.Put(ts, v)
 				}
 				switch rng.IntN(300) {
 				case 0: // an outlier replaced by its prediction afterwards

@@ -17,11 +17,13 @@ const aheadBuckets = 12
 // over a few cache lines instead of a pass per bucket over every series'
 // history. A baseline is used only while the ring is what the computation
 // assumed: the same stored codes (Rev), advanced by one bucket per bucket
-// (Last), so that the same buckets are held and the same days count; then
+// (Last, which trails the bucket judged by one when the aggregator stores
+// a bucket after judging it), so that the same buckets are held and the same days count; then
 // it is the baseline recomputing would give, to the bit. Otherwise the
 // bucket reads its baseline through dayColumns.
 type hourAhead struct {
 	at   int64 // the ranking's bucket: base[j] is for at + j·w; 0 = none
+	off  int64 // at − the ring's last bucket then (w: judged before stored)
 	rev  uint16
 	n    uint8                 // baselines held
 	base [aheadBuckets]float64 // NaN where no similar day had data
@@ -32,7 +34,8 @@ type hourAhead struct {
 func (h *hourAhead) fill(r *series.Ring, similar []int16, t, w int64, maxDays int, cols *[][]uint16) {
 	h.at = 0
 	nb := int(min(aheadBuckets, (3600e9+w-1)/w))
-	if r.Last() != t || r.Width() != w || int64(nb+1)*w >= dayNs || len(similar) == 0 {
+	off := t - r.Last()
+	if r.Last() == 0 || off < 0 || r.Width() != w || int64(nb+1)*w+off >= dayNs || len(similar) == 0 {
 		return
 	}
 	oldest, n := r.Oldest(), int64(r.Len())
@@ -55,10 +58,11 @@ func (h *hourAhead) fill(r *series.Ring, similar []int16, t, w int64, maxDays in
 	}
 	for j := range nb {
 		at := t + int64(j)*w
-		// The ring at the bucket at: its last bucket, what it still holds
-		// and how many days that makes.
-		gone := at - n*w
-		days := int(min(int64(maxDays), (at-max(oldest, at-(n-1)*w))/dayNs))
+		// The ring at the bucket at, one bucket further per bucket: its
+		// last bucket, what it still holds and how many days that makes.
+		last := at - off
+		gone := last - n*w
+		days := int(min(int64(maxDays), (at-max(oldest, last-(n-1)*w))/dayNs))
 		k := min(max(3, days*6/28), 6)
 		var buf [maxColumns]float64
 		vs := buf[:0]
@@ -81,14 +85,14 @@ func (h *hourAhead) fill(r *series.Ring, similar []int16, t, w int64, maxDays in
 			h.base[j] = medianSmall(vs)
 		}
 	}
-	h.at, h.rev, h.n = t, r.Rev(), uint8(nb)
+	h.at, h.off, h.rev, h.n = t, off, r.Rev(), uint8(nb)
 }
 
 // get returns the baseline held for the bucket at t (ok false where no
 // similar day had data); hit is false when none is held for t, or the ring
 // is not what fill assumed.
 func (h *hourAhead) get(r *series.Ring, t, w int64) (base float64, ok, hit bool) {
-	if h.at == 0 || t < h.at || (t-h.at)%w != 0 || (t-h.at)/w >= int64(h.n) || r.Rev() != h.rev || r.Last() != t {
+	if h.at == 0 || t < h.at || (t-h.at)%w != 0 || (t-h.at)/w >= int64(h.n) || r.Rev() != h.rev || t-r.Last() != h.off {
 		return 0, false, false
 	}
 	b := h.base[(t-h.at)/w]
