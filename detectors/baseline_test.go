@@ -105,10 +105,14 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				if !tc.before {
 					r.Put(ts, v)
 				}
-				// traffic_drop's baseline, read through its columns,
+				// traffic_drop's baseline, computed an hour ahead,
 				// against previousDays, smoothedAt and median
 				got, gmethod, gok := td.baseline(&st, r, ts, w)
-				want, wmethod, wok := recomputedBaseline(&td.p, st.Similar, r, ts, w)
+				var similar []int16
+				if gmethod == "similar_days" {
+					similar = st.Similar
+				}
+				want, wmethod, wok := baselineFromRing(&td.p, similar, r, ts, w)
 				if math.Float64bits(got) != math.Float64bits(want) || gmethod != wmethod || gok != wok {
 					t.Fatalf("bucket %d: baseline %v %s %v, recomputed %v %s %v", b, got, gmethod, gok, want, wmethod, wok)
 				}
@@ -120,7 +124,7 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				if gok {
 					baselines++
 				}
-				if _, _, hit := st.ahead.get(r, ts, w); hit {
+				if _, _, _, hit := st.ahead.get(r, ts, w, gmethod == "similar_days"); hit {
 					ahead++
 				}
 				if tc.before {
@@ -141,83 +145,5 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				t.Fatalf("only %d medians, %d rankings and %d baselines (%d from an hour ahead) compared", medians, ranked, baselines, ahead)
 			}
 		})
-	}
-}
-
-// recomputedBaseline is traffic_drop's baseline read straight from the
-// ring, given the ranking of similar days: what its columns must give.
-func recomputedBaseline(p *TrafficDrop, similar []int16, r *series.Ring, t, w int64) (float64, string, bool) {
-	days := 0
-	for k := 1; k <= p.MaxDays && t-int64(k)*dayNs >= r.Oldest(); k++ {
-		days = k
-	}
-	if days == 0 {
-		return 0, "", false
-	}
-	if days < 7 {
-		vs := previousDays(r, t, w, days, nil)
-		if len(vs) == 0 {
-			return 0, "", false
-		}
-		return median(vs), "previous_days", true
-	}
-	k := min(max(3, days*6/28), 6)
-	var vs []float64
-	for _, day := range similar {
-		if len(vs) == k {
-			break
-		}
-		if v, ok := smoothedAt(r, t-int64(day)*dayNs, w); ok {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) == 0 {
-		return 0, "", false
-	}
-	return median(vs), "similar_days", true
-}
-
-// Every day's column, slid bucket by bucket, must read what smoothedAt
-// reads, including the day whose earliest bucket leaves the ring as the
-// window slides (a ring that is not a whole number of days long).
-func TestDayColumnsMatchSmoothedAt(t *testing.T) {
-	const w = int64(300e9)
-	for _, n := range []int{2*288 + 1, 3*288 + 7, 4 * 288} {
-		rng := rand.New(rand.NewPCG(3, uint64(n)))
-		r := series.New(n, w)
-		var cols [4]dayColumns
-		t0 := int64(1700006400e9)
-		slid, evicted := 0, 0
-		for b := range 6 * 288 {
-			ts := t0 + int64(b)*w
-			v := 1000 * (1 + 0.2*rng.NormFloat64())
-			if rng.IntN(20) == 0 {
-				v = math.NaN()
-			}
-			r.Put(ts, v)
-			if rng.IntN(500) == 0 {
-				r.Put(ts-w*int64(rng.IntN(5)), 900)
-			}
-			for d := 1; d <= len(cols); d++ {
-				c := &cols[d-1]
-				slide := c.slides(r, ts, w, true)
-				got, gok := c.smoothed(r, ts, w, 0, d, slide)
-				c.done(r, ts, 1, true)
-				want, wok := smoothedAt(r, ts-int64(d)*dayNs, w)
-				if math.Float64bits(got) != math.Float64bits(want) || gok != wok {
-					t.Fatalf("ring of %d, bucket %d, day %d: %v %v, smoothedAt %v %v", n, b, d, got, gok, want, wok)
-				}
-				if slide {
-					slid++
-					// a bucket the column kept has left the ring
-					if ts-int64(d)*dayNs-w <= r.Last()-int64(r.Len())*w && ts-int64(d)*dayNs-w > r.Last()-int64(r.Len()+2)*w {
-						evicted++
-					}
-				}
-			}
-		}
-		if slid < 1000 || (n == 2*288+1 && evicted == 0) {
-			t.Fatalf("ring of %d: %d slides, %d past an evicted bucket", n, slid, evicted)
-		}
 	}
 }

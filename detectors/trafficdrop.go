@@ -151,10 +151,8 @@ type dropState struct {
 	SimilarAt int64
 	// ranker keeps the ranking's distances between rankings.
 	ranker dayRanker
-	// columns keeps the codes the baseline read, for the next bucket, and
-	// ahead the baselines up to the next ranking.
-	columns dayColumns
-	ahead   hourAhead
+	// ahead holds the baselines of the hour ahead.
+	ahead hourAhead
 }
 
 type feedFaultState struct {
@@ -384,8 +382,9 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 
 // baseline predicts the value of the bucket starting at t: the median of
 // the smoothed same time of day on the similar days (from a week of
-// history) or on the previous days (before), read through st.Columns so
-// that a bucket costs one code a day.
+// history) or on the previous days (before). The baselines of the hour
+// ahead are computed at once (hourAhead) and read from there while the
+// ring stays as they assumed; baselineFromRing is what they must equal.
 func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float64, string, bool) {
 	days := 0
 	if o := r.Oldest(); t >= o {
@@ -394,46 +393,61 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 	if days == 0 {
 		return 0, "", false
 	}
-	var buf [maxColumns]float64
-	vs := buf[:0]
-	if days < 7 {
-		slide := st.columns.slides(r, t, w, false)
-		for k := 1; k <= days; k++ {
-			if v, ok := st.columns.smoothed(r, t, w, k-1, k, slide); ok {
-				vs = append(vs, v)
-			}
+	sim := days >= 7
+	until := t + 3600e9
+	if sim {
+		if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
+			st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
+			st.SimilarAt = t
+			st.ahead.at = 0
 		}
-		st.columns.done(r, t, days, false)
+		until = st.SimilarAt + 3600e9
+	}
+	if b, method, ok, hit := st.ahead.get(r, t, w, sim); hit {
+		return b, method, ok
+	}
+	var similar []int16
+	if sim {
+		similar = st.Similar
+	}
+	st.ahead.fill(r, similar, t, w, until, d.p.MaxDays, &d.cols)
+	if b, method, ok, hit := st.ahead.get(r, t, w, sim); hit {
+		return b, method, ok
+	}
+	return baselineFromRing(&d.p, similar, r, t, w)
+}
+
+// baselineFromRing is the baseline read straight from the ring, given
+// the ranking of similar days (nil before a week of history).
+func baselineFromRing(p *TrafficDrop, similar []int16, r *series.Ring, t, w int64) (float64, string, bool) {
+	days := 0
+	for k := 1; k <= p.MaxDays && t-int64(k)*dayNs >= r.Oldest(); k++ {
+		days = k
+	}
+	if days == 0 {
+		return 0, "", false
+	}
+	if days < 7 {
+		vs := previousDays(r, t, w, days, nil)
 		if len(vs) == 0 {
 			return 0, "", false
 		}
-		return medianSmall(vs), "previous_days", true
-	}
-	if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
-		st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
-		st.SimilarAt = t
-		st.columns.reset()
-		st.ahead.fill(r, st.Similar, t, w, d.p.MaxDays, &d.cols)
-	}
-	if b, ok, hit := st.ahead.get(r, t, w); hit {
-		if !ok {
-			return 0, "", false
-		}
-		return b, "similar_days", true
+		return median(vs), "previous_days", true
 	}
 	k := min(max(3, days*6/28), 6)
-	slide := st.columns.slides(r, t, w, true)
-	i := 0
-	for ; i < len(st.Similar) && len(vs) < k; i++ {
-		if v, ok := st.columns.smoothed(r, t, w, i, int(st.Similar[i]), slide); ok {
+	var vs []float64
+	for _, day := range similar {
+		if len(vs) == k {
+			break
+		}
+		if v, ok := smoothedAt(r, t-int64(day)*dayNs, w); ok {
 			vs = append(vs, v)
 		}
 	}
-	st.columns.done(r, t, i, true)
 	if len(vs) == 0 {
 		return 0, "", false
 	}
-	return medianSmall(vs), "similar_days", true
+	return median(vs), "similar_days", true
 }
 
 // rankDays orders the past days 1..days by how closely the six hours before
