@@ -279,9 +279,9 @@ type dayRanker struct {
 	// distances in its upper bits and their count in the low eight:
 	// terms[c*kept+k-1].
 	terms []uint32
-	kept  int   // days held in terms
 	hi    int64 // the window covered is [hi − n·w, hi)
 	w     int64
+	kept  int32 // days held in terms
 	rev   uint16
 }
 
@@ -311,7 +311,7 @@ func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int16) []in
 		return rankDays(r, t, w, days, out)
 	}
 	switch {
-	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > m.kept || t < m.hi || t-m.hi > rankCatchUp || (t-m.hi)%w != 0:
+	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > int(m.kept) || t < m.hi || t-m.hi > rankCatchUp || (t-m.hi)%w != 0:
 		m.rebuild(r, t, w, n, stride, kept)
 	default:
 		for x := m.hi; x < t; x += w {
@@ -328,10 +328,10 @@ func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int16) []in
 	}
 	var buf [32]scored
 	sc := buf[:0]
-	class := int(((t/w)-1)%int64(stride)) * m.kept
+	class := int(((t/w)-1)%int64(stride)) * int(m.kept)
 	for k := 1; k <= days; k++ {
 		var sum, cnt int32
-		if k <= m.kept {
+		if k <= int(m.kept) {
 			x := m.terms[class+k-1]
 			sum, cnt = int32(x>>8), int32(x&0xff)
 		} else {
@@ -362,7 +362,7 @@ func (m *dayRanker) rebuild(r *series.Ring, t, w int64, n, stride, kept int) {
 	}
 	m.terms = m.terms[:stride*kept]
 	clear(m.terms)
-	m.kept, m.w, m.hi, m.rev = kept, w, t, r.Rev()
+	m.kept, m.w, m.hi, m.rev = int32(kept), w, t, r.Rev()
 	for x := t - int64(n)*w; x < t; x += w {
 		m.add(r, x, stride, 1)
 	}
@@ -376,7 +376,7 @@ func (m *dayRanker) rebuild(r *series.Ring, t, w int64, n, stride, kept int) {
 func (m *dayRanker) add(r *series.Ring, x int64, stride int, sign int32) {
 	var buf [64]uint16
 	codes := buf[:]
-	if m.kept+1 > len(buf) {
+	if int(m.kept)+1 > len(buf) {
 		codes = make([]uint16, m.kept+1)
 	}
 	codes = codes[:m.kept+1]
@@ -385,7 +385,7 @@ func (m *dayRanker) add(r *series.Ring, x int64, stride int, sign int32) {
 		return
 	}
 	a := codeLevel(codes[0])
-	row := m.terms[int((x/m.w)%int64(stride))*m.kept:][:m.kept]
+	row := m.terms[int((x/m.w)%int64(stride))*int(m.kept):][:m.kept]
 	for k, c := range codes[1:] {
 		if c != 0 {
 			b := codeLevel(c)

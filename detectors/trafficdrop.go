@@ -137,7 +137,7 @@ type trafficDrop struct {
 
 // dropState is one entity's state; exported fields are checkpointed.
 type dropState struct {
-	Run, Recovered int   // consecutive anomalous / recovered buckets
+	Run, Recovered int32 // consecutive anomalous / recovered buckets
 	RunStart       int64 // first bucket of the current anomalous run
 	Firing         bool
 	FireStart      int64
@@ -259,7 +259,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			st.Run++
 			st.Recovered = 0
 			critical := d.p.Critical > 0 && j.drop >= d.p.Critical
-			if !st.Firing && (st.Run >= forN || critical) {
+			if !st.Firing && (int(st.Run) >= forN || critical) {
 				st.Firing, st.FireStart = true, st.RunStart
 				emit(d.finding(Firing, c, j))
 			}
@@ -274,7 +274,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		} else {
 			st.Recovered = 0
 		}
-		if st.Recovered >= resolveN {
+		if int(st.Recovered) >= resolveN {
 			st.Firing = false
 			f := d.finding(Resolved, c, j)
 			f.End, f.Reason = c.Start-int64(resolveN-1)*step, ReasonRecovered
@@ -471,6 +471,9 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 		sc = append(sc, scored{k, dist})
 	}
 	sort.SliceStable(sc, func(i, j int) bool { return sc[i].dist < sc[j].dist })
+	if cap(out)-len(out) < len(sc) {
+		out = append(make([]int16, 0, len(out)+len(sc)), out...)
+	}
 	for _, s := range sc {
 		out = append(out, int16(s.day))
 	}
