@@ -113,6 +113,27 @@ func previousDays(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
 	return vs
 }
 
+// previousDaysByColumn is previousDays read as three columns of codes
+// (series.Ring.DayCodes at t−w, t and t+w), which a ring of whole days
+// keeps side by side, instead of locating three codes a day one by one.
+// The values are previousDays' to the bit (medianCode).
+func previousDaysByColumn(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
+	var cols [3][32]uint16
+	if n+1 > len(cols[0]) {
+		return previousDays(r, t, w, n, vs)
+	}
+	for m := range cols {
+		r.DayCodes(t+int64(m-1)*w, cols[m][:n+1])
+	}
+	oldest := r.Oldest()
+	for k := 1; k <= n && t-int64(k)*dayNs >= oldest; k++ {
+		if v, ok := medianCode(r, [3]uint16{cols[0][k], cols[1][k], cols[2][k]}); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // robustSpread is the median absolute deviation of xs around m, scaled by
 // 1.4826 so that it estimates a standard deviation for normal noise while
 // a few spikes leave it alone. It overwrites xs with the deviations.

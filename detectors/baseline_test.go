@@ -127,6 +127,13 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				if _, _, _, hit := st.ahead.get(r, ts, w, gmethod == "similar_days"); hit {
 					ahead++
 				}
+				// the quality detectors' previous days, read by column
+				for _, n := range []int{3, 7, 40} {
+					got, want := previousDaysByColumn(r, ts, w, n, nil), previousDays(r, ts, w, n, nil)
+					if !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+						t.Fatalf("bucket %d: previous %d days %v, recomputed %v", b, n, got, want)
+					}
+				}
 				if tc.before {
 					r.Put(ts, v)
 				}
