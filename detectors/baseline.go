@@ -113,6 +113,27 @@ func previousDays(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
 	return vs
 }
 
+// previousDaysByColumn is previousDays read as three columns of codes
+// (series.Ring.DayCodes at t−w, t and t+w), which a ring of whole days
+// keeps side by side, instead of locating three codes a day one by one.
+// The values are previousDays' to the bit (medianCode).
+func previousDaysByColumn(r *series.Ring, t, w int64, n int, vs []float64) []float64 {
+	var cols [3][32]uint16
+	if n+1 > len(cols[0]) {
+		return previousDays(r, t, w, n, vs)
+	}
+	for m := range cols {
+		r.DayCodes(t+int64(m-1)*w, cols[m][:n+1])
+	}
+	oldest := r.Oldest()
+	for k := 1; k <= n && t-int64(k)*dayNs >= oldest; k++ {
+		if v, ok := medianCode(r, [3]uint16{cols[0][k], cols[1][k], cols[2][k]}); ok {
+			vs = append(vs, v)
+		}
+	}
+	return vs
+}
+
 // robustSpread is the median absolute deviation of xs around m, scaled by
 // 1.4826 so that it estimates a standard deviation for normal noise while
 // a few spikes leave it alone. It overwrites xs with the deviations.
@@ -279,9 +300,9 @@ type dayRanker struct {
 	// distances in its upper bits and their count in the low eight:
 	// terms[c*kept+k-1].
 	terms []uint32
-	kept  int   // days held in terms
 	hi    int64 // the window covered is [hi − n·w, hi)
 	w     int64
+	kept  int32 // days held in terms
 	rev   uint16
 }
 
@@ -302,7 +323,7 @@ func rankGeometry(w int64) (n, stride int) {
 }
 
 // rank returns the past days 1..days ordered as rankDays orders them.
-func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int {
+func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 	n, stride := rankGeometry(w)
 	// The days whose partners stay in the ring while a bucket passes
 	// through the window and the catch-up.
@@ -311,7 +332,7 @@ func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int 
 		return rankDays(r, t, w, days, out)
 	}
 	switch {
-	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > m.kept || t < m.hi || t-m.hi > rankCatchUp || (t-m.hi)%w != 0:
+	case m.hi == 0 || m.rev != r.Rev() || m.w != w || kept > int(m.kept) || t < m.hi || t-m.hi > rankCatchUp || (t-m.hi)%w != 0:
 		m.rebuild(r, t, w, n, stride, kept)
 	default:
 		for x := m.hi; x < t; x += w {
@@ -328,10 +349,10 @@ func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int 
 	}
 	var buf [32]scored
 	sc := buf[:0]
-	class := int(((t/w)-1)%int64(stride)) * m.kept
+	class := int(((t/w)-1)%int64(stride)) * int(m.kept)
 	for k := 1; k <= days; k++ {
 		var sum, cnt int32
-		if k <= m.kept {
+		if k <= int(m.kept) {
 			x := m.terms[class+k-1]
 			sum, cnt = int32(x>>8), int32(x&0xff)
 		} else {
@@ -344,8 +365,13 @@ func (m *dayRanker) rank(r *series.Ring, t, w int64, days int, out []int) []int 
 		sc = append(sc, scored{k, dist})
 	}
 	slices.SortStableFunc(sc, func(a, b scored) int { return cmp.Compare(a.dist, b.dist) })
+	if cap(out) < len(sc) {
+		// Exactly the room the ranking needs: growing by appends would
+		// leave up to twice that in every series.
+		out = make([]int16, 0, len(sc))
+	}
 	for _, s := range sc {
-		out = append(out, s.day)
+		out = append(out, int16(s.day))
 	}
 	return out
 }
@@ -357,24 +383,44 @@ func (m *dayRanker) rebuild(r *series.Ring, t, w int64, n, stride, kept int) {
 	}
 	m.terms = m.terms[:stride*kept]
 	clear(m.terms)
-	m.kept, m.w, m.hi, m.rev = kept, w, t, r.Rev()
+	m.kept, m.w, m.hi, m.rev = int32(kept), w, t, r.Rev()
 	for x := t - int64(n)*w; x < t; x += w {
 		m.add(r, x, stride, 1)
 	}
 }
 
-// add adds (sign 1) or takes out (−1) the terms of bucket x.
+// add adds (sign 1) or takes out (−1) the terms of bucket x. It reads
+// the bucket and its partners on the kept days as one column of codes
+// (series.Ring.DayCodes), and measures the distances between codes, which
+// are the distances between levels: a level is its code plus the ring's
+// base, and a zero (code 1) sits ten levels under the smallest value.
 func (m *dayRanker) add(r *series.Ring, x int64, stride int, sign int32) {
-	a, ok := r.Level(x)
-	if !ok {
+	var buf [64]uint16
+	codes := buf[:]
+	if int(m.kept)+1 > len(buf) {
+		codes = make([]uint16, m.kept+1)
+	}
+	codes = codes[:m.kept+1]
+	r.DayCodes(x, codes)
+	if codes[0] == 0 {
 		return
 	}
-	row := m.terms[int((x/m.w)%int64(stride))*m.kept:][:m.kept]
-	for k := range row {
-		if b, ok := r.Level(x - int64(k+1)*dayNs); ok {
+	a := codeLevel(codes[0])
+	row := m.terms[int((x/m.w)%int64(stride))*int(m.kept):][:m.kept]
+	for k, c := range codes[1:] {
+		if c != 0 {
+			b := codeLevel(c)
 			row[k] = uint32(int32(row[k]) + sign*(max(a-b, b-a)<<8|1))
 		}
 	}
+}
+
+// codeLevel is series.Ring.Level less the ring's base, for a held code.
+func codeLevel(c uint16) int32 {
+	if c == 1 {
+		return -10
+	}
+	return int32(c) - 2
 }
 
 // dayDistance is rankDays' sum and count for day k.

@@ -19,11 +19,19 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 		name string
 		f    *series.Format
 		n    int
+		// before: traffic_drop judges a bucket before its value is
+		// stored, as the aggregator calls it
+		before bool
 	}{
-		{"two weeks, default format", series.Default, 4032},
-		{"two weeks, 0.1 % format", series.FormatFor(0.001), 4032},
-		{"nine days", series.Default, 9 * 288},
-		{"five hours", series.Default, 60},
+		{"two weeks, default format", series.Default, 4032, true},
+		{"two weeks, judged after stored", series.Default, 4032, false},
+		{"two weeks, 0.1 % format", series.FormatFor(0.001), 4032, true},
+		{"nine days", series.Default, 9 * 288, true},
+		{"nine days and a bucket", series.Default, 9*288 + 1, false},
+		{"nineteen days: four similar days once full", series.Default, 19 * 288, true},
+		{"nineteen days, judged after stored", series.Default, 19 * 288, false},
+		{"nineteen days less a bucket: four similar days after a skipped bucket", series.Default, 19*288 - 1, true},
+		{"five hours", series.Default, 60, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,12 +44,16 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				ranked    int
 				medians   int
 				rankedAt  int64
-				hourly    []int
+				hourly    []int16
+				td        = &trafficDrop{p: *DefaultTrafficDrop()}
+				st        dropState
+				baselines int
+				ahead     int // baselines computed an hour ahead
 				lastValue = 1000.0
 				every     = int64(3600e9)
 			)
 			t0 := int64(1700006400e9)
-			for b := range 20 * 288 {
+			for b := range max(20*288, tc.n+2*288) {
 				ts := t0 + int64(b)*w
 				if rng.IntN(50) == 0 {
 					continue // no point this bucket: no call, no store
@@ -82,9 +94,49 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				case 1:
 					v = math.NaN()
 				case 2:
-					lastValue *= 300
+					// up (a rebase) and back down, so that the
+					// history keeps a shape within the ring's span
+					if lastValue > 1000 {
+						lastValue /= 30
+					} else {
+						lastValue *= 30
+					}
 				}
-				r.Put(ts, v)
+				if !tc.before {
+					r.Put(ts, v)
+				}
+				// traffic_drop's baseline, computed an hour ahead,
+				// against previousDays, smoothedAt and median
+				got, gmethod, gok := td.baseline(&st, r, ts, w)
+				var similar []int16
+				if gmethod == "similar_days" {
+					similar = st.Similar
+				}
+				want, wmethod, wok := baselineFromRing(&td.p, similar, r, ts, w)
+				if math.Float64bits(got) != math.Float64bits(want) || gmethod != wmethod || gok != wok {
+					t.Fatalf("bucket %d: baseline %v %s %v, recomputed %v %s %v", b, got, gmethod, gok, want, wmethod, wok)
+				}
+				if gmethod == "similar_days" && st.SimilarAt == ts {
+					if want := rankDays(r, ts, w, len(st.Similar), nil); !slices.Equal(st.Similar, want) {
+						t.Fatalf("bucket %d: traffic_drop ranking %v, recomputed %v", b, st.Similar, want)
+					}
+				}
+				if gok {
+					baselines++
+				}
+				if _, _, _, hit := st.ahead.get(r, ts, w, gmethod == "similar_days"); hit {
+					ahead++
+				}
+				// the quality detectors' previous days, read by column
+				for _, n := range []int{3, 7, 40} {
+					got, want := previousDaysByColumn(r, ts, w, n, nil), previousDays(r, ts, w, n, nil)
+					if !slices.EqualFunc(got, want, func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }) {
+						t.Fatalf("bucket %d: previous %d days %v, recomputed %v", b, n, got, want)
+					}
+				}
+				if tc.before {
+					r.Put(ts, v)
+				}
 				switch rng.IntN(300) {
 				case 0: // an outlier replaced by its prediction afterwards
 					r.Put(ts-w*int64(rng.IntN(10)), lastValue)
@@ -96,8 +148,8 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 					}
 				}
 			}
-			if medians < 1000 || (tc.n >= 7*288 && ranked < 100) {
-				t.Fatalf("only %d medians and %d rankings compared", medians, ranked)
+			if medians < 1000 || (tc.n >= 7*288 && ranked < 100) || (tc.n >= 2*288 && baselines < 1000) || (tc.n >= 7*288 && ahead < 1000) {
+				t.Fatalf("only %d medians, %d rankings and %d baselines (%d from an hour ahead) compared", medians, ranked, baselines, ahead)
 			}
 		})
 	}

@@ -33,9 +33,9 @@ func slotOf(t int64) int {
 	return h
 }
 
-// learn adds one ordinary bucket's log-residual.
-func (m *noiseModel) learn(t int64, r float64) {
-	h := slotOf(t)
+// learnAt adds the log-residual of one ordinary bucket, of slot h (slotOf
+// of its start: the same for every series of a bucket, so computed once).
+func (m *noiseModel) learnAt(h int, r float64) {
 	a := float32(min(math.Abs(r), 1))
 	n := m.N[h]
 	if n < 48 {
@@ -48,11 +48,11 @@ func (m *noiseModel) learn(t int64, r float64) {
 	}
 }
 
-// sigma is the forecast error at the hour of t as a standard deviation of
-// the log-residual; ok is false until that hour (of a weekday, or of a
-// weekend day) has been seen for an hour of buckets of width w.
-func (m *noiseModel) sigma(t, w int64) (float64, bool) {
-	h := slotOf(t)
+// sigmaAt is the forecast error in slot h (slotOf of a bucket's start) as
+// a standard deviation of the log-residual; ok is false until that hour
+// (of a weekday, or of a weekend day) has been seen for an hour of buckets
+// of width w.
+func (m *noiseModel) sigmaAt(h int, w int64) (float64, bool) {
 	if int64(m.N[h]) < max(2, 3600e9/w) {
 		return 0, false
 	}

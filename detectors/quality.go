@@ -285,7 +285,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 // days; ok is false with fewer than MinDays of them.
 func (d *shiftDetector) baseline(r *series.Ring, t, w int64) (float64, bool) {
 	var buf [13]float64
-	vs := previousDays(r, t, w, d.p.MaxDays, buf[:0])
+	vs := previousDaysByColumn(r, t, w, d.p.MaxDays, buf[:0])
 	if len(vs) < d.p.MinDays {
 		return 0, false
 	}

@@ -17,6 +17,11 @@ const evidenceKept = 12
 
 // add appends e, dropping the oldest entry once the log is full.
 func (l *evidenceLog) add(e Evidence) {
+	if cap(*l) < evidenceKept {
+		// The log's whole room at once: growing by appends would take
+		// sixteen entries' room for twelve, in every series.
+		*l = append(make(evidenceLog, 0, evidenceKept), *l...)
+	}
 	if len(*l) == evidenceKept {
 		copy(*l, (*l)[1:])
 		*l = (*l)[:evidenceKept-1]

@@ -131,11 +131,13 @@ type trafficDrop struct {
 	states map[string]*dropState // by signal{entity}
 	byID   byID[dropState]
 	feed   feedFaultState
+	js     []judged   // the bucket's judged points, kept for the next bucket's
+	cols   [][]uint16 // scratch of hourAhead.fill
 }
 
 // dropState is one entity's state; exported fields are checkpointed.
 type dropState struct {
-	Run, Recovered int   // consecutive anomalous / recovered buckets
+	Run, Recovered int32 // consecutive anomalous / recovered buckets
 	RunStart       int64 // first bucket of the current anomalous run
 	Firing         bool
 	FireStart      int64
@@ -145,10 +147,12 @@ type dropState struct {
 	Noise  noiseModel
 	Recent evidenceLog
 	// Similar caches the ranking of past days, recomputed hourly.
-	Similar   []int
+	Similar   []int16
 	SimilarAt int64
 	// ranker keeps the ranking's distances between rankings.
 	ranker dayRanker
+	// ahead holds the baselines of the hour ahead.
+	ahead hourAhead
 }
 
 type feedFaultState struct {
@@ -182,7 +186,11 @@ type judged struct {
 
 func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
 	w := c.End - c.Start
-	var js []judged
+	// What every series of the bucket shares: the hour's noise slot and
+	// the threshold's bar on the log scale.
+	slot := slotOf(c.Start)
+	bar := -math.Log(1 - d.p.Threshold)
+	js := d.js[:0]
 	for _, pt := range pts {
 		st := d.byID.get(pt.Series, d.states)
 		if pt.Missing {
@@ -199,22 +207,25 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			continue
 		}
 		drop := 1 - pt.Value/base
-		sigma, known := st.Noise.sigma(c.Start, w)
-		gate := max(-math.Log(1-d.p.Threshold), d.p.Noise*sigma)
+		sigma, known := st.Noise.sigmaAt(slot, w)
+		gate := max(bar, d.p.Noise*sigma)
 		// Until the series' noise at this hour is known, it is learnt, not
 		// judged: a fresh series pages neither at its first troughs nor at
 		// its first weekend.
-		anomalous := logDrop(pt.Value, base) >= gate && (known || d.p.Noise == 0)
+		anomalous := (known || d.p.Noise == 0) && dropsBy(pt.Value, base, gate)
 		// A drop must also be one against the same time last week, where
 		// the history has it: the hours after midnight on a Saturday look
 		// like any weeknight's to the similar-days ranking, but not to last
 		// Saturday.
-		if wow, ok := smoothedAt(&pt.Series.Hist, c.Start-7*dayNs, w); ok && anomalous && method == "similar_days" {
-			anomalous = logDrop(pt.Value, wow) >= gate
+		if anomalous && method == "similar_days" {
+			if wow, ok := smoothedAt(&pt.Series.Hist, c.Start-7*dayNs, w); ok {
+				anomalous = logDrop(pt.Value, wow) >= gate
+			}
 		}
 		js = append(js, judged{p: pt, st: st, base: base, method: method, drop: drop, sigma: sigma, gate: gate,
 			anomalous: anomalous})
 	}
+	d.js = js
 	if d.feedFault(c, js, emit) {
 		return
 	}
@@ -239,7 +250,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 		case !st.Firing:
 			st.Adapt.reset()
-			st.Noise.learn(c.Start, math.Log(max(pt.Value, 1e-9)/j.base))
+			st.Noise.learnAt(slot, math.Log(max(pt.Value, 1e-9)/j.base))
 		}
 		if j.anomalous {
 			if st.Run == 0 {
@@ -248,7 +259,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			st.Run++
 			st.Recovered = 0
 			critical := d.p.Critical > 0 && j.drop >= d.p.Critical
-			if !st.Firing && (st.Run >= forN || critical) {
+			if !st.Firing && (int(st.Run) >= forN || critical) {
 				st.Firing, st.FireStart = true, st.RunStart
 				emit(d.finding(Firing, c, j))
 			}
@@ -263,7 +274,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		} else {
 			st.Recovered = 0
 		}
-		if st.Recovered >= resolveN {
+		if int(st.Recovered) >= resolveN {
 			st.Firing = false
 			f := d.finding(Resolved, c, j)
 			f.End, f.Reason = c.Start-int64(resolveN-1)*step, ReasonRecovered
@@ -313,6 +324,21 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 	return false
 }
 
+// dropsBy reports whether logDrop(v, base) >= gate, for a gate above 0,
+// without the logarithm where the answer is plain: ln q <= q − 1, so a
+// ratio base/v under 1 + gate/2 is short of the gate by far more than the
+// logarithm's rounding.
+func dropsBy(v, base, gate float64) bool {
+	if v <= 0 {
+		return true
+	}
+	q := base / v
+	if q <= 1+gate/2 {
+		return false
+	}
+	return math.Log(q) >= gate
+}
+
 // logDrop is how far v is under base on a log scale (ln(base/v)); a zero
 // is an unbounded drop.
 func logDrop(v, base float64) float64 {
@@ -354,10 +380,48 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 	return f
 }
 
-// baseline predicts the value of the bucket starting at t.
+// baseline predicts the value of the bucket starting at t: the median of
+// the smoothed same time of day on the similar days (from a week of
+// history) or on the previous days (before). The baselines of the hour
+// ahead are computed at once (hourAhead) and read from there while the
+// ring stays as they assumed; baselineFromRing is what they must equal.
 func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float64, string, bool) {
 	days := 0
-	for k := 1; k <= d.p.MaxDays && t-int64(k)*dayNs >= r.Oldest(); k++ {
+	if o := r.Oldest(); t >= o {
+		days = int(min(int64(d.p.MaxDays), (t-o)/dayNs))
+	}
+	if days == 0 {
+		return 0, "", false
+	}
+	sim := days >= 7
+	until := t + 3600e9
+	if sim {
+		if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
+			st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
+			st.SimilarAt = t
+			st.ahead.at = 0
+		}
+		until = st.SimilarAt + 3600e9
+	}
+	if b, method, ok, hit := st.ahead.get(r, t, w, sim); hit {
+		return b, method, ok
+	}
+	var similar []int16
+	if sim {
+		similar = st.Similar
+	}
+	st.ahead.fill(r, similar, t, w, until, d.p.MaxDays, &d.cols)
+	if b, method, ok, hit := st.ahead.get(r, t, w, sim); hit {
+		return b, method, ok
+	}
+	return baselineFromRing(&d.p, similar, r, t, w)
+}
+
+// baselineFromRing is the baseline read straight from the ring, given
+// the ranking of similar days (nil before a week of history).
+func baselineFromRing(p *TrafficDrop, similar []int16, r *series.Ring, t, w int64) (float64, string, bool) {
+	days := 0
+	for k := 1; k <= p.MaxDays && t-int64(k)*dayNs >= r.Oldest(); k++ {
 		days = k
 	}
 	if days == 0 {
@@ -370,13 +434,9 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 		}
 		return median(vs), "previous_days", true
 	}
-	if st.SimilarAt == 0 || t-st.SimilarAt >= 3600e9 || t < st.SimilarAt {
-		st.Similar = st.ranker.rank(r, t, w, days, st.Similar[:0])
-		st.SimilarAt = t
-	}
 	k := min(max(3, days*6/28), 6)
 	var vs []float64
-	for _, day := range st.Similar {
+	for _, day := range similar {
 		if len(vs) == k {
 			break
 		}
@@ -393,7 +453,7 @@ func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float
 // rankDays orders the past days 1..days by how closely the six hours before
 // t looked like the six hours before the same time on that day: the mean
 // absolute difference of the logarithms, read off the ring's levels.
-func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
+func rankDays(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 	const window = 6 * 3600e9
 	n := int(window / w)
 	stride := max(1, n/36)
@@ -411,8 +471,11 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int) []int {
 		sc = append(sc, scored{k, dist})
 	}
 	sort.SliceStable(sc, func(i, j int) bool { return sc[i].dist < sc[j].dist })
+	if cap(out)-len(out) < len(sc) {
+		out = append(make([]int16, 0, len(out)+len(sc)), out...)
+	}
 	for _, s := range sc {
-		out = append(out, s.day)
+		out = append(out, int16(s.day))
 	}
 	return out
 }
