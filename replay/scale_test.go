@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,6 +104,20 @@ func cpuSeconds(b *testing.B) float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
+// writeHeapProfile writes the heap profile while the pipeline is still
+// live: the one `go test -memprofile` writes comes after the benchmark,
+// when the pipeline is garbage.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkScale replays days of five-minute values for many series
 // through the whole pipeline and reports the throughput of the first and
 // of the last day, their ratio (whether the cost per record stays flat as
@@ -162,6 +177,9 @@ func BenchmarkScale(b *testing.B) {
 		runtime.ReadMemStats(&ms)
 		heap = float64(ms.HeapAlloc)
 		rss = residentBytes(b, "VmRSS") - rss0
+		if path := os.Getenv("OUTAGEWATCH_SCALE_HEAPPROFILE"); path != "" {
+			writeHeapProfile(b, path)
+		}
 		runtime.KeepAlive(p)
 		b.StartTimer()
 	}
