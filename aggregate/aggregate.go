@@ -413,13 +413,13 @@ func (a *Aggregator) newSeries(k Key) *Series {
 	}
 	if f := series.FormatFor(def.Precision); f != series.Default || n != a.cfg.History {
 		// A signal with a history of its own: rare enough to allocate.
-		s.Hist.Init(f, make([]byte, f.StorageBytes(n)), n, w)
+		s.Hist.Init(f, make([]byte, f.RingBytes(n, w)), n, w)
 	} else {
-		need := series.StorageBytes(a.cfg.History)
+		need := series.Default.RingBytes(n, w)
 		if len(a.slab) < need {
 			a.slab = make([]byte, need*slabSeries)
 		}
-		s.Hist.Init(series.Default, a.slab[:need:need], a.cfg.History, w)
+		s.Hist.Init(series.Default, a.slab[:need:need], n, w)
 		a.slab = a.slab[need:]
 	}
 	s.id = int32(len(a.series))

@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"unsafe"
 )
 
 const (
@@ -83,8 +84,7 @@ func FormatFor(precision float64) *Format {
 		return f
 	}
 	ls := math.Log(step)
-	codes := int(math.Ceil(math.Log(span)/ls)) + codeMin + 1
-	bits := uint8(math.Ceil(math.Log2(float64(codes))))
+	bits := bitsFor(step)
 	if bits > 16 {
 		panic(fmt.Sprintf("series: precision %g needs more than 16 bits", precision))
 	}
@@ -97,13 +97,32 @@ func FormatFor(precision float64) *Format {
 	return f
 }
 
+// bitsFor is the storage a bucket of a format with this step takes.
+func bitsFor(step float64) uint8 {
+	codes := math.Ceil(math.Log(span)/math.Log(step)) + codeMin + 1
+	return uint8(min(math.Ceil(math.Log2(codes)), 64))
+}
+
 // StorageBytes is the storage a ring of n buckets of the default format
 // needs.
 func StorageBytes(n int) int { return Default.StorageBytes(n) }
 
-// StorageBytes is the storage a ring of n buckets of f needs (two spare
-// bytes let a code be read as one three-byte word wherever it sits).
+// StorageBytes is the size of n buckets of f packed at f.Bits() each, as a
+// checkpoint holds them and as a ring that does not group holds them in
+// memory (two spare bytes let a code be read as one three-byte word
+// wherever it sits).
 func (f *Format) StorageBytes(n int) int { return (n*int(f.bits)+7)/8 + 2 }
+
+// RingBytes is the memory the codes of a ring of n buckets of the given
+// width take: 8 bytes per time of day when the ring groups its days (see
+// group), else StorageBytes(n).
+func (f *Format) RingBytes(n int, width int64) int {
+	perDay, days := layoutOf(int32(n), width)
+	if groups(f, days) {
+		return 8 * int(perDay)
+	}
+	return f.StorageBytes(n)
+}
 
 // Ring is the history of one series: a fixed number of buckets ending at the
 // most recent closed bucket.
@@ -124,8 +143,13 @@ type Ring struct {
 	// bucket on past days reads one or two cache lines, not one per day.
 	// days is 1 (plain order) otherwise.
 	perDay, days int32
-	last         int64 // bucket start in Unix ns of the head; 0 = empty
-	step         int64 // bucket width in ns
+	// grouped says the codes of one time of day on every day held are one
+	// 64-bit word (see group): two weeks of the default format in 2,304
+	// bytes instead of 3,530. spill holds the groups too wide for a word.
+	grouped bool
+	spill   *spillArea
+	last    int64 // bucket start in Unix ns of the head; 0 = empty
+	step    int64 // bucket width in ns
 	// first is the start of the first bucket ever stored: how much history
 	// the series really has, as opposed to how much it can hold.
 	first int64
@@ -145,24 +169,30 @@ func NewFormat(f *Format, n int, width int64) *Ring {
 }
 
 // Init makes r an empty ring of format f and n buckets over storage, which
-// must be f.StorageBytes(n) zero bytes: an aggregator carves the storage of
-// many series out of one slab so that no allocation rounds it up.
+// must be f.RingBytes(n, width) zero bytes: an aggregator carves the
+// storage of many series out of one slab so that no allocation rounds it
+// up.
 func (r *Ring) Init(f *Format, storage []byte, n int, width int64) {
-	*r = Ring{f: f, codes: storage[:f.StorageBytes(n)], n: int32(n), step: width}
+	*r = Ring{f: f, codes: storage[:f.RingBytes(n, width)], n: int32(n), step: width}
 	r.layout()
 }
 
 // layout chooses the day-major order when the ring holds two or more whole
-// days of buckets.
+// days of buckets, and the grouped one when it also saves memory.
 func (r *Ring) layout() {
-	r.perDay, r.days = r.n, 1
+	r.perDay, r.days = layoutOf(r.n, r.step)
+	r.grouped = groups(r.f, r.days)
+}
+
+func layoutOf(n int32, width int64) (perDay, days int32) {
 	const day = int64(24 * 3600e9)
-	if r.step <= 0 || day%r.step != 0 {
-		return
+	if width <= 0 || day%width != 0 {
+		return n, 1
 	}
-	if p := day / r.step; p < int64(r.n) && int64(r.n)%p == 0 {
-		r.perDay, r.days = int32(p), r.n/int32(p)
+	if p := day / width; p < int64(n) && int64(n)%p == 0 {
+		return int32(p), n / int32(p)
 	}
+	return n, 1
 }
 
 // pos is where the code of slot i sits: slot i is i/perDay days after slot
@@ -188,11 +218,32 @@ func (r *Ring) Width() int64 { return r.step }
 func (r *Ring) Last() int64 { return r.last }
 
 // Bytes returns the memory the ring holds, for the per-series figure.
-func (r *Ring) Bytes() int { return len(r.codes) + 64 }
+func (r *Ring) Bytes() int {
+	n := len(r.codes) + int(unsafe.Sizeof(*r))
+	if r.spill != nil {
+		n += cap(r.spill.codes) + 4*cap(r.spill.free) + int(unsafe.Sizeof(*r.spill))
+	}
+	return n
+}
 
-func (r *Ring) get(i int32) uint32 { return r.f.getAt(r.codes, r.pos(i)) }
+func (r *Ring) get(i int32) uint32 {
+	if r.grouped {
+		return r.groupCode(i%r.perDay, i/r.perDay)
+	}
+	return r.f.getAt(r.codes, r.pos(i))
+}
 
-func (r *Ring) set(i int32, c uint32) { r.f.setAt(r.codes, r.pos(i), c) }
+func (r *Ring) set(i int32, c uint32) {
+	if r.grouped {
+		g, d := i%r.perDay, i/r.perDay
+		var cs [maxGroupDays]uint8
+		r.loadGroup(g, &cs)
+		cs[d] = uint8(c)
+		r.storeGroup(g, &cs)
+		return
+	}
+	r.f.setAt(r.codes, r.pos(i), c)
+}
 
 // getAt reads the code at position p of packed codes.
 func (f *Format) getAt(codes []byte, p uint32) uint32 {
@@ -332,6 +383,19 @@ func (r *Ring) rebase(d int32) {
 	r.rev++
 	r.base += d
 	r.scale = math.Pow(r.f.step, float64(r.base))
+	if r.grouped {
+		var cs [maxGroupDays]uint8
+		for g := range r.perDay {
+			r.loadGroup(g, &cs)
+			for k, c := range cs[:r.days] {
+				if c >= codeMin {
+					cs[k] = uint8(max(int32(c)-d, codeMin))
+				}
+			}
+			r.storeGroup(g, &cs)
+		}
+		return
+	}
 	for p := uint32(0); p < uint32(r.n); p++ { // in storage order: a code's place does not matter here
 		if c := r.f.getAt(r.codes, p); c >= codeMin {
 			r.f.setAt(r.codes, p, uint32(max(int32(c)-d, codeMin)))
@@ -359,7 +423,7 @@ func (r *Ring) MarshalBinary() ([]byte, error) {
 	if r.days == 1 {
 		return append(b, r.codes...), nil
 	}
-	plain := make([]byte, len(r.codes))
+	plain := make([]byte, r.f.StorageBytes(int(r.n)))
 	for i := int32(0); i < r.n; i++ {
 		r.f.setAt(plain, uint32(i), r.get(i))
 	}
@@ -389,7 +453,7 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		return errors.New("series: truncated ring header")
 	}
 	step := math.Float64frombits(binary.LittleEndian.Uint64(b[1:9]))
-	if !(step > 1 && step <= Step) {
+	if !(step > 1 && step <= Step) || bitsFor(step) > 16 {
 		return fmt.Errorf("series: corrupt ring (step %g)", step)
 	}
 	f := FormatFor((step - 1) / 2)
@@ -403,15 +467,26 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("series: corrupt ring (size %d, %d bytes)", size, len(b))
 	}
 	codes := r.codes
-	if len(codes) != len(b)-1 {
-		codes = make([]byte, len(b)-1)
+	if need := f.RingBytes(int(size), vals[1]); len(codes) != need {
+		codes = make([]byte, need)
+	} else {
+		clear(codes)
 	}
 	*r = Ring{f: f, codes: codes, rev: r.rev + 1, n: int32(size), step: vals[1], last: vals[2], head: int32(vals[3]),
 		base: int32(vals[4]), first: vals[5], init: b[0] == 1}
 	r.layout()
-	if r.days == 1 {
+	switch {
+	case r.grouped:
+		var cs [maxGroupDays]uint8
+		for g := range r.perDay {
+			for d := range r.days {
+				cs[d] = uint8(f.getAt(b[1:], uint32(d*r.perDay+g)))
+			}
+			r.storeGroup(g, &cs)
+		}
+	case r.days == 1:
 		copy(codes, b[1:])
-	} else {
+	default:
 		for i := int32(0); i < r.n; i++ {
 			r.set(i, f.getAt(b[1:], uint32(i)))
 		}
