@@ -71,8 +71,6 @@ type Series struct {
 	// one stays O(1) however many there are.
 	open     []openBucket
 	openBase int64
-	// free is the accumulator of the last closed bucket, kept for reuse.
-	free obs.Accumulator
 	// The series' own rhythm, detected from the buckets it had data in:
 	// lastData is the start of the latest, step the greatest common divisor
 	// of the gaps between them (every gap is a multiple of it), gaps how
@@ -137,8 +135,10 @@ func (s *Series) sawData(start int64) {
 	s.lastData = start
 }
 
+// openBucket is one open bucket; its start is its place in the series'
+// window. A slot no longer in use keeps its accumulator (custom signals),
+// so that the next bucket opened there reuses it.
 type openBucket struct {
-	start int64
 	sum   float64
 	count int64
 	lastT int64
@@ -443,14 +443,6 @@ func (s *Series) bucket(start int64) *openBucket {
 }
 
 func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
-	acc := s.free
-	s.free = nil
-	if acc == nil && sig.Def().Agg == obs.Custom {
-		acc = sig.Def().NewAccumulator()
-	}
-	if acc != nil {
-		acc.Reset()
-	}
 	w := s.Hist.Width()
 	switch {
 	case len(s.open) == 0:
@@ -465,9 +457,20 @@ func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
 	}
 	i := s.slot(start)
 	for len(s.open) <= i {
-		s.open = append(s.open, openBucket{})
+		if len(s.open) < cap(s.open) {
+			s.open = s.open[:len(s.open)+1] // a slot used before, with its accumulator
+		} else {
+			s.open = append(s.open, openBucket{})
+		}
 	}
-	s.open[i] = openBucket{start: start, acc: acc, used: true}
+	acc := s.open[i].acc
+	if acc == nil && sig.Def().Agg == obs.Custom {
+		acc = sig.Def().NewAccumulator()
+	}
+	if acc != nil {
+		acc.Reset()
+	}
+	s.open[i] = openBucket{acc: acc, used: true}
 	return &s.open[i]
 }
 
@@ -485,8 +488,7 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 	default:
 		value, count = b.sum, b.count
 	}
-	s.free = b.acc
-	*b = openBucket{}
+	*b = openBucket{acc: b.acc}
 	// Buckets close oldest first: drop closed slots from the front; the
 	// next growth of the slice gives the space back. When none is left
 	// open (a series with one bucket open at a time), keep the slots

@@ -61,7 +61,7 @@ func (a *Aggregator) flush(start int64) (*Flushed, error) {
 		if b == nil {
 			continue
 		}
-		e := partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: b.start, Sum: b.sum, Count: b.count, LastT: b.lastT}
+		e := partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: end - w, Sum: b.sum, Count: b.count, LastT: b.lastT}
 		if b.acc != nil {
 			m, ok := b.acc.(encoding.BinaryMarshaler)
 			if !ok {
@@ -72,7 +72,7 @@ func (a *Aggregator) flush(start int64) (*Flushed, error) {
 				return nil, fmt.Errorf("aggregate: flush %s: %w", s.Key, err)
 			}
 		}
-		s.take(b.start)
+		s.take(end - w)
 		f.Entries = append(f.Entries, e)
 	}
 	a.closedTo = end

@@ -185,10 +185,9 @@ func BenchmarkScale(b *testing.B) {
 			from = restore
 			// The peak from here on: the restore's own buffers are not
 			// what a run with this much history holds.
+			runtime.GC()
+			debug.FreeOSMemory()
 			resetPeak(b)
-			if limitPerSeries == 0 {
-				runtime.GC()
-			}
 		}
 		for d := from; d < days; d++ {
 			src := &genSource{n: series, buckets: 288, t0: t0 + int64(d)*86400, signal: rs.signal}

@@ -128,21 +128,21 @@ func (f *Format) RingBytes(n int, width int64) int {
 // most recent closed bucket.
 type Ring struct {
 	f     *Format
-	codes []byte // packed codes of f.bits each
+	codes []byte // packed codes of f.bits each, or grouped (see group)
 	n     int32  // buckets held
 	head  int32  // index of the most recent bucket
 	base  int32  // exponent of code codeMin
-	init  bool   // base chosen
-	// rev counts the changes to buckets already stored (an overwrite, a
-	// rebase, a restore), so that a reader that keeps its own summary of
-	// the codes (a sorted window) knows when to rebuild it.
-	rev uint16
 	// perDay and days lay the codes out day-major when the ring holds
 	// whole days: the buckets of one time of day on every day held sit
 	// side by side, so that a detector comparing a bucket with the same
 	// bucket on past days reads one or two cache lines, not one per day.
 	// days is 1 (plain order) otherwise.
 	perDay, days int32
+	// rev counts the changes to buckets already stored (an overwrite, a
+	// rebase, a restore), so that a reader that keeps its own summary of
+	// the codes (a sorted window) knows when to rebuild it.
+	rev  uint16
+	init bool // base chosen
 	// grouped says the codes of one time of day on every day held are one
 	// 64-bit word (see group): two weeks of the default format in 2,304
 	// bytes instead of 3,530. spill holds the groups too wide for a word.
@@ -164,7 +164,7 @@ func New(n int, width int64) *Ring { return NewFormat(Default, n, width) }
 // NewFormat returns a ring of format f holding n buckets.
 func NewFormat(f *Format, n int, width int64) *Ring {
 	r := &Ring{}
-	r.Init(f, make([]byte, f.StorageBytes(n)), n, width)
+	r.Init(f, make([]byte, f.RingBytes(n, width)), n, width)
 	return r
 }
 
