@@ -39,9 +39,28 @@ func groups(f *Format, days int32) bool {
 
 // spillArea holds the codes of the groups that do not fit a word, days
 // bytes per slot; free lists the slots given back.
+//
+// A ring whose days spread too widely for grouping to pay (more than
+// maxSpills groups spilled: an outage of more than seven hours, or noise
+// of ±15 % from day to day) packs its codes day-major like any other ring
+// instead: the first splitAt codes in its own storage, the rest in ext,
+// so that it costs what the packed layout costs (3,530 bytes and this
+// area's 150) and never more. wide marks the times of day whose codes
+// would not fit a word, nWide counts them; once no more than half of
+// maxSpills are left (the outage has left the ring), it groups again.
 type spillArea struct {
-	codes []uint8
-	free  []uint32
+	codes   []uint8
+	free    []uint32
+	ext     []byte
+	splitAt uint32
+	nWide   int32
+	wide    []uint64
+}
+
+// maxSpills is how many groups may spill before a packed layout would be
+// smaller.
+func (r *Ring) maxSpills() int {
+	return (r.f.StorageBytes(int(r.n)) - len(r.codes)) / int(r.days)
 }
 
 func (r *Ring) word(g int32) uint64 { return binary.LittleEndian.Uint64(r.codes[8*g:]) }
@@ -81,8 +100,9 @@ func (r *Ring) loadGroup(g int32, cs *[maxGroupDays]uint8) {
 }
 
 // storeGroup writes the codes cs of time of day g: as a word when they
-// fit one, else into the spill area.
-func (r *Ring) storeGroup(g int32, cs *[maxGroupDays]uint8) {
+// fit one, else into the spill area. It returns false, storing nothing,
+// when spilling one more group would cost more than packing the ring.
+func (r *Ring) storeGroup(g int32, cs *[maxGroupDays]uint8) bool {
 	lo, hi := uint8(0xff), uint8(0)
 	for _, c := range cs[:r.days] {
 		if c >= codeMin {
@@ -106,7 +126,10 @@ func (r *Ring) storeGroup(g int32, cs *[maxGroupDays]uint8) {
 			w |= uint64(off) << (uint32(r.f.bits) + offBits*uint32(d))
 		}
 		r.setWord(g, w)
-		return
+		return true
+	}
+	if old&spillFlag == 0 && r.Spilled() >= r.maxSpills() {
+		return false
 	}
 	var slot uint32
 	switch {
@@ -124,13 +147,122 @@ func (r *Ring) storeGroup(g int32, cs *[maxGroupDays]uint8) {
 	}
 	copy(r.spill.codes[int32(slot)*r.days:], cs[:r.days])
 	r.setWord(g, spillFlag|uint64(slot))
+	return true
+}
+
+// unGroup turns a grouped ring into a packed one, codes unchanged.
+func (r *Ring) unGroup() {
+	codes := make([]uint8, r.n)
+	for i := range r.n {
+		codes[i] = uint8(r.get(i))
+	}
+	r.split()
+	for i, c := range codes {
+		r.setP(r.pos(int32(i)), uint32(c))
+	}
+	r.countWide()
+}
+
+// regroup turns a packed ring of the grouped size back into a grouped
+// one, codes unchanged.
+func (r *Ring) regroup() {
+	codes := make([]uint8, r.n)
+	for i := range r.n {
+		codes[i] = uint8(r.get(i))
+	}
+	clear(r.codes)
+	r.spill, r.grouped = nil, true
+	var cs [maxGroupDays]uint8
+	for g := range r.perDay {
+		for d := range r.days {
+			cs[d] = codes[d*r.perDay+g]
+		}
+		if !r.storeGroup(g, &cs) {
+			panic("series: regrouped ring spills more than it may") // nWide said otherwise
+		}
+	}
+}
+
+// wideAt reports whether the days of time of day g spread wider than a
+// word holds, in a packed ring.
+func (r *Ring) wideAt(g int32) bool {
+	lo, hi := uint32(0xff), uint32(0)
+	for d := range r.days {
+		if c := r.getP(uint32(g*r.days + d)); c >= codeMin {
+			lo, hi = min(lo, c), max(hi, c)
+		}
+	}
+	return hi >= codeMin && hi-lo > maxSpread
+}
+
+// countWide marks every wide time of day of a packed ring.
+func (r *Ring) countWide() {
+	sp := r.spill
+	sp.wide, sp.nWide = make([]uint64, (r.perDay+63)/64), 0
+	for g := range r.perDay {
+		if r.wideAt(g) {
+			sp.wide[g/64] |= 1 << (g % 64)
+			sp.nWide++
+		}
+	}
+}
+
+// recheck updates the mark of time of day g after a write to a packed
+// ring that gave up grouping, and groups the ring again once few enough
+// times of day are wide.
+func (r *Ring) recheck(g int32) {
+	sp := r.spill
+	was := sp.wide[g/64]&(1<<(g%64)) != 0
+	switch now := r.wideAt(g); {
+	case now && !was:
+		sp.wide[g/64] |= 1 << (g % 64)
+		sp.nWide++
+	case !now && was:
+		sp.wide[g/64] &^= 1 << (g % 64)
+		sp.nWide--
+		if int(sp.nWide) <= r.maxSpills()/2 {
+			r.regroup()
+		}
+	}
+}
+
+// split lays a ring of the grouped size out packed, empty: the codes that
+// fit its storage there (less the two bytes a three-byte read needs), the
+// rest in the spill area's ext.
+func (r *Ring) split() {
+	clear(r.codes)
+	at := uint32((len(r.codes)*8 - 16) / int(r.f.bits))
+	r.spill = &spillArea{splitAt: at, ext: make([]byte, r.f.StorageBytes(int(r.n)-int(at)))}
+	r.grouped = false
+}
+
+// groupsFit reports whether the packed codes of a checkpoint, grouped,
+// spill no more groups than pay.
+func (r *Ring) groupsFit(packed []byte) bool {
+	wide := 0
+	for g := range r.perDay {
+		lo, hi := uint32(0xff), uint32(0)
+		for d := range r.days {
+			if c := r.f.getAt(packed, uint32(d*r.perDay+g)); c >= codeMin {
+				lo, hi = min(lo, c), max(hi, c)
+			}
+		}
+		if hi >= codeMin && hi-lo > maxSpread {
+			wide++
+		}
+	}
+	return wide <= r.maxSpills()
 }
 
 // Spilled returns how many times of day hold their codes in the spill
-// area, for the per-series figure and its tests.
+// area, for the per-series figure and its tests; -1 when the ring gave up
+// grouping.
 func (r *Ring) Spilled() int {
 	if r.spill == nil {
 		return 0
+	}
+	if r.spill.ext != nil {
+		return -1
 	}
 	return len(r.spill.codes)/int(r.days) - len(r.spill.free)
 }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 )
 
 // plainRing is a ring of the same size as New(n, width) would give, held
@@ -145,6 +146,73 @@ func TestGroupSpillAndReturn(t *testing.T) {
 }
 
 const dayNs = int64(86400e9)
+
+// A series whose days spread too widely for grouping to pay (±25 % noise
+// from day to day) gives grouping up, and then costs what a packed ring
+// costs, not the grouped words and every group spilled; every code, the
+// checkpoint and a restore stay the packed ring's.
+func TestNoisyRingGivesUpGrouping(t *testing.T) {
+	const n = 4032
+	g := New(n, min5)
+	p := plainRing(n, min5)
+	rng := rand.New(rand.NewPCG(7, 8))
+	t0 := int64(1700006400e9)
+	given := -1
+	for b := range 20 * 288 {
+		ts := t0 + int64(b)*min5
+		sd := 0.03
+		if b > 15*288 {
+			sd = 0.25
+		}
+		v := 1e6 * math.Exp(sd*rng.NormFloat64())
+		g.Put(ts, v)
+		p.Put(ts, v)
+		if given < 0 && g.Spilled() < 0 {
+			given = b
+		}
+		if b%89 == 0 || b == 20*288-1 {
+			for x := ts - n*min5; x <= ts; x += min5 {
+				if a, c := g.Code(x), p.Code(x); a != c {
+					t.Fatalf("bucket %d, at %d: code %d, packed %d", b, (ts-x)/min5, a, c)
+				}
+			}
+		}
+	}
+	if given < 15*288 {
+		t.Fatalf("grouping given up at bucket %d, want it kept through the quiet days (to %d)", given, 15*288)
+	}
+	if g.grouped || g.Spilled() != -1 {
+		t.Fatal("a ring spilling most groups still groups")
+	}
+	if got, packed := g.Bytes()-int(unsafe.Sizeof(*g)), Default.StorageBytes(n); got > packed+160 {
+		t.Fatalf("the noisy ring holds %d bytes, the packed layout %d", got, packed)
+	}
+	gb, _ := g.MarshalBinary()
+	pb, _ := p.MarshalBinary()
+	if string(gb) != string(pb) {
+		t.Fatal("checkpoints differ between layouts")
+	}
+	var back Ring
+	if err := back.UnmarshalBinary(gb); err != nil {
+		t.Fatal(err)
+	}
+	if back.grouped || back.Spilled() != -1 {
+		t.Fatal("the restored noisy ring groups")
+	}
+	for x := g.Oldest(); x <= g.Last(); x += min5 {
+		if a, c := g.Code(x), back.Code(x); a != c {
+			t.Fatalf("restored code %d at %d, want %d", c, x, a)
+		}
+	}
+	// A rebase of the packed ring still shifts every code.
+	g.Put(g.Last()+min5, 1e6*math.Pow(Step, 80))
+	p.Put(p.Last()+min5, 1e6*math.Pow(Step, 80))
+	for x := g.Oldest(); x <= g.Last(); x += min5 {
+		if a, c := g.Code(x), p.Code(x); a != c {
+			t.Fatalf("after a rebase: code %d at %d, packed %d", a, x, c)
+		}
+	}
+}
 
 func TestGroupedLayoutChoice(t *testing.T) {
 	cases := []struct {

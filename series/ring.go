@@ -221,7 +221,7 @@ func (r *Ring) Last() int64 { return r.last }
 func (r *Ring) Bytes() int {
 	n := len(r.codes) + int(unsafe.Sizeof(*r))
 	if r.spill != nil {
-		n += cap(r.spill.codes) + 4*cap(r.spill.free) + int(unsafe.Sizeof(*r.spill))
+		n += cap(r.spill.codes) + 4*cap(r.spill.free) + cap(r.spill.ext) + 8*cap(r.spill.wide) + int(unsafe.Sizeof(*r.spill))
 	}
 	return n
 }
@@ -230,7 +230,7 @@ func (r *Ring) get(i int32) uint32 {
 	if r.grouped {
 		return r.groupCode(i%r.perDay, i/r.perDay)
 	}
-	return r.f.getAt(r.codes, r.pos(i))
+	return r.getP(r.pos(i))
 }
 
 func (r *Ring) set(i int32, c uint32) {
@@ -239,10 +239,32 @@ func (r *Ring) set(i int32, c uint32) {
 		var cs [maxGroupDays]uint8
 		r.loadGroup(g, &cs)
 		cs[d] = uint8(c)
-		r.storeGroup(g, &cs)
+		if r.storeGroup(g, &cs) {
+			return
+		}
+		r.unGroup()
+	}
+	r.setP(r.pos(i), c)
+	if r.spill != nil {
+		r.recheck(i % r.perDay)
+	}
+}
+
+// getP reads the packed code at storage position p, in the ring's own
+// storage or, for a ring that gave up grouping, past its split in ext.
+func (r *Ring) getP(p uint32) uint32 {
+	if r.spill != nil && p >= r.spill.splitAt {
+		return r.f.getAt(r.spill.ext, p-r.spill.splitAt)
+	}
+	return r.f.getAt(r.codes, p)
+}
+
+func (r *Ring) setP(p uint32, c uint32) {
+	if r.spill != nil && p >= r.spill.splitAt {
+		r.f.setAt(r.spill.ext, p-r.spill.splitAt, c)
 		return
 	}
-	r.f.setAt(r.codes, r.pos(i), c)
+	r.f.setAt(r.codes, p, c)
 }
 
 // getAt reads the code at position p of packed codes.
@@ -397,8 +419,8 @@ func (r *Ring) rebase(d int32) {
 		return
 	}
 	for p := uint32(0); p < uint32(r.n); p++ { // in storage order: a code's place does not matter here
-		if c := r.f.getAt(r.codes, p); c >= codeMin {
-			r.f.setAt(r.codes, p, uint32(max(int32(c)-d, codeMin)))
+		if c := r.getP(p); c >= codeMin {
+			r.setP(p, uint32(max(int32(c)-d, codeMin)))
 		}
 	}
 }
@@ -476,7 +498,7 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 		base: int32(vals[4]), first: vals[5], init: b[0] == 1}
 	r.layout()
 	switch {
-	case r.grouped:
+	case r.grouped && r.groupsFit(b[1:]):
 		var cs [maxGroupDays]uint8
 		for g := range r.perDay {
 			for d := range r.days {
@@ -484,6 +506,12 @@ func (r *Ring) UnmarshalBinary(b []byte) error {
 			}
 			r.storeGroup(g, &cs)
 		}
+	case r.grouped:
+		r.split()
+		for i := int32(0); i < r.n; i++ {
+			r.setP(r.pos(i), f.getAt(b[1:], uint32(i)))
+		}
+		r.countWide()
 	case r.days == 1:
 		copy(codes, b[1:])
 	default:
