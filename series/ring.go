@@ -7,8 +7,9 @@
 // stands for Step^(c-2+base), so every stored value is within half a step
 // of the true one. How fine the step is, is the signal's choice (Format):
 // the default, seven bits a bucket with a step of 4 % (±2 %), puts two
-// weeks of 5-minute buckets (4,032) in 3.5 KB and is plenty for traffic
-// whose noise is ten times that; routing visibility, judged against 1 %
+// weeks of 5-minute buckets (4,032) in 3.5 KB packed, 2.3 KB grouped by
+// time of day (group.go), and is plenty for traffic whose noise is ten
+// times that; routing visibility, judged against 1 %
 // thresholds, takes twelve bits with a step of 0.2 % (±0.1 %). Every
 // format spans a ratio of at least 130 between the smallest and the
 // largest value held; a new series puts its first value a factor of 2.2
