@@ -9,6 +9,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/dgryski/go-metro v0.0.0-20250106013310-edb8663e5e33
 	github.com/dnstap/golang-dnstap v0.4.0
+	github.com/dustin/go-humanize v1.1.0
 	github.com/farsightsec/golang-framestream v0.3.0
 	github.com/influxdata/tdigest v0.0.1
 	github.com/miekg/dns v1.1.73

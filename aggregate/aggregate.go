@@ -71,8 +71,6 @@ type Series struct {
 	// one stays O(1) however many there are.
 	open     []openBucket
 	openBase int64
-	// free is the accumulator of the last closed bucket, kept for reuse.
-	free obs.Accumulator
 	// The series' own rhythm, detected from the buckets it had data in:
 	// lastData is the start of the latest, step the greatest common divisor
 	// of the gaps between them (every gap is a multiple of it), gaps how
@@ -137,8 +135,10 @@ func (s *Series) sawData(start int64) {
 	s.lastData = start
 }
 
+// openBucket is one open bucket; its start is its place in the series'
+// window. A slot no longer in use keeps its accumulator (custom signals),
+// so that the next bucket opened there reuses it.
 type openBucket struct {
-	start int64
 	sum   float64
 	count int64
 	lastT int64
@@ -420,13 +420,13 @@ func (a *Aggregator) newSeries(k Key) *Series {
 	}
 	if f := series.FormatFor(def.Precision); f != series.Default || n != a.cfg.History {
 		// A signal with a history of its own: rare enough to allocate.
-		s.Hist.Init(f, make([]byte, f.StorageBytes(n)), n, w)
+		s.Hist.Init(f, make([]byte, f.RingBytes(n, w)), n, w)
 	} else {
-		need := series.StorageBytes(a.cfg.History)
+		need := series.Default.RingBytes(n, w)
 		if len(a.slab) < need {
 			a.slab = make([]byte, need*slabSeries)
 		}
-		s.Hist.Init(series.Default, a.slab[:need:need], a.cfg.History, w)
+		s.Hist.Init(series.Default, a.slab[:need:need], n, w)
 		a.slab = a.slab[need:]
 	}
 	s.id = int32(len(a.series))
@@ -450,14 +450,6 @@ func (s *Series) bucket(start int64) *openBucket {
 }
 
 func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
-	acc := s.free
-	s.free = nil
-	if acc == nil && sig.Def().Agg == obs.Custom {
-		acc = sig.Def().NewAccumulator()
-	}
-	if acc != nil {
-		acc.Reset()
-	}
 	w := s.Hist.Width()
 	switch {
 	case len(s.open) == 0:
@@ -472,9 +464,20 @@ func (s *Series) openBucket(start int64, sig obs.Signal) *openBucket {
 	}
 	i := s.slot(start)
 	for len(s.open) <= i {
-		s.open = append(s.open, openBucket{})
+		if len(s.open) < cap(s.open) {
+			s.open = s.open[:len(s.open)+1] // a slot used before, with its accumulator
+		} else {
+			s.open = append(s.open, openBucket{})
+		}
 	}
-	s.open[i] = openBucket{start: start, acc: acc, used: true}
+	acc := s.open[i].acc
+	if acc == nil && sig.Def().Agg == obs.Custom {
+		acc = sig.Def().NewAccumulator()
+	}
+	if acc != nil {
+		acc.Reset()
+	}
+	s.open[i] = openBucket{acc: acc, used: true}
 	return &s.open[i]
 }
 
@@ -492,15 +495,14 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 	default:
 		value, count = b.sum, b.count
 	}
-	s.free = b.acc
-	*b = openBucket{}
+	*b = openBucket{acc: b.acc}
 	// Buckets close oldest first: drop closed slots from the front. When
 	// none is left open, keep the slots where they are, so that the next
-	// bucket reuses them. When a few are (the next bucket opened before
-	// the watermark passed this one), move them to the front rather than
-	// slice past the closed ones: that would give up capacity, and every
-	// bucket would then grow a new slice. A long window is sliced, so that
-	// closing stays O(1).
+	// bucket reuses them with their accumulators. When a few are (the next
+	// bucket opened before the watermark passed this one), swap them to the
+	// front rather than slice past the closed ones: that would give up
+	// capacity, and every bucket would then grow a new slice. A long window
+	// is sliced, so that closing stays O(1).
 	k := 0
 	for k < len(s.open) && !s.open[k].used {
 		k++
@@ -510,8 +512,12 @@ func (s *Series) take(start int64) (value float64, count int64, ok bool) {
 	case k == len(s.open):
 		s.open = s.open[:0]
 	case len(s.open)-k <= maxShift:
-		n := copy(s.open, s.open[k:])
-		clear(s.open[n:])
+		// Every slot from n on is then a closed one, kept for its
+		// accumulator.
+		n := len(s.open) - k
+		for j := range n {
+			s.open[j], s.open[k+j] = s.open[k+j], s.open[j]
+		}
 		s.open = s.open[:n]
 		s.openBase += int64(k) * s.Hist.Width()
 	default:

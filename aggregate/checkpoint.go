@@ -68,11 +68,11 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 			return nil, err
 		}
 		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: s.gaps}
-		for _, b := range s.open {
+		for i, b := range s.open {
 			if !b.used {
 				continue
 			}
-			os := openSnap{Start: b.start, Count: b.count, LastT: b.lastT, Sum: b.sum}
+			os := openSnap{Start: s.openBase + int64(i)*s.Hist.Width(), Count: b.count, LastT: b.lastT, Sum: b.sum}
 			if b.acc != nil {
 				m, ok := b.acc.(encoding.BinaryMarshaler)
 				if !ok {

@@ -96,7 +96,7 @@ func (a *Aggregator) flush(start int64, entry func(obs.Signal, *partial.Entry)) 
 		if b == nil {
 			continue
 		}
-		e = partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: b.start, Sum: b.sum, Count: b.count, LastT: b.lastT}
+		e = partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: end - w, Sum: b.sum, Count: b.count, LastT: b.lastT}
 		if b.acc != nil {
 			m, ok := b.acc.(encoding.BinaryMarshaler)
 			if !ok {
@@ -107,7 +107,7 @@ func (a *Aggregator) flush(start int64, entry func(obs.Signal, *partial.Entry)) 
 				return nil, fmt.Errorf("aggregate: flush %s: %w", s.Key, err)
 			}
 		}
-		s.take(b.start)
+		s.take(end - w)
 		entry(s.Signal, &e)
 	}
 	a.closedTo = end

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -103,6 +105,20 @@ func cpuSeconds(b *testing.B) float64 {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
+// writeHeapProfile writes the heap profile while the pipeline is still
+// live: the one `go test -memprofile` writes comes after the benchmark,
+// when the pipeline is garbage.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
 // BenchmarkScale replays days of five-minute values for many series
 // through the whole pipeline and reports the throughput of the first and
 // of the last day, their ratio (whether the cost per record stays flat as
@@ -114,6 +130,18 @@ func cpuSeconds(b *testing.B) float64 {
 //	OUTAGEWATCH_SCALE_SERIES=10000 OUTAGEWATCH_SCALE_DAYS=14 OUTAGEWATCH_SCALE_RULES=traffic go test ./replay -run '^$' -bench Scale -benchtime 1x
 //
 // OUTAGEWATCH_SCALE_RULES is ioda (the default) or traffic.
+// OUTAGEWATCH_SCALE_MEMLIMIT=5000 runs under a soft memory limit of what
+// the runtime held before the pipeline plus that many bytes per series
+// (debug.SetMemoryLimit, as --memory-limit sets it), to measure the peak
+// an operator provisions with a limit and the collections it costs.
+// OUTAGEWATCH_SCALE_RESTORE_DAYS=13 restores the stage-two aggregator
+// from a checkpoint holding the first 13 days' history of every series
+// (restoreHistory), so that only the last day replays: day 1 in the
+// figures is then the first day replayed. The memory figures then cover
+// the full history, the state detectors build in a day of judging it, and
+// the peak of that day.
+// OUTAGEWATCH_SCALE_HEAPPROFILE=file writes a heap profile at the end, the
+// pipeline still live.
 func BenchmarkScale(b *testing.B) {
 	series := envInt(b, "OUTAGEWATCH_SCALE_SERIES", 1000)
 	days := envInt(b, "OUTAGEWATCH_SCALE_DAYS", 14)
@@ -126,19 +154,42 @@ func BenchmarkScale(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	limitPerSeries := envInt(b, "OUTAGEWATCH_SCALE_MEMLIMIT", 0)
+	restore := envInt(b, "OUTAGEWATCH_SCALE_RESTORE_DAYS", -1)
+	if restore >= days {
+		b.Fatalf("OUTAGEWATCH_SCALE_RESTORE_DAYS=%d: want fewer than the %d days of the run", restore, days)
+	}
+	restore = max(restore, 0)
 	const t0 = 1700006400 // a midnight
-	var first, last, firstCPU, lastCPU, heap, rss, peak float64
+	var first, last, firstCPU, lastCPU, heap, rss, peak, gcs float64
 	for range b.N {
 		b.StopTimer()
 		runtime.GC()
 		debug.FreeOSMemory()
 		rss0 := residentBytes(b, "VmRSS")
+		if limitPerSeries > 0 {
+			// What the runtime holds already, plus the limit per series:
+			// the setting an operator would derive from the scale table.
+			defer debug.SetMemoryLimit(debug.SetMemoryLimit(runtimeTotal() + int64(series)*int64(limitPerSeries)))
+		}
+		var ms0 runtime.MemStats
+		runtime.ReadMemStats(&ms0)
 		b.StartTimer()
 		p, err := pipeline.New(pipeline.Config{Rules: set}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
-		for d := range days {
+		from := 0
+		if restore > 0 {
+			restoreHistory(b, p.Aggregator(), series, restore, t0, rs.signal)
+			from = restore
+			// The peak from here on: the restore's own buffers are not
+			// what a run with this much history holds.
+			runtime.GC()
+			debug.FreeOSMemory()
+			resetPeak(b)
+		}
+		for d := from; d < days; d++ {
 			src := &genSource{n: series, buckets: 288, t0: t0 + int64(d)*86400, signal: rs.signal}
 			start, cpu0 := time.Now(), cpuSeconds(b)
 			if err := replay.Run(p, []replay.Source{src}, nil); err != nil {
@@ -146,7 +197,7 @@ func BenchmarkScale(b *testing.B) {
 			}
 			rate := float64(series*288) / time.Since(start).Seconds()
 			cpuRate := float64(series*288) / (cpuSeconds(b) - cpu0)
-			if d == 0 {
+			if d == from {
 				first, firstCPU = rate, cpuRate
 			}
 			last, lastCPU = rate, cpuRate
@@ -161,9 +212,16 @@ func BenchmarkScale(b *testing.B) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
 		heap = float64(ms.HeapAlloc)
+		gcs = float64(ms.NumGC - ms0.NumGC - 1) // less the one just above
 		rss = residentBytes(b, "VmRSS") - rss0
+		if path := os.Getenv("OUTAGEWATCH_SCALE_HEAPPROFILE"); path != "" {
+			writeHeapProfile(b, path)
+		}
 		runtime.KeepAlive(p)
 		b.StartTimer()
+	}
+	if restore > 0 {
+		b.ReportMetric(float64(restore), "restored-days")
 	}
 	b.ReportMetric(first, "day1-records/s")
 	b.ReportMetric(last, fmt.Sprintf("day%d-records/s", days))
@@ -174,4 +232,16 @@ func BenchmarkScale(b *testing.B) {
 	b.ReportMetric(heap/float64(series), "heap-bytes/series")
 	b.ReportMetric(rss/float64(series), "rss-bytes/series")
 	b.ReportMetric(peak/float64(series), "peak-rss-bytes/series")
+	b.ReportMetric(gcs, "gc-cycles")
+	if limitPerSeries > 0 {
+		b.ReportMetric(float64(limitPerSeries), "limit-bytes/series")
+	}
+}
+
+// runtimeTotal is all the memory the Go runtime has mapped (heap, stacks,
+// its own structures), which is what a soft memory limit bounds.
+func runtimeTotal() int64 {
+	s := []metrics.Sample{{Name: "/memory/classes/total:bytes"}}
+	metrics.Read(s)
+	return int64(s[0].Value.Uint64())
 }

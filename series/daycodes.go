@@ -29,10 +29,15 @@ func (r *Ring) DayCodes(t int64, codes []uint16) {
 	// Slot i sits in column i%perDay at row i/perDay; a day earlier is one
 	// row up, wrapping within the column.
 	i := r.index(int32(back))
-	col, row := uint32(i%r.perDay)*uint32(r.days), i/r.perDay
+	g, row := i%r.perDay, i/r.perDay
+	col := uint32(g) * uint32(r.days)
 	held := (int64(r.n) - 1 - back) / int64(r.perDay) // days before k still held
 	for ; k < len(codes); k++ {
-		codes[k] = uint16(r.f.getAt(r.codes, col+uint32(row)))
+		if r.grouped {
+			codes[k] = uint16(r.groupCode(g, row))
+		} else {
+			codes[k] = uint16(r.getP(col + uint32(row)))
+		}
 		if held == 0 {
 			clear(codes[k+1:])
 			return

@@ -121,10 +121,31 @@ func FuzzRingUnmarshal(f *testing.F) {
 	b, _ := r.MarshalBinary()
 	f.Add(b)
 	f.Add([]byte{})
+	// Two weeks, grouped in memory, with a group that spills.
+	g := New(4032, min5)
+	for i := range int64(4100) {
+		g.Put((i+1)*min5, float64(1000+i%7))
+	}
+	g.Put(4100*min5, 0.001)
+	b, _ = g.MarshalBinary()
+	f.Add(b)
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var q Ring
 		if q.UnmarshalBinary(b) == nil {
-			q.Put(q.Last()+min5, 1)
+			back, err := q.MarshalBinary()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var again Ring
+			if err := again.UnmarshalBinary(back); err != nil {
+				t.Fatalf("a restored ring's checkpoint does not restore: %v", err)
+			}
+			for x := q.Oldest(); x <= q.Last() && x > 0 && q.Last()-x < int64(q.Len())*q.Width(); x += q.Width() {
+				if a, c := q.Code(x), again.Code(x); a != c {
+					t.Fatalf("code %d at %d after a second round trip, want %d", c, x, a)
+				}
+			}
+			q.Put(q.Last()+q.Width(), 1)
 			q.Get(q.Last())
 		}
 	})

@@ -50,6 +50,11 @@ type Config struct {
 	// Silences are maintenance windows set in the config; more can be set
 	// through POST /api/v1/silences (persisted under data_dir).
 	Silences []silence.Silence `yaml:"silences"`
+	// MemoryLimit is the Go runtime's soft memory limit ("6GiB", "75%",
+	// package memlimit): the collector keeps the process near it instead
+	// of letting the heap grow to twice what it holds. Empty leaves
+	// GOMEMLIMIT (or none); the --memory-limit flag overrides it.
+	MemoryLimit string `yaml:"memory_limit"`
 
 	// file is where the config was read from, for relative paths.
 	file string

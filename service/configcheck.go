@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/memlimit"
 )
 
 // checkLoaded runs the checks of a freshly parsed config that point at a
@@ -33,6 +35,9 @@ func (c *Config) checkLoaded(file string, b []byte) error {
 	}
 	if c.History < 0 {
 		return at("history_buckets", fmt.Errorf("history_buckets: %d is negative (zero keeps the default)", c.History))
+	}
+	if _, err := memlimit.Parse(c.MemoryLimit); err != nil {
+		return at("memory_limit", fmt.Errorf("memory_limit: %w", err))
 	}
 	if c.Kafka.TLS == nil && c.Kafka.SASL == nil {
 		return nil

@@ -10,6 +10,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/outagewatch/outagewatch/memlimit"
+
 	// Input formats register their decoders, file readers and fixture
 	// sections.
 	_ "github.com/outagewatch/outagewatch/ingest/flows"
@@ -24,12 +26,18 @@ func main() {
 	}
 	var verbose bool
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
-	root.PersistentPreRun = func(*cobra.Command, []string) {
+	root.PersistentFlags().StringVar(&memoryLimit, "memory-limit", "",
+		`soft memory limit of the Go runtime ("6GiB", "75%", "off"): the peak stays near it instead of twice the live heap`)
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
 		lvl := slog.LevelInfo
 		if verbose {
 			lvl = slog.LevelDebug
 		}
 		slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: lvl})))
+		if memoryLimit == "" {
+			return nil
+		}
+		return applyMemoryLimit("--memory-limit", memoryLimit)
 	}
 	root.AddCommand(replayCmd(), scoreCmd(), rulesCmd())
 	for _, c := range extraCommands {
@@ -39,6 +47,27 @@ func main() {
 		fmt.Fprintln(os.Stderr, "outagewatch:", err)
 		os.Exit(exitCode(err))
 	}
+}
+
+// memoryLimit is the --memory-limit flag; when given it wins over the
+// service config's memory_limit.
+var memoryLimit string
+
+// applyMemoryLimit sets the runtime's soft memory limit from a setting
+// named by from (the flag, a config file).
+func applyMemoryLimit(from, setting string) error {
+	l, err := memlimit.Parse(setting)
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	n, err := memlimit.Apply(l)
+	if err != nil {
+		return fmt.Errorf("%s: %w", from, err)
+	}
+	if !l.IsZero() {
+		slog.Debug("memory limit", "from", from, "bytes", n)
+	}
+	return nil
 }
 
 // extraCommands lets other files of this command add subcommands.

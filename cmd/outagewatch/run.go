@@ -37,6 +37,11 @@ instances of each give the alerts of one.`,
 			if err != nil {
 				return err
 			}
+			if memoryLimit == "" && cfg.MemoryLimit != "" {
+				if err := applyMemoryLimit(cfgFile+": memory_limit", cfg.MemoryLimit); err != nil {
+					return err
+				}
+			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
 			if stage != "" {
