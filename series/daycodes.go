@@ -32,9 +32,14 @@ func (r *Ring) DayCodes(t int64, codes []uint16) {
 	g, row := i%r.perDay, i/r.perDay
 	col := uint32(g) * uint32(r.days)
 	held := (int64(r.n) - 1 - back) / int64(r.perDay) // days before k still held
+	// A grouped ring keeps the whole column in one word: decode it once.
+	var group [maxGroupDays]uint8
+	if r.grouped {
+		r.loadGroup(g, &group)
+	}
 	for ; k < len(codes); k++ {
 		if r.grouped {
-			codes[k] = uint16(r.groupCode(g, row))
+			codes[k] = uint16(group[row])
 		} else {
 			codes[k] = uint16(r.getP(col + uint32(row)))
 		}
