@@ -73,10 +73,14 @@ func (c *Config) KafkaDialer() (*kafka.Dialer, error) {
 
 // kafkaTransport is the Transport (kafka.Client, kafka.Writer) that
 // matches a dialer, so producers and admin requests authenticate exactly
-// like the consumers.
-func kafkaTransport(d *kafka.Dialer) kafka.RoundTripper {
+// like the consumers. It is never kafka-go's shared default transport:
+// a transport keeps a connection pool per broker that redials and
+// refreshes metadata until it is closed, so each owner closes its own
+// (CloseIdleConnections) when it stops, and no pool outlives the service
+// that opened it.
+func kafkaTransport(d *kafka.Dialer) *kafka.Transport {
 	if d == nil {
-		return nil // kafka-go's default transport
+		return &kafka.Transport{DialTimeout: dialTimeout}
 	}
 	return &kafka.Transport{Dial: d.DialFunc, DialTimeout: d.Timeout, ClientID: d.ClientID,
 		TLS: d.TLS, SASL: d.SASLMechanism}

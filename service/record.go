@@ -31,10 +31,9 @@ type RecordOptions struct {
 // timestamps, keys and headers included. It reads outside any consumer
 // group, so recording never moves the service's offsets.
 func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
-	client := &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: 10 * time.Second}
-	if o.Dialer != nil {
-		client.Transport = kafkaTransport(o.Dialer)
-	}
+	tr := kafkaTransport(o.Dialer)
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: 10 * time.Second, Transport: tr}
 	ends, err := highWatermarks(ctx, client, []string{o.Topic})
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", o.Topic, err)

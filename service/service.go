@@ -327,8 +327,9 @@ func (s *Service) Run(ctx context.Context) error {
 	}()
 
 	kctx, stopKafka := context.WithCancel(context.Background())
-	s.client = &kafka.Client{Addr: kafka.TCP(s.cfg.Kafka.Brokers...), Timeout: 5 * time.Second,
-		Transport: kafkaTransport(s.opts.Dialer)}
+	tr := kafkaTransport(s.opts.Dialer)
+	defer tr.CloseIdleConnections()
+	s.client = &kafka.Client{Addr: kafka.TCP(s.cfg.Kafka.Brokers...), Timeout: 5 * time.Second, Transport: tr}
 	var wg sync.WaitGroup
 	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID: s.cfg.Kafka.GroupID, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer,

@@ -41,9 +41,11 @@ type Staged struct {
 	set    *rules.Set
 	m      *netmap.Map
 	client *kafka.Client
-	disp   *alerting.Dispatcher
-	mute   *silence.Store
-	status *stagedStatus
+	// transport is client's: Run closes its connections when it returns.
+	transport *kafka.Transport
+	disp      *alerting.Dispatcher
+	mute      *silence.Store
+	status    *stagedStatus
 }
 
 // Stage names accepted by NewStaged.
@@ -116,8 +118,8 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			return nil, err
 		}
 	}
-	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second,
-		Transport: kafkaTransport(s.opts.Dialer)}
+	s.transport = kafkaTransport(s.opts.Dialer)
+	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second, Transport: s.transport}
 	return s, nil
 }
 
@@ -149,6 +151,7 @@ func (s *Staged) Run(ctx context.Context) error {
 		return err
 	}
 	defer srv.Close()
+	defer s.transport.CloseIdleConnections()
 	if err := s.createTopics(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting

@@ -79,7 +79,9 @@ func TestWatermarkHeldByUnheldPartitions(t *testing.T) {
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
 	produce(t, addr, "flows", phase1)
-	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second}
+	tr := kafkaTransport(nil)
+	defer tr.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 5 * time.Second, Transport: tr}
 
 	cfgA := mustValidate(t, testConfig(addr, t.TempDir()))
 	cfgA.Kafka.GroupID = "two"
