@@ -13,16 +13,13 @@
 package memlimit
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
 	"math"
-	"os"
 	"runtime/debug"
 	"strconv"
 	"strings"
 
+	automemlimit "github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/dustin/go-humanize"
 )
 
@@ -88,31 +85,12 @@ func Apply(l Limit) (int64, error) {
 }
 
 // Available is the memory this process may use: its cgroup's limit
-// (v2 memory.max) when one is set, else the machine's memory.
+// (v1 or v2, found through /proc/self/cgroup, as a container runtime sets
+// it) when one is set, else the machine's memory.
 func Available() (uint64, error) {
-	if b, err := os.ReadFile("/sys/fs/cgroup/memory.max"); err == nil {
-		if v, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64); err == nil && v > 0 {
-			return v, nil
-		}
-	}
-	b, err := os.ReadFile("/proc/meminfo")
+	n, err := automemlimit.ApplyFallback(automemlimit.FromCgroup, automemlimit.FromSystem)()
 	if err != nil {
-		return 0, fmt.Errorf("no cgroup limit and no /proc/meminfo: %w", err)
+		return 0, fmt.Errorf("neither a cgroup limit nor the machine's memory could be read: %w", err)
 	}
-	return memTotal(b)
-}
-
-// memTotal reads MemTotal from /proc/meminfo text.
-func memTotal(b []byte) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "MemTotal:"); ok {
-			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("MemTotal %q: %w", rest, err)
-			}
-			return kb * 1024, nil
-		}
-	}
-	return 0, errors.New("no MemTotal in /proc/meminfo")
+	return n, nil
 }
