@@ -191,14 +191,14 @@ type Stats struct {
 // pipeline owns one per stage.
 type Aggregator struct {
 	cfg    Config
-	series map[Key]*Series
+	series index[*Series]
 	sorted []*Series
 	dirty  bool
 	// byID holds the series numbered for a decoder (SeriesID), by number.
 	byID []*Series
 	// parts, sortedParts and partByID are series, sorted list and byID of a
 	// stage-one aggregator, whose series are parts instead.
-	parts       map[Key]*part
+	parts       index[*part]
 	sortedParts []*part
 	partByID    []*part
 	// dst is the stage-two aggregator that Handoff last merged into: the
@@ -271,7 +271,7 @@ func (a *Aggregator) lookup(sig obs.Signal, entity string) *Series {
 	if c.s != nil && c.sig == sig && unsafe.StringData(c.ent) == p && len(c.ent) == len(entity) {
 		return c.s
 	}
-	s := a.series[Key{sig, entity}]
+	s := a.series.get(sig, entity)
 	if s == nil {
 		s = a.newSeries(Key{sig, entity})
 	}
@@ -287,7 +287,7 @@ func (a *Aggregator) lookupPart(sig obs.Signal, entity string) *part {
 	if c.p != nil && c.sig == sig && unsafe.StringData(c.ent) == p && len(c.ent) == len(entity) {
 		return c.p
 	}
-	s := a.parts[Key{sig, entity}]
+	s := a.parts.get(sig, entity)
 	if s == nil {
 		s = a.newPart(sig, entity)
 	}
@@ -296,7 +296,7 @@ func (a *Aggregator) lookupPart(sig obs.Signal, entity string) *part {
 }
 
 // count is the number of series.
-func (a *Aggregator) count() int { return len(a.series) + len(a.parts) }
+func (a *Aggregator) count() int { return a.series.len() + a.parts.len() }
 
 // feedCounts counts one open bucket's observations per feed. Feeds are a
 // handful, so a short list beats a map on the per-observation path.
@@ -346,11 +346,7 @@ const slabSeries = 64
 // New returns an aggregator.
 func New(cfg Config) *Aggregator {
 	cfg.defaults()
-	a := &Aggregator{cfg: cfg, series: map[Key]*Series{}, feeds: map[int64]*feedCounts{}}
-	if cfg.StageOne {
-		a.series, a.parts = nil, map[Key]*part{}
-	}
-	return a
+	return &Aggregator{cfg: cfg, feeds: map[int64]*feedCounts{}}
 }
 
 // Config returns the effective configuration.
@@ -378,7 +374,7 @@ func (a *Aggregator) Pending(f func() (int64, bool)) { a.pending = f }
 func (a *Aggregator) ClosedTo() int64 { return a.closedTo }
 
 // Series returns the series for k, or nil.
-func (a *Aggregator) Series(k Key) *Series { return a.series[k] }
+func (a *Aggregator) Series(k Key) *Series { return a.series.get(k.Signal, k.Entity) }
 
 // Observe adds one observation to its open bucket.
 func (a *Aggregator) Observe(o *obs.Observation) { a.observe(o, true) }
@@ -469,8 +465,8 @@ func (a *Aggregator) newSeries(k Key) *Series {
 		s.Hist.Init(series.Default, a.slab[:need:need], n, w)
 		a.slab = a.slab[need:]
 	}
-	s.id = int32(len(a.series))
-	a.series[k] = s
+	s.id = int32(a.series.len())
+	a.series.put(s)
 	a.sorted = append(a.sorted, s)
 	a.dirty = true
 	return s

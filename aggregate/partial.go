@@ -29,13 +29,13 @@ type part struct {
 }
 
 func (a *Aggregator) newPart(sig obs.Signal, entity string) *part {
-	p := &part{sig: sig, id: int32(len(a.parts)), entity: entity}
+	p := &part{sig: sig, id: int32(a.parts.len()), entity: entity}
 	if w := a.WidthOf(sig); w != a.cfg.Width {
 		if i, ok := slices.BinarySearch(a.coarse, w); !ok {
 			a.coarse = slices.Insert(a.coarse, i, w)
 		}
 	}
-	a.parts[Key{sig, entity}] = p
+	a.parts.put(p)
 	a.sortedParts = append(a.sortedParts, p)
 	a.dirty = true
 	return p
@@ -211,7 +211,7 @@ func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry, found **Se
 			s = a.lookup(sig, e.Entity)
 			*found = s
 		}
-	} else if s = a.series[Key{sig, e.Entity}]; s == nil {
+	} else if s = a.series.get(sig, e.Entity); s == nil {
 		// The entity may share memory with its sender's buffers.
 		s = a.newSeries(Key{sig, strings.Clone(e.Entity)})
 	}

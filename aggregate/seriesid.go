@@ -12,7 +12,7 @@ func (a *Aggregator) SeriesID(sig obs.Signal, entity string) (int32, bool) {
 		return 0, false
 	}
 	if a.cfg.StageOne {
-		p := a.parts[Key{sig, entity}]
+		p := a.parts.get(sig, entity)
 		if p == nil {
 			return 0, false
 		}
@@ -22,7 +22,7 @@ func (a *Aggregator) SeriesID(sig obs.Signal, entity string) (int32, bool) {
 		a.partByID[p.id] = p
 		return p.id, true
 	}
-	s := a.series[Key{sig, entity}]
+	s := a.series.get(sig, entity)
 	if s == nil {
 		return 0, false
 	}
