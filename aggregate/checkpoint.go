@@ -141,6 +141,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("aggregate: checkpoint has %dns buckets × %d, configured %dns × %d",
 			sn.Width, sn.History, a.cfg.Width, a.cfg.History)
 	}
+	a.restores++
 	a.closedTo = sn.ClosedTo
 	a.feeds = map[int64]*feedCounts{}
 	for start, f := range sn.Feeds {

@@ -97,12 +97,13 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 // than the bucketing itself when stages one and two share a process.
 // Entries dst refuses (late ones) go to reject; the rest still merge.
 func (a *Aggregator) Handoff(wm int64, dst *Aggregator, reject func(error)) error {
-	if a.dst != dst {
-		// The series found are another aggregator's.
+	if a.dst != dst || a.dstRestores != dst.restores {
+		// The series found are another aggregator's, or were replaced by
+		// a restore.
 		for _, p := range a.sortedParts {
 			p.dst = nil
 		}
-		a.dst = dst
+		a.dst, a.dstRestores = dst, dst.restores
 	}
 	merge := func(p *part, e *partial.Entry) {
 		if err := dst.observePartial(p.sig, e, &p.dst); err != nil {
