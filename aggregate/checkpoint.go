@@ -68,29 +68,65 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 			return nil, err
 		}
 		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: s.gaps}
-		for i, b := range s.open {
-			if !b.used {
-				continue
-			}
-			os := openSnap{Start: s.openBase + int64(i)*s.Hist.Width(), Count: b.count, LastT: b.lastT, Sum: b.sum}
-			if b.acc != nil {
-				m, ok := b.acc.(encoding.BinaryMarshaler)
-				if !ok {
-					return nil, fmt.Errorf("aggregate: accumulator of %s cannot be checkpointed", s.Key)
-				}
-				if os.Acc, err = m.MarshalBinary(); err != nil {
-					return nil, fmt.Errorf("aggregate: checkpoint %s: %w", s.Key, err)
-				}
-			}
-			ss.Open = append(ss.Open, os)
+		if ss.Open, err = s.window.snap(s.Key, s.Hist.Width()); err != nil {
+			return nil, err
 		}
 		sn.Series = append(sn.Series, ss)
+	}
+	// A stage-one aggregator's series: open buckets only.
+	for _, p := range a.sortParts() {
+		open, err := p.window.snap(Key{p.sig, p.entity}, a.WidthOf(p.sig))
+		if err != nil {
+			return nil, err
+		}
+		sn.Series = append(sn.Series, seriesSnap{Signal: p.sig.String(), Entity: p.entity, Open: open})
 	}
 	var buf bytes.Buffer
 	if err := gob.NewEncoder(&buf).Encode(&sn); err != nil {
 		return nil, fmt.Errorf("aggregate: checkpoint: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// snap returns the open buckets of series k, of width w.
+func (s *window) snap(k Key, w int64) ([]openSnap, error) {
+	var out []openSnap
+	for i, b := range s.open {
+		if !b.used {
+			continue
+		}
+		os := openSnap{Start: s.openBase + int64(i)*w, Count: b.count, LastT: b.lastT, Sum: b.sum}
+		if b.acc != nil {
+			m, ok := b.acc.(encoding.BinaryMarshaler)
+			if !ok {
+				return nil, fmt.Errorf("aggregate: accumulator of %s cannot be checkpointed", k)
+			}
+			var err error
+			if os.Acc, err = m.MarshalBinary(); err != nil {
+				return nil, fmt.Errorf("aggregate: checkpoint %s: %w", k, err)
+			}
+		}
+		out = append(out, os)
+	}
+	return out, nil
+}
+
+// restore reopens the buckets snap took of series k, of width w.
+func (s *window) restore(open []openSnap, k Key, w int64) error {
+	for _, os := range open {
+		ob := s.openAt(os.Start, w, k.Signal)
+		ob.count, ob.lastT, ob.sum = os.Count, os.LastT, os.Sum
+		if ob.acc != nil {
+			u, ok := ob.acc.(encoding.BinaryUnmarshaler)
+			if !ok {
+				return fmt.Errorf("aggregate: accumulator of %s cannot be restored", k)
+			}
+			if err := u.UnmarshalBinary(os.Acc); err != nil {
+				return fmt.Errorf("aggregate: restore %s: %w", k, err)
+			}
+		}
+	}
+	return nil
 }
 
 // UnmarshalBinary restores state written by MarshalBinary into an empty
@@ -105,6 +141,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 		return fmt.Errorf("aggregate: checkpoint has %dns buckets × %d, configured %dns × %d",
 			sn.Width, sn.History, a.cfg.Width, a.cfg.History)
 	}
+	a.restores++
 	a.closedTo = sn.ClosedTo
 	a.feeds = map[int64]*feedCounts{}
 	for start, f := range sn.Feeds {
@@ -130,23 +167,22 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			unknown = append(unknown, ss.Signal)
 			continue
 		}
+		if a.cfg.StageOne {
+			// A checkpoint of stage one before it kept parts carries a
+			// one-bucket ring as well, with nothing in it to keep.
+			p := a.newPart(sig, ss.Entity)
+			if err := p.restore(ss.Open, Key{sig, ss.Entity}, a.WidthOf(sig)); err != nil {
+				return err
+			}
+			continue
+		}
 		s := a.newSeries(Key{sig, ss.Entity})
 		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, ss.Gaps
 		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
 			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
 		}
-		for _, os := range ss.Open {
-			ob := s.openBucket(os.Start, sig)
-			ob.count, ob.lastT, ob.sum = os.Count, os.LastT, os.Sum
-			if ob.acc != nil {
-				u, ok := ob.acc.(encoding.BinaryUnmarshaler)
-				if !ok {
-					return fmt.Errorf("aggregate: accumulator of %s cannot be restored", s.Key)
-				}
-				if err := u.UnmarshalBinary(os.Acc); err != nil {
-					return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
-				}
-			}
+		if err := s.restore(ss.Open, s.Key, s.Hist.Width()); err != nil {
+			return err
 		}
 	}
 	if len(unknown) > 0 {

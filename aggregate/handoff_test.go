@@ -69,7 +69,7 @@ func TestHandoffEqualsFlushAndMerge(t *testing.T) {
 		obsAt(t0+2*min5+1, obs.TrafficBytes, "asn:2", 6),
 	}
 	run := func(handoff bool) collected {
-		pre := []*Aggregator{New(Config{History: 1}), New(Config{History: 1})}
+		pre := []*Aggregator{New(Config{History: 1, StageOne: true}), New(Config{History: 1, StageOne: true})}
 		for i, o := range all {
 			pre[i%2].Observe(o)
 		}
@@ -125,7 +125,7 @@ func TestHandoffEqualsFlushAndMerge(t *testing.T) {
 // series and the feed counts go to reject as late, and the rest of the
 // stream goes on.
 func TestHandoffLate(t *testing.T) {
-	one, two := New(Config{History: 1}), New(Config{})
+	one, two := New(Config{History: 1, StageOne: true}), New(Config{})
 	two.Observe(obsAt(t0+5, obs.TrafficBytes, "asn:9", 1))
 	two.Advance(t0+min5, nil)
 	one.Observe(obsAt(t0+10e9, obs.TrafficBytes, "asn:1", 100))
@@ -160,7 +160,7 @@ func TestHandoffLate(t *testing.T) {
 // not one window per series.
 func TestStageOneBucketsDoNotAllocatePerSeries(t *testing.T) {
 	const series = 200
-	one, two := New(Config{History: 1}), New(Config{History: 16})
+	one, two := New(Config{History: 1, StageOne: true}), New(Config{History: 16})
 	ents := make([]string, series)
 	for i := range ents {
 		ents[i] = fmt.Sprintf("asn:%d", i+1)

@@ -1,6 +1,7 @@
 package aggregate
 
 import (
+	"cmp"
 	"encoding"
 	"errors"
 	"fmt"
@@ -11,6 +12,50 @@ import (
 	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/partial"
 )
+
+// part is a series of a stage-one aggregator: what it needs until its
+// buckets leave (their open state), and no history, rhythm or ring. 64
+// bytes, against the 176 of a Series.
+type part struct {
+	sig obs.Signal
+	// id is the part's number for a decoder (SeriesID).
+	id     int32
+	entity string
+	window
+	// dst is the series in stage two (Aggregator.dst) that Handoff merges
+	// this one into, once found, so that a bucket handed off needs no
+	// lookup by name.
+	dst *Series
+}
+
+func (a *Aggregator) newPart(sig obs.Signal, entity string) *part {
+	p := &part{sig: sig, id: int32(a.parts.len()), entity: entity}
+	if w := a.WidthOf(sig); w != a.cfg.Width {
+		if i, ok := slices.BinarySearch(a.coarse, w); !ok {
+			a.coarse = slices.Insert(a.coarse, i, w)
+		}
+	}
+	a.parts.put(p)
+	a.sortedParts = append(a.sortedParts, p)
+	a.dirty = true
+	return p
+}
+
+// sortParts sorts the parts by signal, then entity, as SortedSeries sorts
+// series.
+func (a *Aggregator) sortParts() []*part {
+	if a.dirty {
+		slices.SortFunc(a.sortedParts, func(x, y *part) int {
+			return cmp.Or(cmp.Compare(x.sig, y.sig), cmp.Compare(x.entity, y.entity))
+		})
+		a.dirty = false
+	}
+	return a.sortedParts
+}
+
+// errNotStageOne refuses Flush and Handoff of an aggregator that keeps
+// history: its buckets close through Advance.
+var errNotStageOne = errors.New("aggregate: flush of an aggregator that is not stage one (Config.StageOne)")
 
 // Flushed is one bucket of a stage-one aggregator, as it leaves: the raw
 // state of every series with data in it, and the feed counts. Stage two
@@ -34,7 +79,7 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 			return nil
 		}
 		f := &Flushed{Start: start, End: start + a.cfg.Width}
-		feeds, err := a.flush(start, func(_ obs.Signal, e *partial.Entry) {
+		feeds, err := a.flush(start, func(_ *part, e *partial.Entry) {
 			f.Entries = append(f.Entries, *e)
 		})
 		if err != nil {
@@ -52,8 +97,16 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 // than the bucketing itself when stages one and two share a process.
 // Entries dst refuses (late ones) go to reject; the rest still merge.
 func (a *Aggregator) Handoff(wm int64, dst *Aggregator, reject func(error)) error {
-	merge := func(sig obs.Signal, e *partial.Entry) {
-		if err := dst.observePartial(sig, e, true); err != nil {
+	if a.dst != dst || a.dstRestores != dst.restores {
+		// The series found are another aggregator's, or were replaced by
+		// a restore.
+		for _, p := range a.sortedParts {
+			p.dst = nil
+		}
+		a.dst, a.dstRestores = dst, dst.restores
+	}
+	merge := func(p *part, e *partial.Entry) {
+		if err := dst.observePartial(p.sig, e, &p.dst); err != nil {
 			reject(err)
 		}
 	}
@@ -73,9 +126,12 @@ func (a *Aggregator) Handoff(wm int64, dst *Aggregator, reject func(error)) erro
 }
 
 // flush takes the bucket at start out of a stage-one aggregator: each
-// series' state goes to entry, in the order of SortedSeries, and the feed
+// series' state goes to entry, sorted by signal, then entity, and the feed
 // counts are returned. The entry passed is only valid during the call.
-func (a *Aggregator) flush(start int64, entry func(obs.Signal, *partial.Entry)) (*feedCounts, error) {
+func (a *Aggregator) flush(start int64, entry func(*part, *partial.Entry)) (*feedCounts, error) {
+	if !a.cfg.StageOne {
+		return nil, errNotStageOne
+	}
 	end := start + a.cfg.Width
 	a.runHooks(start, end)
 	feeds := a.feeds[start]
@@ -87,28 +143,28 @@ func (a *Aggregator) flush(start int64, entry func(obs.Signal, *partial.Entry)) 
 		a.starts = slices.Delete(a.starts, i, i+1)
 	}
 	var e partial.Entry // one for the bucket: its address goes to entry, so it lives on the heap
-	for _, s := range a.SortedSeries() {
-		w := s.Hist.Width()
+	for _, s := range a.sortParts() {
+		w := a.WidthOf(s.sig)
 		if end%w != 0 {
 			continue // a coarse bucket still open
 		}
-		b := s.bucket(end - w)
+		b := s.at(end-w, w)
 		if b == nil {
 			continue
 		}
-		e = partial.Entry{Signal: s.Signal.String(), Entity: s.Entity, Start: end - w, Sum: b.sum, Count: b.count, LastT: b.lastT}
+		e = partial.Entry{Signal: s.sig.String(), Entity: s.entity, Start: end - w, Sum: b.sum, Count: b.count, LastT: b.lastT}
 		if b.acc != nil {
 			m, ok := b.acc.(encoding.BinaryMarshaler)
 			if !ok {
-				return nil, fmt.Errorf("aggregate: accumulator of %s cannot leave the process", s.Key)
+				return nil, fmt.Errorf("aggregate: accumulator of %s cannot leave the process", Key{s.sig, s.entity})
 			}
 			var err error
 			if e.Acc, err = m.MarshalBinary(); err != nil {
-				return nil, fmt.Errorf("aggregate: flush %s: %w", s.Key, err)
+				return nil, fmt.Errorf("aggregate: flush %s: %w", Key{s.sig, s.entity}, err)
 			}
 		}
-		s.take(end - w)
-		entry(s.Signal, &e)
+		s.drop(b, w)
+		entry(s, &e)
 	}
 	a.closedTo = end
 	a.stats.BucketsClosed++
@@ -124,18 +180,22 @@ var ErrLatePartial = errors.New("partial of a closed bucket")
 // first partial in a bucket is taken as it is; a second needs an
 // accumulator that merges (obs.Mergeable).
 func (a *Aggregator) ObservePartial(e *partial.Entry) error {
+	if a.cfg.StageOne {
+		return errors.New("aggregate: partial merged into a stage-one aggregator")
+	}
 	sig, ok := obs.Lookup(e.Signal)
 	if !ok {
 		return fmt.Errorf("aggregate: partial of unknown signal %q", e.Signal)
 	}
-	return a.observePartial(sig, e, false)
+	return a.observePartial(sig, e, nil)
 }
 
 // observePartial is ObservePartial of an entry whose signal is known.
-// owned says the entity is a string no buffer will reuse (a stage-one
-// series' own name, handed off in process): it is then found through the
-// cache that observations use, which compares addresses, not bytes.
-func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry, owned bool) error {
+// found is set when the entity is a string no buffer will reuse (a
+// stage-one series' own name, handed off in process): it is where the
+// sender keeps the series once found here, and the series is found through
+// the cache that observations use, which compares addresses, not bytes.
+func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry, found **Series) error {
 	w := a.WidthOf(sig)
 	if e.Start%w != 0 {
 		return fmt.Errorf("aggregate: partial %s{%s} starts at %d, off its %dns buckets", e.Signal, e.Entity, e.Start, w)
@@ -147,15 +207,18 @@ func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry, owned bool
 		return ErrLatePartial
 	}
 	var s *Series
-	if owned {
-		s = a.lookup(sig, e.Entity)
-	} else if s = a.series[Key{sig, e.Entity}]; s == nil {
+	if found != nil {
+		if s = *found; s == nil {
+			s = a.lookup(sig, e.Entity)
+			*found = s
+		}
+	} else if s = a.series.get(sig, e.Entity); s == nil {
 		// The entity may share memory with its sender's buffers.
 		s = a.newSeries(Key{sig, strings.Clone(e.Entity)})
 	}
 	b := s.bucket(e.Start)
 	if b == nil {
-		b = s.openBucket(e.Start, sig)
+		b = s.openAt(e.Start, s.Hist.Width(), sig)
 	}
 	a.openFeeds(base)
 	def := sig.Def()

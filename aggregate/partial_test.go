@@ -31,7 +31,7 @@ func TestFlushMergeEqualsOneAggregator(t *testing.T) {
 	var want collected
 	one.Advance(t0+2*min5, want.fn)
 
-	pre := []*Aggregator{New(Config{History: 1}), New(Config{History: 1})}
+	pre := []*Aggregator{New(Config{History: 1, StageOne: true}), New(Config{History: 1, StageOne: true})}
 	for i, o := range all {
 		pre[i%2].Observe(o)
 	}
@@ -80,7 +80,7 @@ func TestLatePartial(t *testing.T) {
 	a := New(Config{})
 	a.Observe(obsAt(t0+1, obs.TrafficBytes, "asn:1", 1))
 	a.Advance(t0+min5, nil)
-	f := New(Config{History: 1})
+	f := New(Config{History: 1, StageOne: true})
 	f.Observe(obsAt(t0+2, obs.TrafficBytes, "asn:1", 1))
 	var flushed *Flushed
 	if err := f.Flush(t0+min5, func(x *Flushed) { flushed = x }); err != nil {

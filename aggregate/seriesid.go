@@ -11,7 +11,18 @@ func (a *Aggregator) SeriesID(sig obs.Signal, entity string) (int32, bool) {
 	if sig.Def().Agg == obs.Custom {
 		return 0, false
 	}
-	s := a.series[Key{sig, entity}]
+	if a.cfg.StageOne {
+		p := a.parts.get(sig, entity)
+		if p == nil {
+			return 0, false
+		}
+		for len(a.partByID) <= int(p.id) {
+			a.partByID = append(a.partByID, nil)
+		}
+		a.partByID[p.id] = p
+		return p.id, true
+	}
+	s := a.series.get(sig, entity)
 	if s == nil {
 		return 0, false
 	}
@@ -29,5 +40,11 @@ func (a *Aggregator) ObserveSeries(id int32, t int64, v float64) {
 		a.stats.Late++
 		return
 	}
-	a.add(a.byID[id], t, v, nil, true)
+	if a.cfg.StageOne {
+		p := a.partByID[id]
+		a.add(&p.window, p.sig, a.WidthOf(p.sig), t, v, nil, true)
+		return
+	}
+	s := a.byID[id]
+	a.add(&s.window, s.Signal, s.Hist.Width(), t, v, nil, true)
 }

@@ -9,9 +9,10 @@ import (
 )
 
 // preConfig is stage one's aggregator: the same buckets and lateness, and
-// no history to speak of, since stage one judges nothing.
+// no history, since stage one judges nothing.
 func preConfig(c aggregate.Config) aggregate.Config {
 	c.History = 1
+	c.StageOne = true
 	return c
 }
 

@@ -1,0 +1,142 @@
+package aggregate
+
+import (
+	"errors"
+	"math"
+	"testing"
+	"unsafe"
+
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// A stage-one series is what it needs until its buckets leave: its name,
+// its open buckets and the stage-two series it is merged into. Growing it
+// costs a million-series process a byte a series per byte.
+func TestPartSize(t *testing.T) {
+	if n := unsafe.Sizeof(part{}); n != 64 {
+		t.Errorf("part is %d bytes, want 64", n)
+	}
+}
+
+// handOff hands every bucket of one up to wm to a new stage two and
+// returns what it closes.
+func handOff(t *testing.T, one *Aggregator, wm int64) collected {
+	t.Helper()
+	two := New(Config{})
+	if err := one.Handoff(wm, two, func(err error) { t.Fatal(err) }); err != nil {
+		t.Fatal(err)
+	}
+	var c collected
+	two.Advance(wm, c.fn)
+	return c
+}
+
+// A stage-one checkpoint restores the open buckets of every series,
+// custom accumulators included, and what the restored one hands off is
+// what the original would have.
+func TestStageOneCheckpointRoundTrip(t *testing.T) {
+	one := New(Config{History: 1, StageOne: true})
+	for _, o := range []*obs.Observation{
+		obsAt(t0+10e9, obs.TrafficBytes, "asn:1", 100),
+		obsAt(t0+20e9, obs.TrafficBytes, "asn:1", 50),
+		obsAt(t0+30e9, rms, "dc:a", 3),
+		obsAt(t0+31e9, rms, "dc:a", 4),
+		obsAt(t0+min5+1, obs.TrafficBytes, "asn:2", 6),
+		obsAt(t0+min5+2, gauge, "asn:1", 8),
+	} {
+		one.Observe(o)
+	}
+	b, err := one.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := New(Config{History: 1, StageOne: true})
+	if err := back.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	if n := back.Stats().Series; n != 4 {
+		t.Fatalf("restored %d series, want 4", n)
+	}
+	c := handOff(t, back, t0+2*min5)
+	if p := c.values[t0]["traffic_bytes{asn:1}"]; p.Value != 150 || p.Count != 2 {
+		t.Errorf("asn:1 first bucket %+v, want 150 of 2", p)
+	}
+	if p := c.values[t0]["test_rms{dc:a}"]; p.Value != math.Sqrt(25.0/2) || p.Count != 2 {
+		t.Errorf("rms %+v, want √(25/2) of 2", p)
+	}
+	if p := c.values[t0+min5]["traffic_bytes{asn:2}"]; p.Value != 6 || p.Count != 1 {
+		t.Errorf("asn:2 second bucket %+v, want 6 of 1", p)
+	}
+	if p := c.values[t0+min5]["test_gauge{asn:1}"]; p.Value != 8 || p.Count != 1 {
+		t.Errorf("gauge second bucket %+v, want 8 of 1", p)
+	}
+}
+
+// A decoder that numbers series (flows) adds to stage one by number.
+func TestStageOneSeriesID(t *testing.T) {
+	one := New(Config{History: 1, StageOne: true})
+	if _, ok := one.SeriesID(obs.TrafficBytes, "asn:1"); ok {
+		t.Fatal("a series that does not exist yet has a number")
+	}
+	one.Observe(obsAt(t0+1, obs.TrafficBytes, "asn:2", 1))
+	one.Observe(obsAt(t0+2, obs.TrafficBytes, "asn:1", 2))
+	id, ok := one.SeriesID(obs.TrafficBytes, "asn:1")
+	if !ok || id != 1 {
+		t.Fatalf("asn:1 is %d, %v; want 1 (the second series)", id, ok)
+	}
+	one.ObserveSeries(id, t0+3, 40)
+	c := handOff(t, one, t0+min5)
+	if p := c.values[t0]["traffic_bytes{asn:1}"]; p.Value != 42 || p.Count != 2 {
+		t.Errorf("asn:1 %+v, want 42 of 2", p)
+	}
+	if p := c.values[t0]["traffic_bytes{asn:2}"]; p.Value != 1 || p.Count != 1 {
+		t.Errorf("asn:2 %+v, want 1 of 1", p)
+	}
+}
+
+// Handoff keeps the stage-two series it found for each stage-one series;
+// handing off into another aggregator finds them again there.
+func TestHandoffIntoAnotherAggregator(t *testing.T) {
+	one := New(Config{History: 1, StageOne: true})
+	one.Observe(obsAt(t0+1, obs.TrafficBytes, "asn:1", 5))
+	first := handOff(t, one, t0+min5)
+	one.Observe(obsAt(t0+min5+1, obs.TrafficBytes, "asn:1", 7))
+	second := New(Config{})
+	if err := second.ObserveFeeds(t0, nil); err != nil {
+		t.Fatal(err)
+	}
+	second.Advance(t0+min5, nil)
+	if err := one.Handoff(t0+2*min5, second, func(err error) { t.Fatal(err) }); err != nil {
+		t.Fatal(err)
+	}
+	var c collected
+	second.Advance(t0+2*min5, c.fn)
+	if p := first.values[t0]["traffic_bytes{asn:1}"]; p.Value != 5 {
+		t.Errorf("first aggregator %+v, want 5", p)
+	}
+	if p := c.values[t0+min5]["traffic_bytes{asn:1}"]; p.Value != 7 || p.Count != 1 {
+		t.Errorf("second aggregator %+v, want 7 of 1", p)
+	}
+}
+
+// Buckets of an aggregator with history close through Advance, and
+// partials merge into stage two, not stage one.
+func TestStagesRefuseTheOtherStagesWork(t *testing.T) {
+	two := New(Config{})
+	two.Observe(obsAt(t0+1, obs.TrafficBytes, "asn:1", 5))
+	if err := two.Flush(t0+min5, func(*Flushed) { t.Fatal("flushed") }); !errors.Is(err, errNotStageOne) {
+		t.Errorf("Flush of stage two: %v, want errNotStageOne", err)
+	}
+	one := New(Config{History: 1, StageOne: true})
+	one.Observe(obsAt(t0+1, obs.TrafficBytes, "asn:1", 5))
+	var f *Flushed
+	if err := one.Flush(t0+min5, func(x *Flushed) { f = x }); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Entries) != 1 || f.Entries[0].Sum != 5 || f.Entries[0].Entity != "asn:1" {
+		t.Fatalf("flushed %+v, want asn:1's 5", f.Entries)
+	}
+	if err := one.ObservePartial(&f.Entries[0]); err == nil {
+		t.Error("a partial merged into stage one")
+	}
+}
