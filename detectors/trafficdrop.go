@@ -122,14 +122,13 @@ func (p *TrafficDrop) Validate() error {
 
 // Build returns the detector.
 func (p *TrafficDrop) Build(rule string) Detector {
-	return &trafficDrop{p: *p, rule: rule, states: map[string]*dropState{}}
+	return &trafficDrop{p: *p, rule: rule}
 }
 
 type trafficDrop struct {
 	p      TrafficDrop
 	rule   string
-	states map[string]*dropState // by signal{entity}
-	byID   byID[dropState]
+	states seriesStates[dropState]
 	feed   feedFaultState
 	js     []judged   // the bucket's judged points, kept for the next bucket's
 	cols   [][]uint16 // scratch of hourAhead.fill
@@ -192,7 +191,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 	bar := -math.Log(1 - d.p.Threshold)
 	js := d.js[:0]
 	for _, pt := range pts {
-		st := d.byID.get(pt.Series, d.states)
+		st := d.states.get(pt.Series)
 		if pt.Missing {
 			// No data is not a drop: hold the state, record the gap.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
@@ -481,7 +480,7 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 }
 
 func (d *trafficDrop) MarshalBinary() ([]byte, error) {
-	return saveState(feedCheckpoint[dropState]{States: d.states, Feed: d.feed})
+	return saveState(feedCheckpoint[dropState]{States: d.states.byName(), Feed: d.feed})
 }
 
 func (d *trafficDrop) UnmarshalBinary(b []byte) error {
@@ -489,7 +488,7 @@ func (d *trafficDrop) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &cp, TrafficDropName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states, d.feed = cp.States, cp.Feed
-	d.byID.reset()
+	d.states.restore(cp.States)
+	d.feed = cp.Feed
 	return nil
 }
