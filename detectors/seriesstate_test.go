@@ -32,7 +32,7 @@ func TestSeriesStatesKeepsAggregatorsApart(t *testing.T) {
 	if one[0].ID() != 0 || one[1].ID() != 1 || two[0].ID() != 0 {
 		t.Fatalf("ids %d %d %d, want 0 1 0", one[0].ID(), one[1].ID(), two[0].ID())
 	}
-	var b seriesStates[dropState]
+	var b seriesStates[dropSeries]
 	a0, c0 := b.get(one[0]), b.get(two[0])
 	if a0 == c0 {
 		t.Fatal("series 0 of two aggregators share a state")
@@ -61,9 +61,9 @@ func TestSeriesStatesKeepsAggregatorsApart(t *testing.T) {
 // Restored states wait by name for their series, move into its slot when
 // it appears, and are checkpointed meanwhile.
 func TestSeriesStatesRestoreBeforeSeries(t *testing.T) {
-	var b seriesStates[dropState]
+	var b seriesStates[dropSeries]
 	b.get(seriesOf("zone:old")[0]).Run = 9
-	b.restore(map[string]*dropState{name("zone:b"): {Run: 5}, name("zone:x"): {Run: 7}})
+	b.restore(map[string]*dropSeries{name("zone:b"): {Run: 5}, name("zone:x"): {Run: 7}})
 	if b.len() != 2 {
 		t.Fatalf("%d states after restore, want the 2 restored", b.len())
 	}
@@ -93,8 +93,8 @@ func TestSeriesStatesPages(t *testing.T) {
 		ents = append(ents, fmt.Sprintf("zone:%d", i))
 	}
 	ss := seriesOf(ents...)
-	var b seriesStates[dropState]
-	ptrs := make([]*dropState, len(ss))
+	var b seriesStates[dropSeries]
+	ptrs := make([]*dropSeries, len(ss))
 	for i, s := range ss {
 		ptrs[i] = b.get(s)
 		ptrs[i].RunStart = int64(i)

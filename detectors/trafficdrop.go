@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -128,30 +127,62 @@ func (p *TrafficDrop) Build(rule string) Detector {
 type trafficDrop struct {
 	p      TrafficDrop
 	rule   string
-	states seriesStates[dropState]
+	states seriesStates[dropSeries]
 	feed   feedFaultState
 	js     []judged   // the bucket's judged points, kept for the next bucket's
 	cols   [][]uint16 // scratch of hourAhead.fill
 }
 
-// dropState is one entity's state; exported fields are checkpointed.
-type dropState struct {
+// dropSeries is one series' state. Its fields are laid out to take the
+// least room (the evidence log inside it, no padding between the words);
+// checkpoints hold it as a dropState.
+type dropSeries struct {
+	RunStart  int64 // first bucket of the current anomalous run
+	FireStart int64
+	// SimilarAt is when Similar was ranked.
+	SimilarAt      int64
 	Run, Recovered int32 // consecutive anomalous / recovered buckets
-	RunStart       int64 // first bucket of the current anomalous run
-	Firing         bool
-	FireStart      int64
 	// Adapt follows the current outlier run.
 	Adapt levelRun
 	// Noise is the learnt forecast error per hour of the day (UTC).
-	Noise  noiseModel
-	Recent evidenceLog
+	Noise noiseModel
 	// Similar caches the ranking of past days, recomputed hourly.
-	Similar   []int16
-	SimilarAt int64
+	Similar []int16
 	// ranker keeps the ranking's distances between rankings.
 	ranker dayRanker
 	// ahead holds the baselines of the hour ahead.
-	ahead hourAhead
+	ahead  hourAhead
+	Recent evidenceRing
+	Firing bool
+}
+
+// dropState is a dropSeries as checkpointed, by signal{entity}: the
+// fields, their types and this type's name are the checkpoint format.
+type dropState struct {
+	Run, Recovered int32
+	RunStart       int64
+	Firing         bool
+	FireStart      int64
+	Adapt          levelRun
+	Noise          noiseModel
+	Recent         evidenceLog
+	Similar        []int16
+	SimilarAt      int64
+}
+
+// saved is st as checkpointed.
+func (st *dropSeries) saved() *dropState {
+	return &dropState{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
+		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Recent: st.Recent.list(),
+		Similar: st.Similar, SimilarAt: st.SimilarAt}
+}
+
+// restored is the series state a checkpoint's st restores.
+func (st *dropState) restored() *dropSeries {
+	s := &dropSeries{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
+		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Similar: st.Similar, SimilarAt: st.SimilarAt}
+	s.Recent.set(st.Recent)
+	return s
 }
 
 type feedFaultState struct {
@@ -174,7 +205,7 @@ func validateFeedFault(share float64, minEntities int) error {
 
 type judged struct {
 	p         aggregate.Point
-	st        *dropState
+	st        *dropSeries
 	base      float64
 	method    string
 	drop      float64
@@ -351,7 +382,7 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
 		Start: j.st.FireStart, At: c.End, Observed: round(j.p.Value, 3), Baseline: round(j.base, 3),
 		BaselineMethod: j.method, ChangePct: changePct(j.p.Value, j.base),
-		Evidence: slices.Clone(j.st.Recent)}
+		Evidence: j.st.Recent.list()}
 	if wow, ok := smoothedAt(&j.p.Series.Hist, c.Start-7*dayNs, c.End-c.Start); ok && wow > 0 && status == Firing {
 		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.p.Value, wow)}
 	}
@@ -384,7 +415,7 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 // history) or on the previous days (before). The baselines of the hour
 // ahead are computed at once (hourAhead) and read from there while the
 // ring stays as they assumed; baselineFromRing is what they must equal.
-func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float64, string, bool) {
+func (d *trafficDrop) baseline(st *dropSeries, r *series.Ring, t, w int64) (float64, string, bool) {
 	days := 0
 	if o := r.Oldest(); t >= o {
 		days = int(min(int64(d.p.MaxDays), (t-o)/dayNs))
@@ -480,7 +511,12 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 }
 
 func (d *trafficDrop) MarshalBinary() ([]byte, error) {
-	return saveState(feedCheckpoint[dropState]{States: d.states.byName(), Feed: d.feed})
+	live := d.states.byName()
+	states := make(map[string]*dropState, len(live))
+	for name, st := range live {
+		states[name] = st.saved()
+	}
+	return saveState(feedCheckpoint[dropState]{States: states, Feed: d.feed})
 }
 
 func (d *trafficDrop) UnmarshalBinary(b []byte) error {
@@ -488,7 +524,11 @@ func (d *trafficDrop) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &cp, TrafficDropName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states.restore(cp.States)
+	parked := make(map[string]*dropSeries, len(cp.States))
+	for name, st := range cp.States {
+		parked[name] = st.restored()
+	}
+	d.states.restore(parked)
 	d.feed = cp.Feed
 	return nil
 }
