@@ -203,15 +203,28 @@ func validateFeedFault(share float64, minEntities int) error {
 	return nil
 }
 
+// judged is a point of the bucket and what judging it found. The slice of
+// them is kept for the next bucket's, one per series, so what follows from
+// the rest (the drop, the method's name) is computed, not kept.
 type judged struct {
 	p         aggregate.Point
 	st        *dropSeries
 	base      float64
-	method    string
-	drop      float64
 	sigma     float64 // forecast error at this hour (log scale); 0 while unknown
 	gate      float64 // the smallest log-drop that fires
+	similar   bool    // the baseline is of similar days (else previous days)
 	anomalous bool
+}
+
+// drop is the relative drop against the baseline.
+func (j *judged) drop() float64 { return 1 - j.p.Value/j.base }
+
+// method names how the baseline was made.
+func (j *judged) method() string {
+	if j.similar {
+		return "similar_days"
+	}
+	return "previous_days"
 }
 
 func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -236,7 +249,6 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if base < d.p.MinBaseline || base <= 0 {
 			continue
 		}
-		drop := 1 - pt.Value/base
 		sigma, known := st.Noise.sigmaAt(slot, w)
 		gate := max(bar, d.p.Noise*sigma)
 		// Until the series' noise at this hour is known, it is learnt, not
@@ -252,7 +264,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				anomalous = logDrop(pt.Value, wow) >= gate
 			}
 		}
-		js = append(js, judged{p: pt, st: st, base: base, method: method, drop: drop, sigma: sigma, gate: gate,
+		js = append(js, judged{p: pt, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
 			anomalous: anomalous})
 	}
 	d.js = js
@@ -266,7 +278,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		step := pt.Series.Step()
 		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
-		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
+		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop() >= d.p.ResolveBelow)
 		switch {
 		case outlier:
 			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
@@ -288,7 +300,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 			st.Run++
 			st.Recovered = 0
-			critical := d.p.Critical > 0 && j.drop >= d.p.Critical
+			critical := d.p.Critical > 0 && j.drop() >= d.p.Critical
 			if !st.Firing && (int(st.Run) >= forN || critical) {
 				st.Firing, st.FireStart = true, st.RunStart
 				emit(d.finding(Firing, c, j))
@@ -299,7 +311,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if !st.Firing {
 			continue
 		}
-		if j.drop < d.p.ResolveBelow {
+		if j.drop() < d.p.ResolveBelow {
 			st.Recovered++
 		} else {
 			st.Recovered = 0
@@ -381,7 +393,7 @@ func logDrop(v, base float64) float64 {
 func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Finding {
 	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
 		Start: j.st.FireStart, At: c.End, Observed: round(j.p.Value, 3), Baseline: round(j.base, 3),
-		BaselineMethod: j.method, ChangePct: changePct(j.p.Value, j.base),
+		BaselineMethod: j.method(), ChangePct: changePct(j.p.Value, j.base),
 		Evidence: j.st.Recent.list()}
 	if wow, ok := smoothedAt(&j.p.Series.Hist, c.Start-7*dayNs, c.End-c.Start); ok && wow > 0 && status == Firing {
 		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.p.Value, wow)}
@@ -403,7 +415,7 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 		} else {
 			f.Details["bar"] = "threshold"
 		}
-		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method)
+		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method())
 	} else {
 		f.Summary = fmt.Sprintf("%s of %s recovered (%.1f%% against baseline)", f.Signal, f.Entity, f.ChangePct)
 	}
