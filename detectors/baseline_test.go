@@ -46,7 +46,7 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				rankedAt  int64
 				hourly    []int16
 				td        = &trafficDrop{p: *DefaultTrafficDrop()}
-				st        dropState
+				st        dropSeries
 				baselines int
 				ahead     int // baselines computed an hour ahead
 				lastValue = 1000.0

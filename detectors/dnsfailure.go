@@ -90,13 +90,13 @@ func (p *DNSFailure) Validate() error {
 
 // Build returns the detector.
 func (p *DNSFailure) Build(rule string) Detector {
-	return &dnsFailure{p: *p, rule: rule, states: map[string]*failState{}}
+	return &dnsFailure{p: *p, rule: rule}
 }
 
 type dnsFailure struct {
 	p       DNSFailure
 	rule    string
-	states  map[string]*failState // by signal{entity}
+	states  seriesStates[failState]
 	scratch []float64
 }
 
@@ -123,7 +123,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 	w := c.End - c.Start
 	forN, resolveN := d.p.For.buckets(w), d.p.ResolveFor.buckets(w)
 	for _, pt := range pts {
-		st := stateOf(d.states, pt.Series.Key.String())
+		st := d.states.get(pt.Series)
 		st.prune(c.Start - int64(d.p.BaselineWindow))
 		if pt.Missing || pt.Count < d.p.MinQueries {
 			// Too little to judge: hold the state. A firing alert's
@@ -247,7 +247,7 @@ func (d *dnsFailure) finding(status string, c *aggregate.Closed, pt aggregate.Po
 }
 
 func (d *dnsFailure) MarshalBinary() ([]byte, error) {
-	return saveState(d.states)
+	return saveState(d.states.byName())
 }
 
 func (d *dnsFailure) UnmarshalBinary(b []byte) error {
@@ -255,6 +255,6 @@ func (d *dnsFailure) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &states, DNSFailureName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states = states
+	d.states.restore(states)
 	return nil
 }

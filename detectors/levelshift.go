@@ -125,13 +125,13 @@ func (p *LatencyShift) Validate() error {
 
 // Build returns the detector.
 func (p *LatencyShift) Build(rule string) Detector {
-	return &levelShift{p: *p, rule: rule, states: map[string]*levelState{}}
+	return &levelShift{p: *p, rule: rule}
 }
 
 type levelShift struct {
 	p       LatencyShift
 	rule    string
-	states  map[string]*levelState
+	states  seriesStates[levelState]
 	scratch []float64
 }
 
@@ -200,7 +200,7 @@ func (r *recentRTT) Get(t int64) (float64, bool) {
 
 func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
 	for _, pt := range pts {
-		st := stateOf(d.states, pt.Series.Key.String())
+		st := d.states.get(pt.Series)
 		// A probe that reports every step, not every bucket, is read on
 		// its own grid.
 		w := pt.Series.Step()
@@ -410,13 +410,13 @@ func (d *levelShift) finding(status string, c *aggregate.Closed, pt aggregate.Po
 	return f
 }
 
-func (d *levelShift) MarshalBinary() ([]byte, error) { return saveState(d.states) }
+func (d *levelShift) MarshalBinary() ([]byte, error) { return saveState(d.states.byName()) }
 
 func (d *levelShift) UnmarshalBinary(b []byte) error {
 	states := map[string]*levelState{}
 	if err := loadState(b, &states, LatencyShiftName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states = states
+	d.states.restore(states)
 	return nil
 }

@@ -177,13 +177,13 @@ func (p *Bandwidth) Validate() error {
 // Build returns the detector.
 func (p *Latency) Build(rule string) Detector {
 	return &shiftDetector{name: LatencyName, unit: "ms", up: true, threshold: p.Threshold, minDelta: p.MinDeltaMs,
-		p: p.shift(), rule: rule, states: map[string]*shiftState{}}
+		p: p.shift(), rule: rule}
 }
 
 // Build returns the detector.
 func (p *Bandwidth) Build(rule string) Detector {
 	return &shiftDetector{name: BandwidthName, unit: "mbps", up: false, threshold: p.Threshold, minDelta: p.MinDeltaMbps,
-		p: p.shift(), rule: rule, states: map[string]*shiftState{}}
+		p: p.shift(), rule: rule}
 }
 
 type shiftDetector struct {
@@ -194,7 +194,7 @@ type shiftDetector struct {
 	minDelta  float64
 	p         shiftParams
 	rule      string
-	states    map[string]*shiftState // by signal{entity}
+	states    seriesStates[shiftState]
 }
 
 // shiftState is one series' state; exported fields are checkpointed.
@@ -211,7 +211,7 @@ type shiftState struct {
 func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
 	w := c.End - c.Start
 	for _, pt := range pts {
-		st := stateOf(d.states, pt.Series.Key.String())
+		st := d.states.get(pt.Series)
 		step := pt.Series.Step()
 		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
@@ -312,7 +312,7 @@ func (d *shiftDetector) finding(status string, c *aggregate.Closed, pt aggregate
 }
 
 func (d *shiftDetector) MarshalBinary() ([]byte, error) {
-	return saveState(d.states)
+	return saveState(d.states.byName())
 }
 
 func (d *shiftDetector) UnmarshalBinary(b []byte) error {
@@ -320,6 +320,6 @@ func (d *shiftDetector) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &states, d.name+" "+d.rule); err != nil {
 		return err
 	}
-	d.states = states
+	d.states.restore(states)
 	return nil
 }

@@ -29,6 +29,47 @@ func (l *evidenceLog) add(e Evidence) {
 	*l = append(*l, e)
 }
 
+// evidenceRing is an evidenceLog held inside its state: no allocation of
+// its own, and adding a bucket to a full log overwrites the oldest
+// instead of moving the other eleven. Checkpoints hold it as the
+// evidenceLog it reads as (list, set).
+type evidenceRing struct {
+	e       [evidenceKept]Evidence
+	head, n uint8 // e[head] is the oldest of n
+}
+
+// add appends e, dropping the oldest entry once the log is full.
+func (l *evidenceRing) add(e Evidence) {
+	if l.n < evidenceKept {
+		l.e[(int(l.head)+int(l.n))%evidenceKept] = e
+		l.n++
+		return
+	}
+	l.e[l.head] = e
+	l.head = uint8((int(l.head) + 1) % evidenceKept)
+}
+
+// list returns the log oldest first in a slice of its own, nil when empty
+// (as an evidenceLog never added to is).
+func (l *evidenceRing) list() evidenceLog {
+	if l.n == 0 {
+		return nil
+	}
+	out := make(evidenceLog, l.n)
+	for i := range out {
+		out[i] = l.e[(int(l.head)+i)%evidenceKept]
+	}
+	return out
+}
+
+// set replaces the log with the last evidenceKept entries of es.
+func (l *evidenceRing) set(es []Evidence) {
+	*l = evidenceRing{}
+	for _, e := range es[max(0, len(es)-evidenceKept):] {
+		l.add(e)
+	}
+}
+
 // saveState gob-encodes a detector's checkpointed state.
 func saveState(v any) ([]byte, error) {
 	var b bytes.Buffer

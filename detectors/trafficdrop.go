@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -122,37 +121,68 @@ func (p *TrafficDrop) Validate() error {
 
 // Build returns the detector.
 func (p *TrafficDrop) Build(rule string) Detector {
-	return &trafficDrop{p: *p, rule: rule, states: map[string]*dropState{}}
+	return &trafficDrop{p: *p, rule: rule}
 }
 
 type trafficDrop struct {
 	p      TrafficDrop
 	rule   string
-	states map[string]*dropState // by signal{entity}
-	byID   byID[dropState]
+	states seriesStates[dropSeries]
 	feed   feedFaultState
 	js     []judged   // the bucket's judged points, kept for the next bucket's
 	cols   [][]uint16 // scratch of hourAhead.fill
 }
 
-// dropState is one entity's state; exported fields are checkpointed.
-type dropState struct {
+// dropSeries is one series' state. Its fields are laid out to take the
+// least room (the evidence log inside it, no padding between the words);
+// checkpoints hold it as a dropState.
+type dropSeries struct {
+	RunStart  int64 // first bucket of the current anomalous run
+	FireStart int64
+	// SimilarAt is when Similar was ranked.
+	SimilarAt      int64
 	Run, Recovered int32 // consecutive anomalous / recovered buckets
-	RunStart       int64 // first bucket of the current anomalous run
-	Firing         bool
-	FireStart      int64
 	// Adapt follows the current outlier run.
 	Adapt levelRun
 	// Noise is the learnt forecast error per hour of the day (UTC).
-	Noise  noiseModel
-	Recent evidenceLog
+	Noise noiseModel
 	// Similar caches the ranking of past days, recomputed hourly.
-	Similar   []int16
-	SimilarAt int64
+	Similar []int16
 	// ranker keeps the ranking's distances between rankings.
 	ranker dayRanker
 	// ahead holds the baselines of the hour ahead.
-	ahead hourAhead
+	ahead  hourAhead
+	Recent evidenceRing
+	Firing bool
+}
+
+// dropState is a dropSeries as checkpointed, by signal{entity}: the
+// fields, their types and this type's name are the checkpoint format.
+type dropState struct {
+	Run, Recovered int32
+	RunStart       int64
+	Firing         bool
+	FireStart      int64
+	Adapt          levelRun
+	Noise          noiseModel
+	Recent         evidenceLog
+	Similar        []int16
+	SimilarAt      int64
+}
+
+// saved is st as checkpointed.
+func (st *dropSeries) saved() *dropState {
+	return &dropState{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
+		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Recent: st.Recent.list(),
+		Similar: st.Similar, SimilarAt: st.SimilarAt}
+}
+
+// restored is the series state a checkpoint's st restores.
+func (st *dropState) restored() *dropSeries {
+	s := &dropSeries{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
+		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Similar: st.Similar, SimilarAt: st.SimilarAt}
+	s.Recent.set(st.Recent)
+	return s
 }
 
 type feedFaultState struct {
@@ -173,15 +203,28 @@ func validateFeedFault(share float64, minEntities int) error {
 	return nil
 }
 
+// judged is a point of the bucket and what judging it found. The slice of
+// them is kept for the next bucket's, one per series, so what follows from
+// the rest (the drop, the method's name) is computed, not kept.
 type judged struct {
 	p         aggregate.Point
-	st        *dropState
+	st        *dropSeries
 	base      float64
-	method    string
-	drop      float64
 	sigma     float64 // forecast error at this hour (log scale); 0 while unknown
 	gate      float64 // the smallest log-drop that fires
+	similar   bool    // the baseline is of similar days (else previous days)
 	anomalous bool
+}
+
+// drop is the relative drop against the baseline.
+func (j *judged) drop() float64 { return 1 - j.p.Value/j.base }
+
+// method names how the baseline was made.
+func (j *judged) method() string {
+	if j.similar {
+		return "similar_days"
+	}
+	return "previous_days"
 }
 
 func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -192,7 +235,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 	bar := -math.Log(1 - d.p.Threshold)
 	js := d.js[:0]
 	for _, pt := range pts {
-		st := d.byID.get(pt.Series, d.states)
+		st := d.states.get(pt.Series)
 		if pt.Missing {
 			// No data is not a drop: hold the state, record the gap.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
@@ -206,7 +249,6 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if base < d.p.MinBaseline || base <= 0 {
 			continue
 		}
-		drop := 1 - pt.Value/base
 		sigma, known := st.Noise.sigmaAt(slot, w)
 		gate := max(bar, d.p.Noise*sigma)
 		// Until the series' noise at this hour is known, it is learnt, not
@@ -222,7 +264,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				anomalous = logDrop(pt.Value, wow) >= gate
 			}
 		}
-		js = append(js, judged{p: pt, st: st, base: base, method: method, drop: drop, sigma: sigma, gate: gate,
+		js = append(js, judged{p: pt, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
 			anomalous: anomalous})
 	}
 	d.js = js
@@ -236,7 +278,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		step := pt.Series.Step()
 		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
-		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop >= d.p.ResolveBelow)
+		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop() >= d.p.ResolveBelow)
 		switch {
 		case outlier:
 			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
@@ -258,7 +300,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 			st.Run++
 			st.Recovered = 0
-			critical := d.p.Critical > 0 && j.drop >= d.p.Critical
+			critical := d.p.Critical > 0 && j.drop() >= d.p.Critical
 			if !st.Firing && (int(st.Run) >= forN || critical) {
 				st.Firing, st.FireStart = true, st.RunStart
 				emit(d.finding(Firing, c, j))
@@ -269,7 +311,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if !st.Firing {
 			continue
 		}
-		if j.drop < d.p.ResolveBelow {
+		if j.drop() < d.p.ResolveBelow {
 			st.Recovered++
 		} else {
 			st.Recovered = 0
@@ -351,8 +393,8 @@ func logDrop(v, base float64) float64 {
 func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Finding {
 	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
 		Start: j.st.FireStart, At: c.End, Observed: round(j.p.Value, 3), Baseline: round(j.base, 3),
-		BaselineMethod: j.method, ChangePct: changePct(j.p.Value, j.base),
-		Evidence: slices.Clone(j.st.Recent)}
+		BaselineMethod: j.method(), ChangePct: changePct(j.p.Value, j.base),
+		Evidence: j.st.Recent.list()}
 	if wow, ok := smoothedAt(&j.p.Series.Hist, c.Start-7*dayNs, c.End-c.Start); ok && wow > 0 && status == Firing {
 		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.p.Value, wow)}
 	}
@@ -373,7 +415,7 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 		} else {
 			f.Details["bar"] = "threshold"
 		}
-		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method)
+		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method())
 	} else {
 		f.Summary = fmt.Sprintf("%s of %s recovered (%.1f%% against baseline)", f.Signal, f.Entity, f.ChangePct)
 	}
@@ -385,7 +427,7 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 // history) or on the previous days (before). The baselines of the hour
 // ahead are computed at once (hourAhead) and read from there while the
 // ring stays as they assumed; baselineFromRing is what they must equal.
-func (d *trafficDrop) baseline(st *dropState, r *series.Ring, t, w int64) (float64, string, bool) {
+func (d *trafficDrop) baseline(st *dropSeries, r *series.Ring, t, w int64) (float64, string, bool) {
 	days := 0
 	if o := r.Oldest(); t >= o {
 		days = int(min(int64(d.p.MaxDays), (t-o)/dayNs))
@@ -481,7 +523,12 @@ func rankDays(r *series.Ring, t, w int64, days int, out []int16) []int16 {
 }
 
 func (d *trafficDrop) MarshalBinary() ([]byte, error) {
-	return saveState(feedCheckpoint[dropState]{States: d.states, Feed: d.feed})
+	live := d.states.byName()
+	states := make(map[string]*dropState, len(live))
+	for name, st := range live {
+		states[name] = st.saved()
+	}
+	return saveState(feedCheckpoint[dropState]{States: states, Feed: d.feed})
 }
 
 func (d *trafficDrop) UnmarshalBinary(b []byte) error {
@@ -489,7 +536,11 @@ func (d *trafficDrop) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &cp, TrafficDropName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states, d.feed = cp.States, cp.Feed
-	d.byID.reset()
+	parked := make(map[string]*dropSeries, len(cp.States))
+	for name, st := range cp.States {
+		parked[name] = st.restored()
+	}
+	d.states.restore(parked)
+	d.feed = cp.Feed
 	return nil
 }

@@ -101,19 +101,18 @@ func (p *PrefixWithdrawal) Validate() error {
 
 // Build returns the detector.
 func (p *PrefixWithdrawal) Build(rule string) Detector {
-	return &prefixWithdrawal{p: *p, rule: rule, states: map[string]*spaceState{}}
+	return &prefixWithdrawal{p: *p, rule: rule}
 }
 
 type prefixWithdrawal struct {
-	p      PrefixWithdrawal
-	rule   string
-	states map[string]*spaceState // by signal{entity}, as checkpointed
-	// bySeries finds states by series, so that judging a full table
-	// does not build a key string per origin and bucket.
-	bySeries byID[spaceState]
-	feed     feedFaultState
-	scratch  []float64
-	judged   []spaceJudged
+	p    PrefixWithdrawal
+	rule string
+	// states are found by series, so that judging a full table does not
+	// build a key string per origin and bucket.
+	states  seriesStates[spaceState]
+	feed    feedFaultState
+	scratch []float64
+	judged  []spaceJudged
 }
 
 // spaceState is one series' state; exported fields are checkpointed.
@@ -145,7 +144,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	js := d.judged[:0]
 	defer func() { clear(js); d.judged = js[:0] }()
 	for _, pt := range pts {
-		st := d.bySeries.get(pt.Series, d.states)
+		st := d.states.get(pt.Series)
 		if pt.Missing {
 			// The table emits nothing while no full-feed peer is up (a
 			// space that is gone reads 0): not news, hold the state.
@@ -257,7 +256,7 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 }
 
 func (d *prefixWithdrawal) MarshalBinary() ([]byte, error) {
-	return saveState(feedCheckpoint[spaceState]{States: d.states, Feed: d.feed})
+	return saveState(feedCheckpoint[spaceState]{States: d.states.byName(), Feed: d.feed})
 }
 
 func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
@@ -265,8 +264,8 @@ func (d *prefixWithdrawal) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &cp, PrefixWithdrawalName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states, d.feed = cp.States, cp.Feed
-	d.bySeries.reset()
+	d.states.restore(cp.States)
+	d.feed = cp.Feed
 	return nil
 }
 
@@ -371,16 +370,15 @@ func (p *WithdrawalBurst) Validate() error {
 
 // Build returns the detector.
 func (p *WithdrawalBurst) Build(rule string) Detector {
-	return &withdrawalBurst{p: *p, rule: rule, states: map[string]*burstState{}}
+	return &withdrawalBurst{p: *p, rule: rule}
 }
 
 type withdrawalBurst struct {
-	p        WithdrawalBurst
-	rule     string
-	states   map[string]*burstState
-	bySeries map[*aggregate.Series]*burstState
-	feed     feedFaultState
-	scratch  []float64
+	p       WithdrawalBurst
+	rule    string
+	states  seriesStates[burstState]
+	feed    feedFaultState
+	scratch []float64
 	// space4 and space6 are the announced-space signals, looked up by name
 	// so that this package need not import the BGP input.
 	space4, space6 obs.Signal
@@ -414,15 +412,8 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 		d.space6, _ = obs.Lookup("bgp_announced_v6")
 	}
 	var js []burstJudged
-	if d.bySeries == nil {
-		d.bySeries = map[*aggregate.Series]*burstState{}
-	}
 	for _, pt := range pts {
-		st := d.bySeries[pt.Series]
-		if st == nil {
-			st = stateOf(d.states, pt.Series.Key.String())
-			d.bySeries[pt.Series] = st
-		}
+		st := d.states.get(pt.Series)
 		if pt.Missing {
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
@@ -556,7 +547,7 @@ func (d *withdrawalBurst) finding(status string, c *aggregate.Closed, j burstJud
 }
 
 func (d *withdrawalBurst) MarshalBinary() ([]byte, error) {
-	return saveState(feedCheckpoint[burstState]{States: d.states, Feed: d.feed})
+	return saveState(feedCheckpoint[burstState]{States: d.states.byName(), Feed: d.feed})
 }
 
 func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
@@ -564,7 +555,8 @@ func (d *withdrawalBurst) UnmarshalBinary(b []byte) error {
 	if err := loadState(b, &cp, WithdrawalBurstName+" "+d.rule); err != nil {
 		return err
 	}
-	d.states, d.feed, d.bySeries = cp.States, cp.Feed, nil
+	d.states.restore(cp.States)
+	d.feed = cp.Feed
 	return nil
 }
 

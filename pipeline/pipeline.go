@@ -115,7 +115,7 @@ type Pipeline struct {
 	last  *decoderEntry
 	rules []*boundRule
 	// match caches which rules watch each series.
-	match   map[*aggregate.Series][]int
+	match   matchCache
 	silence *detectors.FeedSilence
 	held    held
 	mgr     *alerting.Manager
@@ -157,8 +157,7 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 	}
 	p := &Pipeline{
 		cfg: cfg, agg: aggregate.New(cfg.Aggregate), decoders: map[formatKey]*decoderEntry{},
-		match: map[*aggregate.Series][]int{}, silence: detectors.NewFeedSilence(cfg.SilentAfter),
-		mgr: alerting.NewManager(cfg.Map), out: out, log: cfg.Logger,
+		silence: detectors.NewFeedSilence(cfg.SilentAfter), mgr: alerting.NewManager(cfg.Map), out: out, log: cfg.Logger,
 		records: map[string]int64{}, errs: map[string]int64{},
 	}
 	p.pre = p.agg
@@ -328,14 +327,10 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 		br.pts = br.pts[:0]
 	}
 	for _, pt := range c.Points {
-		idx, ok := p.match[pt.Series]
+		idx, ok := p.match.get(pt.Series)
 		if !ok {
-			for i, br := range p.rules {
-				if br.rule.Matches(pt.Series.Signal, pt.Series.Entity) {
-					idx = append(idx, i)
-				}
-			}
-			p.match[pt.Series] = idx
+			idx = p.matchRules(pt.Series)
+			p.match.put(pt.Series, idx)
 		}
 		for _, i := range idx {
 			p.rules[i].pts = append(p.rules[i].pts, pt)
@@ -356,6 +351,17 @@ func (p *Pipeline) judge(c *aggregate.Closed) {
 			p.cfg.Events(ev)
 		}
 	}
+}
+
+// matchRules returns the indexes of the rules that watch s.
+func (p *Pipeline) matchRules(s *aggregate.Series) []int {
+	var idx []int
+	for i, br := range p.rules {
+		if br.rule.Matches(s.Signal, s.Entity) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
 }
 
 // level reads a series' history for the correlator's traffic shares.
