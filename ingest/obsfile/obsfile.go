@@ -46,27 +46,6 @@ func init() {
 	ingest.RegisterFormat(Stream, FormatCSV, func(*ingest.Env) (ingest.Decoder, error) { return NewCSVDecoder(), nil })
 }
 
-// entities remembers normalised entity names: an export repeats a handful
-// of entities on every line, and re-validating and re-allocating each one
-// would dominate decoding.
-type entities map[string]string
-
-const maxEntities = 1 << 16
-
-func (c entities) normalize(raw string) (string, error) {
-	if e, ok := c[raw]; ok {
-		return e, nil
-	}
-	e, err := normalizeEntity(raw)
-	if err != nil {
-		return "", err
-	}
-	if len(c) < maxEntities {
-		c[strings.Clone(raw)] = e
-	}
-	return e, nil
-}
-
 func normalizeEntity(raw string) (string, error) {
 	kind, id, err := obs.SplitEntity(strings.TrimSpace(raw))
 	if err != nil {
@@ -179,12 +158,12 @@ func parseValue(s string) (float64, error) {
 
 // JSONDecoder decodes one JSON observation per value.
 type JSONDecoder struct {
-	ents entities
-	o    obs.Observation
+	series *seriesCache
+	o      obs.Observation
 }
 
 // NewJSONDecoder returns a decoder for JSON observation lines.
-func NewJSONDecoder() *JSONDecoder { return &JSONDecoder{ents: entities{}} }
+func NewJSONDecoder() *JSONDecoder { return &JSONDecoder{series: newSeriesCache()} }
 
 type jsonLine struct {
 	Time   json.RawMessage `json:"time"`
@@ -221,7 +200,7 @@ func (d *JSONDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	ent, err := d.ents.normalize(*l.Entity)
+	id, ent, err := d.series.resolve(sink, sig, *l.Entity)
 	if err != nil {
 		return err
 	}
@@ -229,8 +208,7 @@ func (d *JSONDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	d.o = obs.Observation{Time: t, Signal: sig, Entity: ent, Value: v}
-	sink.Observe(&d.o)
+	d.series.observe(sink, &d.o, id, t, sig, *l.Entity, ent, v)
 	return nil
 }
 
@@ -269,14 +247,14 @@ func jsonNumber(raw json.RawMessage, field string) (float64, error) {
 // CSVDecoder decodes one CSV observation line per value. The header row
 // decodes to nothing, so that a file can be fed line by line as it is.
 type CSVDecoder struct {
-	ents   entities
+	series *seriesCache
 	fields [4]string
 	buf    []byte
 	o      obs.Observation
 }
 
 // NewCSVDecoder returns a decoder for CSV observation lines.
-func NewCSVDecoder() *CSVDecoder { return &CSVDecoder{ents: entities{}} }
+func NewCSVDecoder() *CSVDecoder { return &CSVDecoder{series: newSeriesCache()} }
 
 // Decode implements ingest.Decoder.
 func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
@@ -295,7 +273,7 @@ func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	ent, err := d.ents.normalize(f[1])
+	id, ent, err := d.series.resolve(sink, sig, f[1])
 	if err != nil {
 		return err
 	}
@@ -303,8 +281,7 @@ func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	d.o = obs.Observation{Time: t, Signal: sig, Entity: ent, Value: v}
-	sink.Observe(&d.o)
+	d.series.observe(sink, &d.o, id, t, sig, f[1], ent, v)
 	return nil
 }
 

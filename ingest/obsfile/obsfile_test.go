@@ -336,6 +336,7 @@ func FuzzCSVDecode(f *testing.F) {
 		"2025-04-28T10:35:00Z,country:PT,traffic_bytes,123.4",
 		`"1745836500.5", "zone:a""b" ,traffic_packets,1e3` + "\r\n",
 		"time,entity,signal,value", ",,,", `"`, "a,b",
+		"1745836500, asn:as5089 ,traffic_bytes,1", `1745836500,"country:pt",traffic_packets,-0`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -353,6 +354,22 @@ func FuzzCSVDecode(f *testing.F) {
 			return // the header row
 		}
 		checkObservation(t, got[0])
+		// Into a sink that numbers its series, the line gives the same
+		// observation twice, the second time by number.
+		rec := newRecorder(300e9)
+		d := NewCSVDecoder()
+		for range 2 {
+			if err := d.Decode(data, rec); err != nil {
+				t.Fatalf("%q: %v the second time", data, err)
+			}
+		}
+		wantNumbered := 1
+		if got[0].Signal.Def().Agg == obs.Custom {
+			wantNumbered = 0
+		}
+		if len(rec.got) != 2 || rec.got[0] != got[0] || rec.got[1] != got[0] || rec.byNumber != wantNumbered {
+			t.Fatalf("%q: numbered %+v (%d by number), by name %+v", data, rec.got, rec.byNumber, got[0])
+		}
 		// encoding/csv must read the same four fields (it is stricter about
 		// blanks around quotes, so only compare when it reads the line).
 		r := csv.NewReader(strings.NewReader(string(data)))
