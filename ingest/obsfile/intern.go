@@ -32,15 +32,14 @@ import (
 type seriesCache struct {
 	// numbered is the sink whose series numbers ids holds.
 	numbered obs.SeriesSink
-	ids      map[seriesKey]int32
-	// spellings counts the entries of ids per series number.
+	// ids maps the spellings of entities to series numbers, one map per
+	// signal (by its number), so that a lookup hashes a plain string.
+	ids []map[string]int32
+	// nIDs counts the entries of ids; spellings counts them per series
+	// number.
+	nIDs      int
 	spellings []uint8
 	names     map[string]string
-}
-
-type seriesKey struct {
-	sig obs.Signal
-	raw string
 }
 
 const (
@@ -57,7 +56,7 @@ const (
 )
 
 func newSeriesCache() *seriesCache {
-	return &seriesCache{ids: map[seriesKey]int32{}, names: map[string]string{}}
+	return &seriesCache{names: map[string]string{}}
 }
 
 // resolve returns the number of the series (sig, raw) in sink when sink
@@ -68,11 +67,10 @@ func (c *seriesCache) resolve(sink obs.Sink, sig obs.Signal, raw string) (id int
 	ss, _ := sink.(obs.SeriesSink)
 	if ss != c.numbered {
 		c.numbered = ss
-		clear(c.ids)
-		c.spellings = c.spellings[:0]
+		c.ids, c.nIDs, c.spellings = nil, 0, c.spellings[:0]
 	}
-	if ss != nil {
-		if id, ok := c.ids[seriesKey{sig, raw}]; ok {
+	if ss != nil && int(sig) < len(c.ids) {
+		if id, ok := c.ids[sig][raw]; ok {
 			return id, "", nil
 		}
 	}
@@ -117,7 +115,14 @@ func (c *seriesCache) learn(sig obs.Signal, raw, ent string) {
 			}
 			if c.spellings[id] < maxSpellings {
 				c.spellings[id]++
-				c.ids[seriesKey{sig, c.keep(raw, ent)}] = id
+				for int(sig) >= len(c.ids) {
+					c.ids = append(c.ids, nil)
+				}
+				if c.ids[sig] == nil {
+					c.ids[sig] = map[string]int32{}
+				}
+				c.ids[sig][c.keep(raw, ent)] = id
+				c.nIDs++
 			}
 			return
 		}

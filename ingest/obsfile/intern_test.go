@@ -277,8 +277,8 @@ func TestManyEntities(t *testing.T) {
 	if last := r.got[len(r.got)-1]; last != ob(t0+300e9, obs.TrafficBytes, fmt.Sprint("asn:", 64512+n-1), n-1) {
 		t.Errorf("last observation %+v", last)
 	}
-	if len(d.series.ids) != n || len(d.series.names) != 0 || r.agg.Stats().Series != n {
-		t.Errorf("%d numbers and %d names cached, %d series; want %d numbers", len(d.series.ids), len(d.series.names), r.agg.Stats().Series, n)
+	if d.series.nIDs != n || len(d.series.names) != 0 || r.agg.Stats().Series != n {
+		t.Errorf("%d numbers and %d names cached, %d series; want %d numbers", d.series.nIDs, len(d.series.names), r.agg.Stats().Series, n)
 	}
 	known := line(1, n-1)
 	if a := testing.AllocsPerRun(100, func() {
@@ -309,8 +309,8 @@ func TestCacheBounds(t *testing.T) {
 			t.Fatalf("asn:x%d: %q", i, reason)
 		}
 	}
-	if len(d.series.ids)+len(d.series.names) != 0 || len(r.got) != 0 {
-		t.Fatalf("malformed entities: %d numbers, %d names cached, %d observed", len(d.series.ids), len(d.series.names), len(r.got))
+	if d.series.nIDs+len(d.series.names) != 0 || len(r.got) != 0 {
+		t.Fatalf("malformed entities: %d numbers, %d names cached, %d observed", d.series.nIDs, len(d.series.names), len(r.got))
 	}
 	// A hundred spellings of one series, each padded with more blanks,
 	// twice: the second time, those that found room go by number.
@@ -319,9 +319,9 @@ func TestCacheBounds(t *testing.T) {
 			t.Fatal(reason)
 		}
 	}
-	if len(d.series.ids) != maxSpellings || r.byNumber != maxSpellings || r.byName != 200-maxSpellings {
+	if d.series.nIDs != maxSpellings || r.byNumber != maxSpellings || r.byName != 200-maxSpellings {
 		t.Errorf("spellings: %d numbers cached, %d by name, %d by number; want %d, %d, %d",
-			len(d.series.ids), r.byName, r.byNumber, maxSpellings, 200-maxSpellings, maxSpellings)
+			d.series.nIDs, r.byName, r.byNumber, maxSpellings, 200-maxSpellings, maxSpellings)
 	}
 	// The padded spellings that found no room still arrive, by name, in the
 	// same series.
@@ -333,8 +333,8 @@ func TestCacheBounds(t *testing.T) {
 	for i := range maxNames + 100 {
 		decode(r, "1745836500,asn:%d,traffic_bytes,1", 1_000_000+i)
 	}
-	if st := r.agg.Stats(); st.Series != 1 || len(d.series.names) != maxNames || len(d.series.ids) != maxSpellings {
-		t.Errorf("late: %+v, %d names, %d numbers cached", st, len(d.series.names), len(d.series.ids))
+	if st := r.agg.Stats(); st.Series != 1 || len(d.series.names) != maxNames || d.series.nIDs != maxSpellings {
+		t.Errorf("late: %+v, %d names, %d numbers cached", st, len(d.series.names), d.series.nIDs)
 	}
 	// Into a sink that numbers nothing, a working set of names too; the
 	// numbers of the other sink are forgotten.
@@ -342,8 +342,8 @@ func TestCacheBounds(t *testing.T) {
 	for i := range maxNames + 100 {
 		decode(&s, "1745836500,asn:%d,traffic_bytes,1", 2_000_000+i)
 	}
-	if len(s) != maxNames+100 || len(d.series.names) != maxNames || len(d.series.ids) != 0 {
-		t.Errorf("by name: %d observations, %d names, %d numbers", len(s), len(d.series.names), len(d.series.ids))
+	if len(s) != maxNames+100 || len(d.series.names) != maxNames || d.series.nIDs != 0 {
+		t.Errorf("by name: %d observations, %d names, %d numbers", len(s), len(d.series.names), d.series.nIDs)
 	}
 	if s[len(s)-1] != ob(t0, obs.TrafficBytes, fmt.Sprint("asn:", 2_000_000+maxNames+99), 1) {
 		t.Errorf("last %+v", s[len(s)-1])
@@ -388,8 +388,8 @@ func BenchmarkCacheBytes(b *testing.B) {
 		names := float64(len("asn:") + 6)
 		per = (float64(after.HeapAlloc)-float64(before.HeapAlloc))/n - roundUp(names)
 		runtime.KeepAlive(d)
-		if len(d.series.ids) != n {
-			b.Fatalf("%d numbers cached", len(d.series.ids))
+		if d.series.nIDs != n {
+			b.Fatalf("%d numbers cached", d.series.nIDs)
 		}
 	}
 	b.ReportMetric(per, "cache-bytes/series")

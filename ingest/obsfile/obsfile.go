@@ -248,6 +248,18 @@ func jsonNumber(raw json.RawMessage, field string) (float64, error) {
 // decodes to nothing, so that a file can be fed line by line as it is.
 type CSVDecoder struct {
 	series *seriesCache
+	// lastTime and lastSignal are the last time and signal read, by
+	// their text.
+	lastTime struct {
+		text []byte
+		t    int64
+		ok   bool
+	}
+	lastSignal struct {
+		text []byte
+		sig  obs.Signal
+		ok   bool
+	}
 	fields [4]string
 	buf    []byte
 	o      obs.Observation
@@ -265,11 +277,11 @@ func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
 	if isHeader(f) {
 		return nil
 	}
-	t, err := ParseTime(f[0])
+	t, err := d.time(f[0])
 	if err != nil {
 		return err
 	}
-	sig, err := lookupSignal(f[2])
+	sig, err := d.signal(f[2])
 	if err != nil {
 		return err
 	}
@@ -283,6 +295,33 @@ func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
 	}
 	d.series.observe(sink, &d.o, id, t, sig, f[1], ent, v)
 	return nil
+}
+
+// time is ParseTime that remembers the last text it read: an export lists
+// every entity of a bucket under the same time.
+func (d *CSVDecoder) time(s string) (int64, error) {
+	if d.lastTime.ok && string(d.lastTime.text) == s {
+		return d.lastTime.t, nil
+	}
+	t, err := ParseTime(s)
+	if err == nil {
+		d.lastTime.text, d.lastTime.t, d.lastTime.ok = append(d.lastTime.text[:0], s...), t, true
+	}
+	return t, err
+}
+
+// signal is lookupSignal that remembers the last name it found: a name,
+// once registered, always names the same signal, and the registry's
+// lookup takes a lock.
+func (d *CSVDecoder) signal(s string) (obs.Signal, error) {
+	if d.lastSignal.ok && string(d.lastSignal.text) == s {
+		return d.lastSignal.sig, nil
+	}
+	sig, err := lookupSignal(s)
+	if err == nil {
+		d.lastSignal.text, d.lastSignal.sig, d.lastSignal.ok = append(d.lastSignal.text[:0], s...), sig, true
+	}
+	return sig, err
 }
 
 func isHeader(f []string) bool {
