@@ -10,6 +10,8 @@ type SeriesSink interface {
 	// the life of the sink, once the series exists: ok is false before its
 	// first observation has arrived through Observe, and always for a
 	// custom signal, whose accumulator reads the whole Observation.
+	// Numbers are dense, from 0, one per series the sink has, so that a
+	// caller can keep what it knows per series in a slice indexed by them.
 	SeriesID(sig Signal, entity string) (id int32, ok bool)
 	// ObserveSeries adds value v at event time t (Unix ns) to the series
 	// numbered id, exactly as Observe would.

@@ -266,3 +266,35 @@ func (r *Ring) Spilled() int {
 	}
 	return len(r.spill.codes)/int(r.days) - len(r.spill.free)
 }
+
+// setGroupCode writes code c of time of day g on day d in place, when it
+// can without changing the group's lowest code: the word is not spilled,
+// the day it replaces was not the lowest (so another day keeps the lowest,
+// if any day has a value), and c is missing, zero, or within maxSpread
+// above the lowest. That is nearly every write of a ring that rotates a
+// day at a time (the day replaced is the lowest of fourteen about one time
+// in fourteen), and it leaves exactly the word storeGroup would write, for
+// a shift and a mask instead of decoding and encoding fourteen days; it
+// reports false, writing nothing, otherwise.
+func (r *Ring) setGroupCode(g, d int32, c uint8) bool {
+	w := r.word(g)
+	if w&spillFlag != 0 {
+		return false
+	}
+	shift := uint32(r.f.bits) + offBits*uint32(d)
+	if uint8(w>>shift)&offMask == codeMin {
+		return false
+	}
+	off := c
+	if c >= codeMin {
+		// A word whose days hold no value has lowest 0, as value codes
+		// start at codeMin: c would become the lowest.
+		lo := uint8(uint32(w) & r.f.max)
+		if lo == 0 || c < lo || c-lo > maxSpread {
+			return false
+		}
+		off = c - lo + codeMin
+	}
+	r.setWord(g, w&^(uint64(offMask)<<shift)|uint64(off)<<shift)
+	return true
+}

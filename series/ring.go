@@ -237,6 +237,9 @@ func (r *Ring) get(i int32) uint32 {
 func (r *Ring) set(i int32, c uint32) {
 	if r.grouped {
 		g, d := i%r.perDay, i/r.perDay
+		if r.setGroupCode(g, d, uint8(c)) {
+			return
+		}
 		var cs [maxGroupDays]uint8
 		r.loadGroup(g, &cs)
 		cs[d] = uint8(c)

@@ -29,6 +29,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/obs"
@@ -44,27 +45,6 @@ const (
 func init() {
 	ingest.RegisterFormat(Stream, FormatJSON, func(*ingest.Env) (ingest.Decoder, error) { return NewJSONDecoder(), nil })
 	ingest.RegisterFormat(Stream, FormatCSV, func(*ingest.Env) (ingest.Decoder, error) { return NewCSVDecoder(), nil })
-}
-
-// entities remembers normalised entity names: an export repeats a handful
-// of entities on every line, and re-validating and re-allocating each one
-// would dominate decoding.
-type entities map[string]string
-
-const maxEntities = 1 << 16
-
-func (c entities) normalize(raw string) (string, error) {
-	if e, ok := c[raw]; ok {
-		return e, nil
-	}
-	e, err := normalizeEntity(raw)
-	if err != nil {
-		return "", err
-	}
-	if len(c) < maxEntities {
-		c[strings.Clone(raw)] = e
-	}
-	return e, nil
 }
 
 func normalizeEntity(raw string) (string, error) {
@@ -179,12 +159,12 @@ func parseValue(s string) (float64, error) {
 
 // JSONDecoder decodes one JSON observation per value.
 type JSONDecoder struct {
-	ents entities
-	o    obs.Observation
+	series *seriesCache
+	o      obs.Observation
 }
 
 // NewJSONDecoder returns a decoder for JSON observation lines.
-func NewJSONDecoder() *JSONDecoder { return &JSONDecoder{ents: entities{}} }
+func NewJSONDecoder() *JSONDecoder { return &JSONDecoder{series: newSeriesCache()} }
 
 type jsonLine struct {
 	Time   json.RawMessage `json:"time"`
@@ -221,7 +201,7 @@ func (d *JSONDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	ent, err := d.ents.normalize(*l.Entity)
+	id, ent, err := d.series.resolve(sink, sig, *l.Entity)
 	if err != nil {
 		return err
 	}
@@ -229,8 +209,7 @@ func (d *JSONDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	d.o = obs.Observation{Time: t, Signal: sig, Entity: ent, Value: v}
-	sink.Observe(&d.o)
+	d.series.observe(sink, &d.o, id, t, sig, *l.Entity, ent, v)
 	return nil
 }
 
@@ -269,14 +248,26 @@ func jsonNumber(raw json.RawMessage, field string) (float64, error) {
 // CSVDecoder decodes one CSV observation line per value. The header row
 // decodes to nothing, so that a file can be fed line by line as it is.
 type CSVDecoder struct {
-	ents   entities
+	series *seriesCache
+	// lastTime and lastSignal are the last time and signal read, by
+	// their text.
+	lastTime struct {
+		text []byte
+		t    int64
+		ok   bool
+	}
+	lastSignal struct {
+		text []byte
+		sig  obs.Signal
+		ok   bool
+	}
 	fields [4]string
 	buf    []byte
 	o      obs.Observation
 }
 
 // NewCSVDecoder returns a decoder for CSV observation lines.
-func NewCSVDecoder() *CSVDecoder { return &CSVDecoder{ents: entities{}} }
+func NewCSVDecoder() *CSVDecoder { return &CSVDecoder{series: newSeriesCache()} }
 
 // Decode implements ingest.Decoder.
 func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
@@ -287,15 +278,15 @@ func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
 	if isHeader(f) {
 		return nil
 	}
-	t, err := ParseTime(f[0])
+	t, err := d.time(f[0])
 	if err != nil {
 		return err
 	}
-	sig, err := lookupSignal(f[2])
+	sig, err := d.signal(f[2])
 	if err != nil {
 		return err
 	}
-	ent, err := d.ents.normalize(f[1])
+	id, ent, err := d.series.resolve(sink, sig, f[1])
 	if err != nil {
 		return err
 	}
@@ -303,9 +294,35 @@ func (d *CSVDecoder) Decode(value []byte, sink obs.Sink) error {
 	if err != nil {
 		return err
 	}
-	d.o = obs.Observation{Time: t, Signal: sig, Entity: ent, Value: v}
-	sink.Observe(&d.o)
+	d.series.observe(sink, &d.o, id, t, sig, f[1], ent, v)
 	return nil
+}
+
+// time is ParseTime that remembers the last text it read: an export lists
+// every entity of a bucket under the same time.
+func (d *CSVDecoder) time(s string) (int64, error) {
+	if d.lastTime.ok && string(d.lastTime.text) == s {
+		return d.lastTime.t, nil
+	}
+	t, err := ParseTime(s)
+	if err == nil {
+		d.lastTime.text, d.lastTime.t, d.lastTime.ok = append(d.lastTime.text[:0], s...), t, true
+	}
+	return t, err
+}
+
+// signal is lookupSignal that remembers the last name it found: a name,
+// once registered, always names the same signal, and the registry's
+// lookup takes a lock.
+func (d *CSVDecoder) signal(s string) (obs.Signal, error) {
+	if d.lastSignal.ok && string(d.lastSignal.text) == s {
+		return d.lastSignal.sig, nil
+	}
+	sig, err := lookupSignal(s)
+	if err == nil {
+		d.lastSignal.text, d.lastSignal.sig, d.lastSignal.ok = append(d.lastSignal.text[:0], s...), sig, true
+	}
+	return sig, err
 }
 
 func isHeader(f []string) bool {
@@ -372,8 +389,11 @@ func (d *CSVDecoder) split(line []byte) ([]string, error) {
 	if n != 4 {
 		return nil, ingest.Errorf("csv", "observation: %d fields, want time,entity,signal,value", n)
 	}
-	// One string for the whole line, sliced: fields are short-lived.
-	all := string(d.buf)
+	// The fields are d.buf's bytes, not a copy: nothing that reads them
+	// keeps them (a time or signal remembered, an entity cached, an error
+	// message, each copies what it keeps), and the next line overwrites
+	// them, so a line costs no allocation.
+	all := unsafe.String(unsafe.SliceData(d.buf), len(d.buf))
 	start := 0
 	for k := range 4 {
 		d.fields[k] = all[start:ends[k]]

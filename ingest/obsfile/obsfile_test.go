@@ -297,6 +297,7 @@ func FuzzJSONDecode(f *testing.F) {
 		`{"time":"2025-04-28T10:35:00Z","entity":"country:PT","signal":"traffic_bytes","value":123.4}`,
 		`{"time":1745836500.123456789,"entity":"asn:AS5089","signal":"traffic_bytes","value":"0.5"}`,
 		`{"time":-5,"entity":"x","signal":"y","value":null}`, `{}`, ``, `[`,
+		`{"time":1745836500,"entity":" asn:AS5089 ","signal":"traffic_packets","value":"1"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -314,6 +315,7 @@ func FuzzJSONDecode(f *testing.F) {
 			t.Fatalf("%q accepted: %+v", data, got)
 		}
 		checkObservation(t, got[0])
+		checkNumbered(t, NewJSONDecoder(), data, got[0])
 		// What the file reader takes as the time is what the decoder uses.
 		if tm, ok := jsonLineTime(data); !ok || tm != got[0].Time {
 			t.Fatalf("%q: reader time %d %v, decoder %d", data, tm, ok, got[0].Time)
@@ -331,11 +333,34 @@ func checkObservation(t *testing.T, o obs.Observation) {
 	}
 }
 
+// checkNumbered decodes data twice with d into a sink that numbers its
+// series: both times it must give want, the second time by number (but
+// for a custom signal, which is never numbered).
+func checkNumbered(t *testing.T, d interface {
+	Decode([]byte, obs.Sink) error
+}, data []byte, want obs.Observation) {
+	t.Helper()
+	rec := newRecorder(300e9)
+	for range 2 {
+		if err := d.Decode(data, rec); err != nil {
+			t.Fatalf("%q: %v into a numbering sink", data, err)
+		}
+	}
+	wantNumbered := 1
+	if want.Signal.Def().Agg == obs.Custom {
+		wantNumbered = 0
+	}
+	if len(rec.got) != 2 || rec.got[0] != want || rec.got[1] != want || rec.byNumber != wantNumbered {
+		t.Fatalf("%q: numbered %+v (%d by number), by name %+v", data, rec.got, rec.byNumber, want)
+	}
+}
+
 func FuzzCSVDecode(f *testing.F) {
 	for _, s := range []string{
 		"2025-04-28T10:35:00Z,country:PT,traffic_bytes,123.4",
 		`"1745836500.5", "zone:a""b" ,traffic_packets,1e3` + "\r\n",
 		"time,entity,signal,value", ",,,", `"`, "a,b",
+		"1745836500, asn:as5089 ,traffic_bytes,1", `1745836500,"country:pt",traffic_packets,-0`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -353,6 +378,7 @@ func FuzzCSVDecode(f *testing.F) {
 			return // the header row
 		}
 		checkObservation(t, got[0])
+		checkNumbered(t, NewCSVDecoder(), data, got[0])
 		// encoding/csv must read the same four fields (it is stricter about
 		// blanks around quotes, so only compare when it reads the line).
 		r := csv.NewReader(strings.NewReader(string(data)))
