@@ -265,14 +265,21 @@ type cacheEntry struct {
 	p   *part // of a stage-one aggregator
 }
 
-// lookup returns the series of (sig, entity), creating it. A hit in the
-// direct-mapped cache compares the entity's address, not its bytes; a miss
-// falls back to the map.
-func (a *Aggregator) lookup(sig obs.Signal, entity string) *Series {
+// cached returns the direct-mapped cache's slot for (sig, entity), and
+// whether it holds that entity: a hit compares the entity's address, not
+// its bytes.
+func (a *Aggregator) cached(sig obs.Signal, entity string) (*cacheEntry, bool) {
 	p := unsafe.StringData(entity)
 	h := (uintptr(unsafe.Pointer(p))>>3 ^ uintptr(sig)*0x9e37) % cacheSize
 	c := &a.cache[h]
-	if c.s != nil && c.sig == sig && unsafe.StringData(c.ent) == p && len(c.ent) == len(entity) {
+	return c, c.sig == sig && unsafe.StringData(c.ent) == p && len(c.ent) == len(entity)
+}
+
+// lookup returns the series of (sig, entity), creating it: from the
+// cache, else from the index.
+func (a *Aggregator) lookup(sig obs.Signal, entity string) *Series {
+	c, hit := a.cached(sig, entity)
+	if hit && c.s != nil {
 		return c.s
 	}
 	s := a.series.get(sig, entity)
@@ -285,18 +292,16 @@ func (a *Aggregator) lookup(sig obs.Signal, entity string) *Series {
 
 // lookupPart is lookup for a stage-one aggregator.
 func (a *Aggregator) lookupPart(sig obs.Signal, entity string) *part {
-	p := unsafe.StringData(entity)
-	h := (uintptr(unsafe.Pointer(p))>>3 ^ uintptr(sig)*0x9e37) % cacheSize
-	c := &a.cache[h]
-	if c.p != nil && c.sig == sig && unsafe.StringData(c.ent) == p && len(c.ent) == len(entity) {
+	c, hit := a.cached(sig, entity)
+	if hit && c.p != nil {
 		return c.p
 	}
-	s := a.parts.get(sig, entity)
-	if s == nil {
-		s = a.newPart(sig, entity)
+	p := a.parts.get(sig, entity)
+	if p == nil {
+		p = a.newPart(sig, entity)
 	}
-	*c = cacheEntry{sig: sig, ent: entity, p: s}
-	return s
+	*c = cacheEntry{sig: sig, ent: entity, p: p}
+	return p
 }
 
 // count is the number of series.
@@ -445,14 +450,21 @@ func (a *Aggregator) add(s *window, sig obs.Signal, w int64, t int64, v float64,
 	b.count++
 }
 
-func (a *Aggregator) newSeries(k Key) *Series {
-	s := &Series{Key: k}
-	w := a.WidthOf(k.Signal)
+// noteWidth returns sig's bucket width, and keeps a coarser one among the
+// widths whose buckets close.
+func (a *Aggregator) noteWidth(sig obs.Signal) int64 {
+	w := a.WidthOf(sig)
 	if w != a.cfg.Width {
 		if i, ok := slices.BinarySearch(a.coarse, w); !ok {
 			a.coarse = slices.Insert(a.coarse, i, w)
 		}
 	}
+	return w
+}
+
+func (a *Aggregator) newSeries(k Key) *Series {
+	s := &Series{Key: k}
+	w := a.noteWidth(k.Signal)
 	def := k.Signal.Def()
 	n := a.cfg.History
 	if def.History > 0 {

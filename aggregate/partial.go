@@ -30,11 +30,7 @@ type part struct {
 
 func (a *Aggregator) newPart(sig obs.Signal, entity string) *part {
 	p := &part{sig: sig, id: int32(a.parts.len()), entity: entity}
-	if w := a.WidthOf(sig); w != a.cfg.Width {
-		if i, ok := slices.BinarySearch(a.coarse, w); !ok {
-			a.coarse = slices.Insert(a.coarse, i, w)
-		}
-	}
+	a.noteWidth(sig)
 	a.parts.put(p)
 	a.sortedParts = append(a.sortedParts, p)
 	a.dirty = true

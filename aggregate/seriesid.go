@@ -16,21 +16,24 @@ func (a *Aggregator) SeriesID(sig obs.Signal, entity string) (int32, bool) {
 		if p == nil {
 			return 0, false
 		}
-		for len(a.partByID) <= int(p.id) {
-			a.partByID = append(a.partByID, nil)
-		}
-		a.partByID[p.id] = p
+		a.partByID = setAt(a.partByID, p.id, p)
 		return p.id, true
 	}
 	s := a.series.get(sig, entity)
 	if s == nil {
 		return 0, false
 	}
-	for len(a.byID) <= int(s.id) {
-		a.byID = append(a.byID, nil)
-	}
-	a.byID[s.id] = s
+	a.byID = setAt(a.byID, s.id, s)
 	return s.id, true
+}
+
+// setAt sets l[i] to v, growing l as needed.
+func setAt[T any](l []T, i int32, v T) []T {
+	if int(i) >= len(l) {
+		l = append(l, make([]T, int(i)+1-len(l))...)
+	}
+	l[i] = v
+	return l
 }
 
 // ObserveSeries implements obs.SeriesSink.
