@@ -29,12 +29,9 @@ type CapacityAnswer struct {
 // own away, or is withdrawn, offers nothing: it must take its own back
 // first.
 func Capacity(in Input, st State, dc string, need float64) (CapacityAnswer, error) {
-	p := &planner{in: in, byID: map[string]*Unit{}, moves: map[string]*Move{}, eff: map[string]float64{}, withdraw: map[string]bool{}}
+	p := newPlanner(in)
 	known := false
-	for i := range in.Units {
-		u := &in.Units[i]
-		p.units = append(p.units, u)
-		p.byID[u.ID()] = u
+	for _, u := range p.units {
 		known = known || u.Location == dc
 	}
 	if !known {
@@ -52,15 +49,15 @@ func Capacity(in Input, st State, dc string, need float64) (CapacityAnswer, erro
 			p.moves[m.key()] = &mm
 		}
 	}
-	p.load()
+	p.load(false)
 	away := map[string]bool{}
 	for _, m := range p.moves {
 		away[p.byID[m.From].Location] = true
 	}
 	room := map[string]float64{}
 	for _, u := range p.units {
-		if !p.withdraw[u.Location] && !away[u.Location] {
-			room[u.Location] += ToAccept(u.Capacity, p.eff[u.ID()], u.Thresholds.Acceptable)
+		if !p.withdraw[u.Location] && !away[u.Location] && !p.stale(u) {
+			room[u.Location] += ToAccept(u.Capacity, p.eff[u.ID()], p.lim[u.ID()].Acceptable)
 		}
 	}
 	a := CapacityAnswer{DC: dc, Need: need, Room: room[dc]}
