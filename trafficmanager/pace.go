@@ -8,7 +8,8 @@ import (
 
 // step moves the plan in force (prev.Moves) towards target by at most
 // Input.Pace of each source's own traffic: reductions first (load coming
-// home, or leaving a destination that lost capacity), then new and growing
+// home, or leaving a destination that lost capacity; the farthest first,
+// as reverts go), then new and growing
 // moves in the order the planner made them, the most important traffic to
 // the nearest destination first, so that the steps fill destinations as the
 // whole plan would. A unit whose previous step has not shown in its load
@@ -84,10 +85,22 @@ func (p *planner) step(prev State, target []Move) (applied []Move, pending []Pen
 	}
 	for _, src := range sortedKeys(bySrc) {
 		its := bySrc[src]
+		from := p.byID[src]
 		sort.Slice(its, func(i, j int) bool {
 			ri, rj := its[i].delta < 0, its[j].delta < 0
 			if ri != rj {
 				return ri
+			}
+			if ri {
+				// Reductions as revert brings load home: the farthest
+				// first, then the most important plan.
+				di, dj := p.distance(from, p.byID[its[i].m.To]), p.distance(from, p.byID[its[j].m.To])
+				if di != dj {
+					return di > dj
+				}
+				if its[i].m.Plan != its[j].m.Plan {
+					return its[i].m.Plan > its[j].m.Plan
+				}
 			}
 			if its[i].seq != its[j].seq {
 				return its[i].seq < its[j].seq

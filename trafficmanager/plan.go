@@ -521,9 +521,10 @@ func (p *planner) withdrawals(prev State) {
 // A share that reaches a withdrawn location with no row of its own, or one
 // it already passed through, is lost, and why is said. A row adding up to
 // less than one sends the rest off the network, and that is not counted.
-// via names, per destination, the withdrawn locations its share passed.
-func Landing(failover map[string]map[string]float64, withdrawn map[string]bool, from string) (land map[string]float64, via map[string][]string, lost []string) {
-	land, via = map[string]float64{}, map[string][]string{}
+// paths says, for each share that passed through withdrawn locations,
+// where it went and through which.
+func Landing(failover map[string]map[string]float64, withdrawn map[string]bool, from string) (land map[string]float64, paths, lost []string) {
+	land = map[string]float64{}
 	var walk func(at string, share float64, path []string)
 	walk = func(at string, share float64, path []string) {
 		for _, to := range sortedKeys(failover[at]) {
@@ -540,16 +541,14 @@ func Landing(failover map[string]map[string]float64, withdrawn map[string]bool, 
 				walk(to, s, append(append([]string(nil), path...), to))
 			default:
 				land[to] += s
-				for _, v := range path {
-					if !contains(via[to], v) {
-						via[to] = append(via[to], v)
-					}
+				if len(path) > 0 {
+					paths = append(paths, fmt.Sprintf("%s of its traffic lands on %s through %s (withdrawn)", pct(s), to, strings.Join(path, ", ")))
 				}
 			}
 		}
 	}
 	walk(from, 1, nil)
-	return land, via, lost
+	return land, paths, lost
 }
 
 func contains(ss []string, s string) bool {
@@ -583,11 +582,8 @@ func (p *planner) load(notes bool) {
 				total += u.own()
 			}
 		}
-		land, via, lost := Landing(p.in.Failover, p.withdraw, w)
+		land, paths, lost := Landing(p.in.Failover, p.withdraw, w)
 		for _, to := range sortedKeys(land) {
-			if notes && len(via[to]) > 0 {
-				p.notes = append(p.notes, fmt.Sprintf("%s: %s of its traffic lands on %s through %s (withdrawn)", w, pct(land[to]), to, strings.Join(via[to], ", ")))
-			}
 			var in []*Unit
 			capa := 0.0
 			for _, u := range p.units {
@@ -605,7 +601,7 @@ func (p *planner) load(notes bool) {
 			}
 		}
 		if notes {
-			for _, l := range lost {
+			for _, l := range append(paths, lost...) {
 				p.notes = append(p.notes, w+": "+l)
 			}
 		}
@@ -965,6 +961,7 @@ func Diff(prev, next State) []Change {
 	for i := range gone {
 		cs = append(cs, Change{Op: "revert", Move: &gone[i], Was: old[gone[i].key()].Fraction})
 	}
+	cs = revertsFirst(cs)
 	was, now := map[string]bool{}, map[string]bool{}
 	for _, l := range prev.Withdrawn {
 		was[l] = true
@@ -981,6 +978,31 @@ func Diff(prev, next State) []Change {
 		}
 	}
 	return cs
+}
+
+// revertsFirst puts every revert of a unit's own moves before the first
+// move into that unit: an actuator applying the list in order brings the
+// unit's own traffic home before it sends others' there. Everything else
+// keeps its order.
+func revertsFirst(cs []Change) []Change {
+	out := make([]Change, 0, len(cs))
+	done := make([]bool, len(cs))
+	for i, c := range cs {
+		if done[i] {
+			continue
+		}
+		if c.Op == "move" {
+			for j := i + 1; j < len(cs); j++ {
+				if !done[j] && cs[j].Op == "revert" && cs[j].Move.From == c.Move.To {
+					out = append(out, cs[j])
+					done[j] = true
+				}
+			}
+		}
+		out = append(out, c)
+		done[i] = true
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {
