@@ -5,7 +5,7 @@ import "testing"
 // Each scenario file is a table, tick by tick, of exact moves, changes,
 // withdrawals and notes, worked out by hand in its comments.
 func TestScenarios(t *testing.T) {
-	for _, f := range []string{"thresholds", "cascade"} {
+	for _, f := range []string{"thresholds", "cascade", "stale", "pace", "errors"} {
 		t.Run(f, func(t *testing.T) {
 			sc, err := LoadScenario("testdata/" + f + ".yaml")
 			if err != nil {
