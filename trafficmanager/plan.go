@@ -726,6 +726,15 @@ func (p *planner) shed() {
 	for _, u := range p.units {
 		if short[u] > 1e-6 {
 			p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s found no destination", u.ID(), num(short[u])))
+			continue
+		}
+		if p.withdraw[u.Location] || p.stale(u) {
+			continue
+		}
+		// What is left above the maximum is not the unit's own to move:
+		// traffic failing over onto it, or moves held.
+		if over := p.eff[u.ID()] - p.lim[u.ID()].Max*u.Capacity; over > 1e-6 {
+			p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s above its maximum cannot move (failover inflow or held moves)", u.ID(), num(over)))
 		}
 	}
 }
