@@ -308,12 +308,13 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 					return err
 				}
 				start, _ := sc.Inputs()
-				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, trafficmanager.State{} }
+				planned := trafficmanager.Tick(start, trafficmanager.State{}).State
+				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, planned }
 				if tmTopic != "" {
 					if tmMode != actions.ModeDryRun && tmMode != actions.ModeEnforce {
 						return fmt.Errorf("--tm-mode %q: want dry-run or enforce", tmMode)
 					}
-					d := &planhook.Driver{Mode: tmMode, Metrics: planhook.NewMetrics(reg)}
+					d := tmDriver(sc, tmMode, planhook.NewMetrics(reg))
 					if tmWebhook != "" {
 						wh, err := planhook.NewWebhook(tmWebhook, os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"))
 						if err != nil {
@@ -335,6 +336,11 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 							return err
 						}
 						defer closeAny()
+						if tmMode == actions.ModeEnforce {
+							if err := a.Start(ctx); err != nil {
+								return err
+							}
+						}
 						d.Publishers = append(d.Publishers, a)
 					}
 					feed := tmfeed.New(sc)

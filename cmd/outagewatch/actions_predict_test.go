@@ -1,9 +1,15 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The sweep over the shipped topology. First layers checked by hand (own
@@ -65,5 +71,45 @@ WLG offline:
 	}
 	if _, err := runActions(t, "", "predict", "nope.yaml"); err == nil {
 		t.Fatal("missing topology accepted")
+	}
+}
+
+// actions serve with a topology and no live feed answers capacity from
+// the topology's own plan: in the worked example B is filled to its
+// acceptable level by A's moves, so it has no room (the topology alone
+// would say 300) and no neighbour it has a latency to.
+func TestActionsServeCapacityFromTopologyPlan(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := actionsCmd()
+	cmd.SetArgs([]string{"serve", "--config", "../../deploy/actions.yaml", "--listen", addr, "--audit", filepath.Join(t.TempDir(), "a.jsonl"),
+		"--topology", "../../trafficmanager/testdata/stale.yaml"})
+	done := make(chan error, 1)
+	go func() { done <- cmd.ExecuteContext(ctx) }()
+	var got string
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		resp, err := http.Get("http://" + addr + "/api/v1/capacity?dc=B&need=100")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			got = string(b)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if want := `{"dc":"B","need_ms":100,"ok":false,"room_ms":0,"short_ms":100}` + "\n"; got != want {
+		t.Errorf("capacity: %s", got)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -98,7 +98,7 @@ lines are counted, reported and skipped.`,
 			if learn {
 				feed.Learn = &trafficmanager.LearnConfig{}
 			}
-			d := &planhook.Driver{Mode: mode}
+			d := tmDriver(sc, mode, nil)
 			if mode == actions.ModeEnforce {
 				if webhookURL != "" {
 					wh, err := planhook.NewWebhook(webhookURL, os.Getenv(secretEnv))
@@ -189,6 +189,17 @@ lines are counted, reported and skipped.`,
 	c.Flags().StringSliceVar(&brokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers")
 	c.Flags().StringVar(&kafkaTopic, "kafka-topic", "", "write plan changes to this topic (enforce)")
 	return c
+}
+
+// tmDriver is the plan driver for a topology: its failover rows are
+// learnt from observed withdrawals once the topology's
+// learn_failover_after is reached.
+func tmDriver(sc *trafficmanager.Scenario, mode string, m *planhook.Metrics) *planhook.Driver {
+	d := &planhook.Driver{Mode: mode, Metrics: m}
+	if sc.LearnFailoverAfter > 0 {
+		d.Predictor = &trafficmanager.Predictor{After: sc.LearnFailoverAfter}
+	}
+	return d
 }
 
 // anycastFromFlags reads --tm-anycast values, LOCATION=PREFIX[,PREFIX]@NEXTHOP,
