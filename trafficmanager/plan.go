@@ -503,6 +503,15 @@ func (p *planner) withdrawals(prev State) {
 	})
 	limit := max(1, p.in.MaxWithdrawn)
 	for _, c := range cs {
+		if c.rank == 2 && !was[c.loc] && len(p.withdraw) < limit {
+			// Withdrawing a location for its errors must not push a
+			// neighbour past its capacity: its users would fail there too.
+			if n := p.pastCapacity(c.loc, own, capa); n != "" {
+				p.heldBack = append(p.heldBack, c.loc)
+				p.notes = append(p.notes, fmt.Sprintf("%s: not withdrawn (%s): its traffic would push %s past its capacity", c.loc, c.why, n))
+				continue
+			}
+		}
 		if len(p.withdraw) < limit {
 			p.withdraw[c.loc] = true
 			if c.rank == 2 && !was[c.loc] {
@@ -513,6 +522,29 @@ func (p *planner) withdrawals(prev State) {
 		p.heldBack = append(p.heldBack, c.loc)
 		p.notes = append(p.notes, fmt.Sprintf("%s: not withdrawn (%s): %d locations withdrawn already, the most at once", c.loc, c.why, limit))
 	}
+}
+
+// pastCapacity returns the first location (by name) that withdrawing loc,
+// on top of the withdrawals already decided, would push past its capacity,
+// or "".
+func (p *planner) pastCapacity(loc string, own, capa map[string]float64) string {
+	gone := map[string]bool{loc: true}
+	for l := range p.withdraw {
+		gone[l] = true
+	}
+	served := map[string]float64{}
+	for w := range gone {
+		land, _, _ := Landing(p.in.Failover, gone, w)
+		for to, sh := range land {
+			served[to] += own[w] * sh
+		}
+	}
+	for _, l := range sortedKeys(served) {
+		if !gone[l] && own[l]+served[l] > capa[l]+eps {
+			return l
+		}
+	}
+	return ""
 }
 
 // Landing is where from's traffic lands when its routes are withdrawn: its

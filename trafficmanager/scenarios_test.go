@@ -110,3 +110,57 @@ func TestParseThresholdErrors(t *testing.T) {
 		t.Fatalf("thresholds %+v", got)
 	}
 }
+
+func errorInputs(t *testing.T) []Input {
+	sc, err := LoadScenario("testdata/errors.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, ins := sc.Inputs()
+	return ins
+}
+
+// The error trigger is under the same guardrails as any withdrawal: with
+// IAD drained and one withdrawal allowed, EWR keeps its routes and the
+// plan says why; and with ORD too small to take EWR's 75 %, EWR is not
+// withdrawn onto it.
+func TestErrorWithdrawalGuardrails(t *testing.T) {
+	ins := errorInputs(t)
+	var st State
+	var r Result
+	for i := range 4 {
+		if i >= 2 {
+			ins[i].Units[1].Capacity = 0 // IAD
+		}
+		r = Tick(ins[i], st)
+		st = r.State
+	}
+	if strings.Join(r.State.Withdrawn, " ") != "IAD" || strings.Join(r.HeldBack, " ") != "EWR" ||
+		!contains(r.Notes, "EWR: not withdrawn (error rate 25% above 5% for 2 ticks): 1 locations withdrawn already, the most at once") {
+		t.Fatalf("withdrawn %v held back %v notes %q", r.State.Withdrawn, r.HeldBack, r.Notes)
+	}
+
+	ins = errorInputs(t)
+	st = State{}
+	for i := range 4 {
+		ins[i].Units[2].Capacity = 1200 // ORD: 800 + 450 would not fit
+		r = Tick(ins[i], st)
+		st = r.State
+	}
+	if len(r.State.Withdrawn) != 0 || !contains(r.Notes, "EWR: not withdrawn (error rate 25% above 5% for 2 ticks): its traffic would push ORD past its capacity") {
+		t.Fatalf("withdrawn %v notes %q", r.State.Withdrawn, r.Notes)
+	}
+}
+
+// A tick without a withdrawn: expectation does not check withdrawals.
+func TestWithdrawnUnchecked(t *testing.T) {
+	sc, err := ParseScenario("s.yaml", []byte("thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A: {capacity: 10}\n  B: {capacity: 10}\nticks:\n  - capacity: {A: 0}\n    changes: [withdraw A]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.Run(func(i int, tk *ScenarioTick, r Result) {
+		if d := tk.Mismatch(r); d != "" || strings.Join(r.State.Withdrawn, " ") != "A" {
+			t.Fatalf("mismatch %q withdrawn %v", d, r.State.Withdrawn)
+		}
+	})
+}
