@@ -364,7 +364,10 @@ func Tick(in Input, prev State) Result {
 		applied, r.State.Pending, r.Waiting = p.step(prev, target)
 		r.State.Target = target
 	}
-	q := p.sub(applied)
+	q := p // unpaced, the plan made is the plan applied
+	if in.Pace > 0 {
+		q = p.sub(applied)
+	}
 	r.Util = map[string]float64{}
 	for _, u := range p.units {
 		if !p.withdraw[u.Location] {
