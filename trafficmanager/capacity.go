@@ -110,3 +110,30 @@ func sortOffers(os []Offer) {
 		}
 	}
 }
+
+// Served is what each unit serves under the plan st (its moves and
+// withdrawals, with the failover inflow of the withdrawn locations), ms
+// per second: the load a view of the plan in force colours by.
+func Served(in Input, st State) map[string]float64 {
+	p := newPlanner(in)
+	for _, l := range st.Withdrawn {
+		p.withdraw[l] = true
+	}
+	var ms []Move
+	for _, m := range st.Moves {
+		if p.byID[m.From] != nil && p.byID[m.To] != nil && m.Plan >= 0 && m.Plan < numPlans {
+			ms = append(ms, m)
+		}
+	}
+	q := p.sub(ms)
+	out := map[string]float64{}
+	for _, u := range p.units {
+		if !p.withdraw[u.Location] {
+			out[u.ID()] = q.eff[u.ID()]
+		}
+	}
+	return out
+}
+
+// Stale reports whether u's load report is past in's age limit.
+func (in Input) Stale(u *Unit) bool { return in.MaxAge > 0 && u.ReportAge > in.MaxAge }

@@ -328,7 +328,7 @@ func (p *planner) sub(ms []Move) *planner {
 	return q
 }
 
-func (p *planner) stale(u *Unit) bool { return p.in.MaxAge > 0 && u.ReportAge > p.in.MaxAge }
+func (p *planner) stale(u *Unit) bool { return p.in.Stale(u) }
 
 // Tick computes the plan for in, given the plan in force (prev), and the
 // difference between them.

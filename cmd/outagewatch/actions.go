@@ -28,6 +28,7 @@ import (
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/tmfeed"
+	"github.com/outagewatch/outagewatch/tmmap"
 	"github.com/outagewatch/outagewatch/trafficmanager"
 )
 
@@ -367,6 +368,9 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 			mux := http.NewServeMux()
 			mux.Handle("/api/", api.Handler())
 			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+			if api.Capacity != nil {
+				mux.Handle("GET /tm/map/", http.StripPrefix("/tm/map", tmmap.Handler("outagewatch", api.Capacity)))
+			}
 			srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 			go func() {
 				tick := time.NewTicker(30 * time.Second)

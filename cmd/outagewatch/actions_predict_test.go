@@ -108,6 +108,21 @@ func TestActionsServeCapacityFromTopologyPlan(t *testing.T) {
 	if want := `{"dc":"B","need_ms":100,"ok":false,"room_ms":0,"short_ms":100}` + "\n"; got != want {
 		t.Errorf("capacity: %s", got)
 	}
+	// The map of moves draws the same plan: five moves, an arrow from A to
+	// each of B, C and D.
+	resp, err := http.Get("http://" + addr + "/tm/map/map.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Moves  []any
+		Arrows []struct{ From, To string }
+	}
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil || len(v.Moves) != 5 || len(v.Arrows) != 3 || v.Arrows[0].From != "A" || v.Arrows[2].To != "D" {
+		t.Errorf("map: %+v %v", v, err)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
