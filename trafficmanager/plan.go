@@ -228,7 +228,8 @@ type State struct {
 	Moves []Move `json:"moves"`
 	// Withdrawn lists locations whose anycast routes are withdrawn.
 	Withdrawn []string `json:"withdrawn"`
-	// Target is, when moves are paced, the plan Moves step towards.
+	// Target is, when moves are paced, the plan Moves step towards, in
+	// the order its moves were made.
 	Target []Move `json:"target,omitempty"`
 	// Pending lists the units whose load the last paced step changed, and
 	// what their load reports should read once it has taken effect.
@@ -362,7 +363,7 @@ func Tick(in Input, prev State) Result {
 	applied := target
 	if in.Pace > 0 {
 		applied, r.State.Pending, r.Waiting = p.step(prev, target)
-		r.State.Target = target
+		r.State.Target = p.made()
 	}
 	q := p // unpaced, the plan made is the plan applied
 	if in.Pace > 0 {
@@ -413,6 +414,15 @@ func (p *planner) adopt(base []Move) {
 				u.ID(), u.ReportAge, p.in.MaxAge, heldN[u.ID()], reverted[u.ID()]))
 		}
 	}
+}
+
+// made returns the moves in the order the planner made them: kept in
+// that order in State.Target, so that the next tick's steps still fill the
+// nearest destinations with the most important traffic first.
+func (p *planner) made() []Move {
+	ms := p.list()
+	sort.SliceStable(ms, func(i, j int) bool { return p.seq[ms[i].key()] < p.seq[ms[j].key()] })
+	return ms
 }
 
 // list returns the moves as a sorted plan.

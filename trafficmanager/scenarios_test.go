@@ -164,3 +164,24 @@ func TestWithdrawnUnchecked(t *testing.T) {
 		}
 	})
 }
+
+// Paced steps follow the order the whole plan made its moves, kept in
+// State.Target, not the plan's sorted order: with the worked example's
+// destinations named so that the nearest sorts last (Z 100 ms, Y 110, X
+// 120), the first step still fills Z, and the second carries on into Y.
+func TestPacedOrderAcrossTicks(t *testing.T) {
+	in := workedInput()
+	for i, n := range []string{"A", "Z", "Y", "X"} {
+		in.Units[i].Location = n
+	}
+	in.Latency = map[string]map[string]float64{"A": {"Z": 100, "Y": 110, "X": 120}}
+	in.Pace = 0.2
+	r := Tick(in, State{})
+	if got := movesString(r.State.Moves); got != "Business 50% A→Z 100\nPro 30% A→Y 120\nPro 50% A→Z 200" {
+		t.Fatalf("step 1:\n%s", got)
+	}
+	r = Tick(in, r.State)
+	if got := movesString(r.State.Moves); got != "Business 50% A→Z 100\nPro 50% A→Y 200\nPro 50% A→Z 200\nFree 48% A→X 240\nFree 20% A→Y 100" {
+		t.Fatalf("step 2:\n%s", got)
+	}
+}
