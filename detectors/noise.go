@@ -1,6 +1,10 @@
 package detectors
 
-import "math"
+import (
+	"math"
+
+	"github.com/outagewatch/outagewatch/series"
+)
 
 // noiseModel learns how far a series usually lands from its forecast, per
 // hour of the day (UTC), weekdays apart from weekends: traffic at 4 am is
@@ -57,4 +61,113 @@ func (m *noiseModel) sigmaAt(h int, w int64) (float64, bool) {
 		return 0, false
 	}
 	return 1.2533 * float64(m.Abs[h]), true
+}
+
+// countSigmas is the default noise factor of the detectors that judge a
+// level against the median of a window (prefix_withdrawal on gauges and
+// counts, dns_failure, packet_loss): three standard deviations, Shewhart's
+// control limit, past which an ordinary series strays in about one bucket
+// of 740 (one-sided), and a change held for two buckets in one of half a
+// million.
+const countSigmas = 3
+
+// windowNoise is what a value at t may be by chance, read from the
+// window [t−window, t) of r whose median is base: the value expected at
+// t's hour of the day, and the spread around it. A series with a daily
+// cycle (a telescope's sources follow the day of the machines behind
+// them) is lower at night than its median without anything being wrong,
+// so where the window covers a day and more, each hour of the day has its
+// own level (the median of the window's buckets at that hour) and the
+// spread is that of every bucket's residual against its hour's level;
+// otherwise the level is base and the spread the window's own. The spread
+// is robust (the scaled median absolute deviation) and, for a Poisson
+// count, at least √level, its sampling noise. The window's outliers were
+// kept out of the history (the baseline stands in their place), so a past
+// outage does not widen it.
+func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma float64) {
+	sc.v, sc.h = sc.v[:0], sc.h[:0]
+	from := max(t-int64(window), r.Oldest())
+	for x := from; x < t; x += w {
+		if v, ok := r.Get(x); ok {
+			sc.v, sc.h = append(sc.v, v), append(sc.h, int8(x%dayNs/3600e9))
+		}
+	}
+	level = base
+	var hourly [24]float64
+	byHour := t-from >= dayNs
+	if byHour {
+		for h := range hourly {
+			sc.tmp = sc.tmp[:0]
+			for i, v := range sc.v {
+				if int(sc.h[i]) == h {
+					sc.tmp = append(sc.tmp, v)
+				}
+			}
+			if len(sc.tmp) < 2 {
+				// An hour the window barely holds: judge the day as one.
+				byHour = false
+				break
+			}
+			hourly[h] = median(sc.tmp)
+		}
+	}
+	sc.tmp = sc.tmp[:0]
+	for i, v := range sc.v {
+		m := base
+		if byHour {
+			m = hourly[sc.h[i]]
+		}
+		sc.tmp = append(sc.tmp, v-m)
+	}
+	if byHour {
+		level = hourly[t%dayNs/3600e9]
+	}
+	sigma = robustSpread(sc.tmp, 0)
+	if poisson && level > 0 {
+		sigma = max(sigma, math.Sqrt(level))
+	}
+	return level, sigma
+}
+
+// noiseScratch is windowNoise's room, kept by a detector between buckets.
+type noiseScratch struct {
+	v, tmp []float64
+	h      []int8
+}
+
+// flapHold is Prometheus' keep_firing_for for one series: after an alert
+// resolves, a new drop within the hold is the same alert (it keeps the
+// start it had) and the same page, and the run of changed buckets that
+// would make a lasting level the new baseline is not restarted by the
+// resolve. Exported fields are checkpointed with their state.
+type flapHold struct {
+	// Until is the end of the hold (0: none); Start the start of the
+	// alert that resolved.
+	Until, Start int64
+	// Reopened counts the alerts that came back within a hold since the
+	// series was last quiet for a whole hold.
+	Reopened int
+}
+
+// holding reports whether t is inside the hold.
+func (h *flapHold) holding(t int64) bool { return t < h.Until }
+
+// resolved starts the hold of an alert that started at start and resolved
+// at t.
+func (h *flapHold) resolved(start, t int64, hold Duration) {
+	if hold > 0 {
+		h.Until, h.Start = t+int64(hold), start
+	}
+}
+
+// fire returns the start of an alert firing at t whose own run began at
+// runStart: the start of the alert it continues when t is inside the hold.
+func (h *flapHold) fire(runStart, t int64) (start int64, reopened bool) {
+	if h.holding(t) {
+		h.Reopened++
+		h.Until = 0
+		return h.Start, true
+	}
+	h.Reopened = 0
+	return runStart, false
 }

@@ -22,7 +22,9 @@ import (
 // when it starts more than WindowSlack outside every window. Pages are
 // outage events and are scored the same way by their start. Muted alerts
 // (silenced, or explained by a feed fault) page nobody and are not
-// counted.
+// counted. Feed-health alerts (a source that stopped sending, a feed that
+// changed every series at once) speak of the data, not of an outage: they
+// are counted in their own column, never as outage alerts.
 //
 // Change points (a RIPE Atlas RTT trace with its level changes marked by
 // hand): see ScoreShifts.
@@ -54,6 +56,8 @@ type Row struct {
 	Alerts   int `json:"alerts"`
 	False    int `json:"false_alerts"`
 	Pages    int `json:"pages"`
+	// Feed counts feed-health alerts, apart.
+	Feed int `json:"feed_alerts"`
 	// FalsePages are pages that start outside every window.
 	FalsePages int `json:"false_pages"`
 	// Delay is the median, over detected windows, of the time from the
@@ -75,6 +79,7 @@ func (r *Row) Add(o Row) {
 	r.Alerts += o.Alerts
 	r.False += o.False
 	r.Pages += o.Pages
+	r.Feed += o.Feed
 	r.FalsePages += o.FalsePages
 	r.Missed = append(r.Missed, o.Missed...)
 	r.FalseAt = append(r.FalseAt, o.FalseAt...)
@@ -92,9 +97,16 @@ func medianDuration(ds []time.Duration) time.Duration {
 }
 
 // firings returns the alerts that fired and page someone, and the outage
-// events that opened (one per event, its first notification).
-func firings(events []alerting.Event) (alerts, pages []alerting.Event) {
+// events that opened (one per event, its first notification). An alert
+// that fires again with the start it had (it came back inside its rule's
+// keep_firing_for) is the same alert, counted once.
+func firings(events []alerting.Event) (alerts, pages []alerting.Event, feed int) {
 	opened := map[string]bool{}
+	type key struct {
+		id    string
+		start time.Time
+	}
+	seen := map[key]bool{}
 	for _, ev := range events {
 		if ev.Status != alerting.Firing || ev.Muted != "" {
 			continue
@@ -106,16 +118,23 @@ func firings(events []alerting.Event) (alerts, pages []alerting.Event) {
 			}
 			continue
 		}
-		alerts = append(alerts, ev)
+		if k := (key{ev.ID, ev.Start}); !seen[k] {
+			seen[k] = true
+			if ev.Detector == "feed_health" {
+				feed++
+				continue
+			}
+			alerts = append(alerts, ev)
+		}
 	}
-	return alerts, pages
+	return alerts, pages, feed
 }
 
 // ScoreWindows scores the alerts and pages of one replay against labelled
 // windows.
 func ScoreWindows(set string, windows []Window, events []alerting.Event) Row {
-	alerts, pages := firings(events)
-	r := Row{Set: set, Windows: len(windows), Alerts: len(alerts), Pages: len(pages)}
+	alerts, pages, feed := firings(events)
+	r := Row{Set: set, Windows: len(windows), Alerts: len(alerts), Pages: len(pages), Feed: feed}
 	in := func(w Window, ev alerting.Event) bool {
 		return (w.Entity == "" || scenario.EntityMatches(w.Entity, ev.Entity)) &&
 			!ev.Start.Before(w.From.Add(-WindowSlack)) && ev.Start.Before(w.To)
@@ -229,7 +248,7 @@ func UpwardShifts(s []Sample) []time.Time {
 // ScoreShifts scores the alerts of one probe's replay against its trace's
 // labels. Pages are scored like alerts, by their start.
 func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
-	alerts, pages := firings(events)
+	alerts, pages, feed := firings(events)
 	var cps []time.Time
 	for _, x := range s {
 		if x.CP {
@@ -237,7 +256,7 @@ func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
 		}
 	}
 	shifts := UpwardShifts(s)
-	r := Row{Set: set, Windows: len(shifts), Alerts: len(alerts), Pages: len(pages)}
+	r := Row{Set: set, Windows: len(shifts), Alerts: len(alerts), Pages: len(pages), Feed: feed}
 	for _, cp := range shifts {
 		first := -1
 		for i, a := range alerts {
@@ -280,8 +299,8 @@ func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
 // PrintBoard writes the scoreboard as a table, then each set's misses and
 // false alerts when verbose.
 func PrintBoard(w io.Writer, rows []Row, verbose bool) {
-	fmt.Fprintf(w, "%-22s %7s %8s %6s %6s %6s %6s %6s %6s %6s %9s\n",
-		"set", "windows", "detected", "inside", "alerts", "false", "false%", "pages", "false", "false%", "delay")
+	fmt.Fprintf(w, "%-20s %7s %9s %6s %6s %6s %6s %5s %5s %6s %9s %4s\n",
+		"set", "windows", "detected", "inside", "alerts", "false", "false%", "pages", "false", "false%", "delay", "feed")
 	pct := func(a, b int) string {
 		if b == 0 {
 			return "-"
@@ -289,9 +308,9 @@ func PrintBoard(w io.Writer, rows []Row, verbose bool) {
 		return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-22s %7d %8s %6d %6d %6d %6s %6d %6d %6s %9s\n", r.Set, r.Windows,
+		fmt.Fprintf(w, "%-20s %7d %9s %6d %6d %6d %6s %5d %5d %6s %9s %4d\n", r.Set, r.Windows,
 			fmt.Sprintf("%d %s", r.Detected, pct(r.Detected, r.Windows)), r.Inside, r.Alerts, r.False, pct(r.False, r.Alerts),
-			r.Pages, r.FalsePages, pct(r.FalsePages, r.Pages), r.Delay)
+			r.Pages, r.FalsePages, pct(r.FalsePages, r.Pages), r.Delay, r.Feed)
 	}
 	if !verbose {
 		return
