@@ -41,7 +41,10 @@ type Finding struct {
 	// Confidence, on a firing finding, says how far past its threshold the
 	// change is, from 0.5 (just at it) towards 1 (see confidence).
 	Confidence float64
-	Details    map[string]any
+	// Unstable, on a firing finding, says the series keeps crossing its
+	// bar (see flapHold): the alert goes out at severity info.
+	Unstable bool
+	Details  map[string]any
 	Evidence   []Evidence
 }
 

@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/outagewatch/outagewatch/series"
@@ -137,37 +138,56 @@ type noiseScratch struct {
 
 // flapHold is Prometheus' keep_firing_for for one series: after an alert
 // resolves, a new drop within the hold is the same alert (it keeps the
-// start it had) and the same page, and the run of changed buckets that
-// would make a lasting level the new baseline is not restarted by the
-// resolve. Exported fields are checkpointed with their state.
+// start it had, which its state still holds) and the same page, and the
+// run of changed buckets that would make a lasting level the new baseline
+// is not restarted by the resolve. Exported fields are checkpointed with
+// their state.
 type flapHold struct {
-	// Until is the end of the hold (0: none); Start the start of the
-	// alert that resolved.
-	Until, Start int64
+	// Until is the end of the hold; 0 is none.
+	Until int64
 	// Reopened counts the alerts that came back within a hold since the
 	// series was last quiet for a whole hold.
-	Reopened int
+	Reopened uint16
 }
+
+// unstableAfter is how many returns within the hold make a series
+// unstable rather than out: one or two can be an outage with a brief
+// recovery (power back, then lost again), a third within hours of the
+// last is a series oscillating around its bar. Its alert goes out at
+// severity info, saying so (Finding.Unstable).
+const unstableAfter = 3
 
 // holding reports whether t is inside the hold.
 func (h *flapHold) holding(t int64) bool { return t < h.Until }
 
-// resolved starts the hold of an alert that started at start and resolved
-// at t.
-func (h *flapHold) resolved(start, t int64, hold Duration) {
+// resolved starts the hold of an alert that resolved at t.
+func (h *flapHold) resolved(t int64, hold Duration) {
 	if hold > 0 {
-		h.Until, h.Start = t+int64(hold), start
+		h.Until = t + int64(hold)
 	}
 }
 
 // fire returns the start of an alert firing at t whose own run began at
-// runStart: the start of the alert it continues when t is inside the hold.
-func (h *flapHold) fire(runStart, t int64) (start int64, reopened bool) {
+// runStart: prevStart, that of the alert it continues, when t is inside
+// the hold.
+func (h *flapHold) fire(runStart, prevStart, t int64) (start int64, reopened bool) {
 	if h.holding(t) {
-		h.Reopened++
+		h.Reopened = min(h.Reopened+1, math.MaxUint16-1)
 		h.Until = 0
-		return h.Start, true
+		return prevStart, true
 	}
 	h.Reopened = 0
 	return runStart, false
+}
+
+// mark says on f that the alert came back within the hold, and how often.
+func (h *flapHold) mark(f *Finding) {
+	if f.Details == nil {
+		f.Details = map[string]any{}
+	}
+	f.Details["reopened"] = int(h.Reopened)
+	if h.Reopened >= unstableAfter {
+		f.Unstable = true
+		f.Summary += fmt.Sprintf("; unstable: back %d times within its hold of a resolve", h.Reopened)
+	}
 }

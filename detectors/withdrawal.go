@@ -252,11 +252,11 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			if st.Firing {
 				st.Low = min(st.Low, pt.Value)
 			} else if st.Run >= forN || j.critical {
-				start, reopened := st.Hold.fire(st.RunStart, c.Start)
+				start, reopened := st.Hold.fire(st.RunStart, st.FireStart, c.Start)
 				st.Firing, st.FireStart, st.FireBase, st.Low = true, start, j.base, pt.Value
 				f := d.finding(Firing, c, j)
 				if reopened {
-					f.Details["reopened"] = st.Hold.Reopened
+					st.Hold.mark(&f)
 				}
 				emit(f)
 			}
@@ -276,7 +276,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			f := d.finding(Resolved, c, j)
 			f.End = c.Start - int64(resolveN-1)*step
 			emit(f)
-			st.Hold.resolved(st.FireStart, c.End, d.p.KeepFiringFor)
+			st.Hold.resolved(c.End, d.p.KeepFiringFor)
 			st.Firing, st.Recovered, st.FireBase, st.Low = false, 0, 0, 0
 		}
 	}
