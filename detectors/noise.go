@@ -77,10 +77,11 @@ const countSigmas = 3
 // t's hour of the day, and the spread around it. A series with a daily
 // cycle (a telescope's sources follow the day of the machines behind
 // them) is lower at night than its median without anything being wrong,
-// so where the window covers a day and more, each hour of the day has its
-// own level (the median of the window's buckets at that hour) and the
-// spread is that of every bucket's residual against its hour's level;
-// otherwise the level is base and the spread the window's own. The spread
+// so where the window covers a day and more and the cycle is most of the
+// series' spread, each hour of the day has its own level (the median of
+// the window's buckets at that hour) and the spread is that of every
+// bucket's residual against its hour's level; otherwise the level is base
+// and the spread the window's own. The spread
 // is robust (the scaled median absolute deviation) and, for a Poisson
 // count, at least √level, its sampling noise. The window's outliers were
 // kept out of the history (the baseline stands in their place), so a past
@@ -112,18 +113,20 @@ func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, pois
 			hourly[h] = median(sc.tmp)
 		}
 	}
-	sc.tmp = sc.tmp[:0]
-	for i, v := range sc.v {
-		m := base
-		if byHour {
-			m = hourly[sc.h[i]]
-		}
-		sc.tmp = append(sc.tmp, v-m)
-	}
+	sc.tmp = append(sc.tmp[:0], sc.v...)
+	sigma = robustSpread(sc.tmp, base)
 	if byHour {
-		level = hourly[t%dayNs/3600e9]
+		sc.tmp = sc.tmp[:0]
+		for i, v := range sc.v {
+			sc.tmp = append(sc.tmp, v-hourly[sc.h[i]])
+		}
+		// The hours' own levels stand only where the day's cycle is most
+		// of what moves the series (three quarters of its variance): in a
+		// series without one they are the noise of a few buckets each.
+		if s := robustSpread(sc.tmp, 0); s < sigma/2 {
+			level, sigma = hourly[t%dayNs/3600e9], s
+		}
 	}
-	sigma = robustSpread(sc.tmp, 0)
 	if poisson && level > 0 {
 		sigma = max(sigma, math.Sqrt(level))
 	}
