@@ -181,7 +181,12 @@ func ReadIODACSV(path string) ([]IODARow, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	r := csv.NewReader(bufio.NewReader(rc))
+	return ParseIODACSV(path, rc)
+}
+
+// ParseIODACSV reads an IODA CSV from in; path names it in errors.
+func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
+	r := csv.NewReader(bufio.NewReader(in))
 	head, err := r.Read()
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", path, err)
@@ -203,6 +208,9 @@ func ReadIODACSV(path string) ([]IODARow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: timestamp %q: %w", path, line, rec[ts], err)
 		}
+		if len(rows) > 0 && !time.Unix(sec, 0).After(rows[len(rows)-1].Time) {
+			return nil, fmt.Errorf("%s:%d: timestamp %d is not after the row before's", path, line, sec)
+		}
 		row := IODARow{Time: time.Unix(sec, 0).UTC(), Values: map[string]float64{}, Label: rec[lab] == "1"}
 		for i, h := range head {
 			if i == ts || i == lab {
@@ -219,8 +227,14 @@ func ReadIODACSV(path string) ([]IODARow, error) {
 }
 
 // LabelWindows turns a labelled column into windows: each run of labelled
-// rows is [its first row's time, the next row's time).
+// rows is [its first row's time, the next row's time); a run that ends
+// the file lasts one step more (the file's first spacing; IODA's 5
+// minutes in a file of one row).
 func LabelWindows(rows []IODARow) []Window {
+	step := 5 * time.Minute
+	if len(rows) > 1 {
+		step = rows[1].Time.Sub(rows[0].Time)
+	}
 	var out []Window
 	for i := 0; i < len(rows); i++ {
 		if !rows[i].Label {
@@ -230,7 +244,7 @@ func LabelWindows(rows []IODARow) []Window {
 		for j+1 < len(rows) && rows[j+1].Label {
 			j++
 		}
-		end := rows[j].Time.Add(rows[j].Time.Sub(rows[max(j-1, 0)].Time))
+		end := rows[j].Time.Add(step)
 		if j+1 < len(rows) {
 			end = rows[j+1].Time
 		}
@@ -247,7 +261,13 @@ func ReadAtlasRTT(path string) ([]Sample, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	sc := bufio.NewScanner(rc)
+	return ParseAtlasRTT(path, rc)
+}
+
+// ParseAtlasRTT reads a labelled RTT trace from in; path names it in
+// errors.
+func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
+	sc := bufio.NewScanner(in)
 	var out []Sample
 	for line := 1; sc.Scan(); line++ {
 		if line == 1 {
@@ -265,6 +285,9 @@ func ReadAtlasRTT(path string) ([]Sample, error) {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 		rtt, err := strconv.ParseFloat(parts[1], 64)
+		if err == nil && (math.IsNaN(rtt) || math.IsInf(rtt, 0)) {
+			err = fmt.Errorf("%q is not a number of milliseconds", parts[1])
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: rtt: %w", path, line, err)
 		}
