@@ -143,3 +143,48 @@ func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 		}
 	}
 }
+
+// A count of about 4 /24s cannot be judged at three standard deviations
+// of its own Poisson noise (√4 × 3 is more than all of it): the rule says
+// so rather than paging at random, and a real 0 does not page either.
+func TestIODARulesReportATooSmallCount(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("active_probing_slash24")
+	var rule *rules.Rule
+	for _, r := range set.Rules {
+		if r.Name == "ioda-active-probing" {
+			rule = r
+		}
+	}
+	d := rule.Params.Build(rule.Name)
+	agg := aggregate.New(aggregate.Config{})
+	rng := rand.New(rand.NewPCG(3, 5))
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	step := sig.Def().Cadence
+	var fired []detectors.Finding
+	n := int(3 * 24 * 3600e9 / step)
+	for i := range n {
+		v := poisson(rng, 4)
+		if i >= n-6 {
+			v = 0
+		}
+		ts := from + int64(i)*step
+		agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: "region:XX-2", Value: v})
+		agg.Advance(ts, func(c *aggregate.Closed) {
+			d.Bucket(c, c.Points, func(f detectors.Finding) { fired = append(fired, f) })
+		})
+	}
+	if len(fired) != 0 {
+		t.Fatalf("a count of 4 paged: %+v", fired[0])
+	}
+	u, ok := d.(detectors.Unjudgeable)
+	if !ok {
+		t.Fatal("prefix_withdrawal does not report what it cannot judge")
+	}
+	if got := u.Unjudgeable(); len(got) != 1 || got[0] != "active_probing_slash24 region:XX-2" {
+		t.Fatalf("unjudgeable %v, want the region's series", got)
+	}
+}

@@ -140,6 +140,37 @@ type prefixWithdrawal struct {
 	scratch []float64
 	noise   noiseScratch
 	judged  []spaceJudged
+	// unjudgeable holds the series too small or too noisy for any drop to
+	// pass both bars (see Unjudgeable), as of their last judged bucket.
+	unjudgeable map[*aggregate.Series]bool
+}
+
+// Unjudgeable lists, as "signal entity", the series that this rule
+// cannot judge at its threshold: a Poisson count under Noise² (at a
+// baseline of 9, three standard deviations of it are all of it), or a
+// series whose own noise puts a drop to zero inside the noise bar.
+// Such a series is watched by nobody, which the replay summary says
+// instead of paging at random.
+func (d *prefixWithdrawal) Unjudgeable() []string {
+	out := make([]string, 0, len(d.unjudgeable))
+	for s := range d.unjudgeable {
+		out = append(out, s.Signal.String()+" "+s.Entity)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// judgeable records whether a series can be judged, from what this
+// bucket showed of it.
+func (d *prefixWithdrawal) judgeable(s *aggregate.Series, ok bool) {
+	switch {
+	case !ok && d.unjudgeable == nil:
+		d.unjudgeable = map[*aggregate.Series]bool{s: true}
+	case !ok:
+		d.unjudgeable[s] = true
+	default:
+		delete(d.unjudgeable, s)
+	}
 }
 
 // spaceState is one series' state; exported fields are checkpointed.
@@ -203,6 +234,16 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			j.down = j.down && short >= j.sigma
 		}
 		j.critical = j.anomalous && d.p.Critical > 0 && j.drop >= d.p.Critical
+		if d.p.Noise > 0 {
+			switch {
+			case pt.Series.Signal.Def().Poisson && base < d.p.Noise*d.p.Noise:
+				d.judgeable(pt.Series, false)
+			case j.sigma > 0:
+				d.judgeable(pt.Series, j.level > d.p.Noise*j.sigma)
+			case d.unjudgeable[pt.Series]:
+				d.judgeable(pt.Series, true)
+			}
+		}
 		js = append(js, j)
 	}
 	bad := 0
