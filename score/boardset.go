@@ -273,7 +273,8 @@ func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
 		if line == 1 {
 			continue // header
 		}
-		parts := strings.Split(sc.Text(), ";")
+		// Some of the labelled files end their lines with CR LF.
+		parts := strings.Split(strings.TrimRight(sc.Text(), "\r"), ";")
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("%s:%d: want epoch;rtt;cp", path, line)
 		}
