@@ -146,8 +146,9 @@ type noiseScratch struct {
 // is not restarted by the resolve. Exported fields are checkpointed with
 // their state.
 type flapHold struct {
-	// Until is the end of the hold; 0 is none.
-	Until int64
+	// Until is the end of the hold in Unix seconds (until 2106), 0 for
+	// none: four bytes, as a million series each carry one.
+	Until uint32
 	// Reopened counts the alerts that came back within a hold since the
 	// series was last quiet for a whole hold.
 	Reopened uint16
@@ -161,12 +162,12 @@ type flapHold struct {
 const unstableAfter = 3
 
 // holding reports whether t is inside the hold.
-func (h *flapHold) holding(t int64) bool { return t < h.Until }
+func (h *flapHold) holding(t int64) bool { return t < int64(h.Until)*1e9 }
 
 // resolved starts the hold of an alert that resolved at t.
 func (h *flapHold) resolved(t int64, hold Duration) {
 	if hold > 0 {
-		h.Until = t + int64(hold)
+		h.Until = uint32(min((t+int64(hold)+1e9-1)/1e9, math.MaxUint32))
 	}
 }
 

@@ -163,8 +163,8 @@ type dropSeries struct {
 	// ahead holds the baselines of the hour ahead.
 	ahead  hourAhead
 	Recent evidenceRing
-	Hold   flapHold
 	Firing bool
+	Hold   flapHold
 }
 
 // dropState is a dropSeries as checkpointed, by signal{entity}: the
