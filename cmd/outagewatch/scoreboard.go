@@ -19,7 +19,7 @@ import (
 )
 
 func scoreboardCmd() *cobra.Command {
-	var data string
+	var data, rulesOverride string
 	var asJSON, verbose bool
 	c := &cobra.Command{
 		Use:          "scoreboard [--data DIR] [--json] [-v] [SET.yaml...]",
@@ -49,6 +49,12 @@ the same way. Atlas traces are scored by their labelled upward level shifts.`,
 				if err != nil {
 					return err
 				}
+				if rulesOverride != "" {
+					s.Rules, err = filepath.Abs(rulesOverride)
+					if err != nil {
+						return err
+					}
+				}
 				r, err := scoreSet(s, data)
 				if err != nil {
 					return err
@@ -65,6 +71,7 @@ the same way. Atlas traces are scored by their labelled upward level shifts.`,
 		},
 	}
 	c.Flags().StringVar(&data, "data", "testdata", "directory the sets' files are relative to")
+	c.Flags().StringVar(&rulesOverride, "rules", "", "score these rules on every set instead of each set's own")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
 	return c
