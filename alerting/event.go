@@ -106,6 +106,10 @@ type Outage struct {
 	// Update says why this notification went out: "open", "grow" or
 	// "resolve".
 	Update string `json:"update"`
+	// Grew, on a growth, says what is new since the last page: "severity
+	// warning → critical", "scope + Euskaltel (AS12338)", "seen in +
+	// quality".
+	Grew []string `json:"grew,omitempty"`
 }
 
 // Scope is the place an outage event covers.
