@@ -11,6 +11,7 @@ import (
 	_ "time/tzdata" // local times need the zone rules even where the system has none
 
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // BucketWidth is the bucket width that per-bucket volumes (bytes, queries)
@@ -20,9 +21,9 @@ var BucketWidth = 5 * time.Minute
 // Human writes a value of signal the way a person reads it: traffic as a
 // bit rate, queries per second, ratios as percentages, latency in ms.
 func Human(signal string, v float64) string {
-	unit := ""
+	unit, perBucket := "", false
 	if s, ok := obs.Lookup(signal); ok {
-		unit = s.Def().Unit
+		unit, perBucket = s.Def().Unit, s.Def().Agg == obs.Sum
 	}
 	per := BucketWidth.Seconds()
 	switch unit {
@@ -38,12 +39,13 @@ func Human(signal string, v float64) string {
 		return strconv.FormatFloat(round1(v), 'f', -1, 64) + " ms"
 	case "Mbps":
 		return rate(v*1e6, "bit/s")
-	case "slash24":
-		return count(v, "/24s")
-	case "slash48":
-		return count(v, "/48s")
 	}
-	return count(v, unit)
+	if perBucket {
+		// A count per bucket that reads better as a count than as a
+		// rate (567 withdrawals, not 1.9 a second) says its bucket.
+		return count(v, words.Unit(unit)) + " per " + HumanDuration(BucketWidth)
+	}
+	return count(v, words.Unit(unit))
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
@@ -117,6 +119,18 @@ func HumanDuration(d time.Duration) string {
 	return fmt.Sprintf("%d min", m)
 }
 
+// ObservedUnit is the unit an event states beside a signal's observed
+// and baseline values (words.JSONUnit): a count summed over a bucket, or a
+// distinct count per bucket such as DNS clients, is per BucketWidth.
+func ObservedUnit(signal string) string {
+	s, ok := obs.Lookup(signal)
+	if !ok {
+		return ""
+	}
+	d := s.Def()
+	return words.JSONUnit(d.Unit, d.Agg == obs.Sum || d.Unit == "clients", BucketWidth)
+}
+
 // BaselineWording says in words what a baseline method compared with.
 func BaselineWording(method string) string {
 	switch method {
@@ -126,6 +140,12 @@ func BaselineWording(method string) string {
 		return "the same time on the previous days"
 	case "previous_weeks":
 		return "the same time in previous weeks"
+	case "same_time_previous_days":
+		return "the same time on the previous days"
+	case "median_recent", "recent_median":
+		return "the median of the recent buckets"
+	case "max_recent":
+		return "the highest of the recent buckets"
 	case "threshold":
 		return "the alert threshold"
 	case "":

@@ -14,12 +14,26 @@ func TestHumanWording(t *testing.T) {
 		{Measure("dns_failure_ratio", 0.962, 0, 0, ""), "96.2 % vs 0 % expected"},
 		{Measure("packet_loss", 0.081, 0.1, 0, "threshold"), "8.1 % of packets lost (a destination counts as lossy from 10 %)"},
 		{Human("dns_queries", 3000), "10 queries/s"},
-		{Human("bgp_announced_v6", 97896), "98k /48s"},
+		{Human("bgp_announced_v6", 97896), "98k /48 prefixes"},
+		{Human("bgp_announced_v4", 331), "331 /24 prefixes"},
+		{Human("bandwidth_p50", 8.5), "8.5 Mbit/s"},
+		{Human("bgp_withdrawals", 567), "567 prefixes per 5 min"},
 		{HumanChange(-4.25), "−4.3 %"},
 		{HumanDuration(116*time.Hour + 35*time.Minute), "4 d 20 h"},
 		{HumanDuration(95 * time.Minute), "1 h 35 min"},
 		{HumanDuration(35 * time.Minute), "35 min"},
 		{BaselineWording("similar_days"), "the same time on similar days"},
+		{BaselineWording("median_recent"), "the median of the recent buckets"},
+		{BaselineWording("same_time_previous_days"), "the same time on the previous days"},
+		// JSON events state the unit beside their values: per-bucket
+		// counts per 300 s, gauges as they are.
+		{ObservedUnit("traffic_bytes"), "bytes/300s"},
+		{ObservedUnit("dns_queries"), "queries/300s"},
+		{ObservedUnit("bgp_announced_v4"), "/24 prefixes"},
+		{ObservedUnit("bgp_withdrawals"), "prefixes/300s"},
+		{ObservedUnit("latency_p50"), "ms"},
+		{ObservedUnit("bandwidth_p50"), "Mbit/s"},
+		{ObservedUnit("dns_failure_ratio"), "ratio"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)

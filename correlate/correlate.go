@@ -171,6 +171,9 @@ type incident struct {
 	NotEntities int
 	NotKinds    int
 	NotSeverity int
+	// PeakImpact is the highest impact the event reached, judged every
+	// bucket.
+	PeakImpact float64
 	// NotScope and NotKindList are the entities and signal kinds the
 	// last notification named, so a growth says what is new.
 	NotScope     []string
@@ -319,6 +322,7 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 	for _, id := range c.order() {
 		inc := c.st.Open[id]
 		ev := c.build(inc, at)
+		inc.PeakImpact = ev.PeakImpact
 		firing := inc.firing()
 		ents, kinds, sev := len(ev.Scope.Entities), len(ev.Signals), sevRank(ev.Severity)
 		if sev < inc.NotSeverity {
