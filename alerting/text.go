@@ -257,3 +257,41 @@ func When(t time.Time, country string) string {
 	}
 	return s
 }
+
+// TextLine is one notification as a line for a person, as `replay --text`
+// prints it: when the pipeline knew, what happened and how bad, in the
+// words of the Slack message.
+//
+//	2025-04-28 10:45 UTC  event open     [critical] Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 %; …
+//	2025-04-28 10:45 UTC  alert firing   [critical] Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 % (traffic_drop; event 9a09…)
+func TextLine(ev *Event) string {
+	at := ev.At.UTC().Format("2006-01-02 15:04 UTC")
+	if ev.IsEvent() {
+		s := fmt.Sprintf("%s  event %-8s [%s] %s", at, ev.Update, ev.Severity, ev.Summary)
+		if len(ev.Grew) > 0 {
+			s += " (grew: " + strings.Join(ev.Grew, "; ") + ")"
+		}
+		return s
+	}
+	name := ev.Entity
+	if ev.Labels["name"] != "" && strings.HasPrefix(ev.Entity, "country:") {
+		name = ev.Labels["name"]
+	} else if ev.Labels["name"] != "" {
+		name = ev.Labels["name"] + " (" + ev.Entity + ")"
+	}
+	now := ""
+	if ev.Status == Resolved {
+		now = "now "
+	}
+	s := fmt.Sprintf("%s  alert %-8s [%s] %s: %s %s%s", at, ev.Status, ev.Severity, name, SignalWords(ev.Signal), now,
+		Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+	var notes []string
+	notes = append(notes, ev.Detector)
+	if ev.OutageEvent != "" {
+		notes = append(notes, "event "+ev.OutageEvent)
+	}
+	if ev.Muted != "" {
+		notes = append(notes, "muted: "+ev.Muted)
+	}
+	return s + " (" + strings.Join(notes, "; ") + ")"
+}

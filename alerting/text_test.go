@@ -80,3 +80,21 @@ func TestThresholdText(t *testing.T) {
 		t.Errorf("nil params: %q", got)
 	}
 }
+
+// A line for a person per notification: an event with its summary and
+// what grew, an alert with its measure, detector and event.
+func TestTextLine(t *testing.T) {
+	at := time.Date(2025, 4, 28, 10, 50, 0, 0, time.UTC)
+	ev := &Event{Kind: KindEvent, Status: Firing, Severity: "critical", At: at,
+		Summary: "Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 %",
+		Outage:  &Outage{Update: "grow", Grew: []string{"scope + Euskaltel (AS12338)"}}}
+	if got, want := TextLine(ev), "2025-04-28 10:50 UTC  event grow     [critical] Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 % (grew: scope + Euskaltel (AS12338))"; got != want {
+		t.Errorf("event line\n got %s\nwant %s", got, want)
+	}
+	a := &Event{Kind: KindAlert, Status: Resolved, Severity: "critical", At: at, Detector: "traffic_drop", Signal: "traffic_bytes",
+		Entity: "asn:3352", Labels: map[string]string{"name": "Telefonica de Espana"}, Observed: 4.5e10, Baseline: 4.6e10, ChangePct: -2.2,
+		BaselineMethod: "similar_days", OutageEvent: "9a0941bd5fba9f18"}
+	if got, want := TextLine(a), "2025-04-28 10:50 UTC  alert resolved [critical] Telefonica de Espana (asn:3352): traffic now 1.2 Gbit/s vs 1.2 Gbit/s expected, −2.2 % (traffic_drop; event 9a0941bd5fba9f18)"; got != want {
+		t.Errorf("alert line\n got %s\nwant %s", got, want)
+	}
+}

@@ -195,7 +195,7 @@ func TestActionsServeTrafficManager(t *testing.T) {
 	cmd := actionsCmd()
 	cmd.SetArgs([]string{"serve", "--config", "../../deploy/actions.yaml", "--listen", addr, "--audit", filepath.Join(t.TempDir(), "a.jsonl"),
 		"--topology", "../../trafficmanager/testdata/sections-and-loss.yaml", "--tm-topic", "dcload",
-		"--kafka-brokers", strings.Join(c.ListenAddrs(), ",")})
+		"--brokers", strings.Join(c.ListenAddrs(), ",")})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	get := func(path string) string {
