@@ -62,6 +62,11 @@ func si(v float64) (string, string) {
 	if math.Abs(v) >= 10 || v == 0 {
 		return strconv.FormatFloat(math.Round(v), 'f', -1, 64), prefixes[i]
 	}
+	if math.Abs(v) < 1 {
+		// Two significant digits, so that a small rate does not read
+		// as none: 0.077 queries/s, not 0.
+		return strconv.FormatFloat(v, 'g', 2, 64), prefixes[i]
+	}
 	return strconv.FormatFloat(round1(v), 'f', -1, 64), prefixes[i]
 }
 
@@ -274,10 +279,8 @@ func TextLine(ev *Event) string {
 		return s
 	}
 	name := ev.Entity
-	if ev.Labels["name"] != "" && strings.HasPrefix(ev.Entity, "country:") {
-		name = ev.Labels["name"]
-	} else if ev.Labels["name"] != "" {
-		name = ev.Labels["name"] + " (" + ev.Entity + ")"
+	if d := ev.Labels["display"]; d != "" {
+		name = d
 	}
 	now := ""
 	if ev.Status == Resolved {

@@ -14,6 +14,8 @@ func TestHumanWording(t *testing.T) {
 		{Measure("dns_failure_ratio", 0.962, 0, 0, ""), "96.2 % vs 0 % expected"},
 		{Measure("packet_loss", 0.081, 0.1, 0, "threshold"), "8.1 % of packets lost (a destination counts as lossy from 10 %)"},
 		{Human("dns_queries", 3000), "10 queries/s"},
+		{Human("dns_queries", 23.05), "0.077 queries/s"},
+		{Human("dns_queries", 0), "0 queries/s"},
 		{Human("bgp_announced_v6", 97896), "98k /48 prefixes"},
 		{Human("bgp_announced_v4", 331), "331 /24 prefixes"},
 		{Human("bandwidth_p50", 8.5), "8.5 Mbit/s"},
@@ -92,9 +94,9 @@ func TestTextLine(t *testing.T) {
 		t.Errorf("event line\n got %s\nwant %s", got, want)
 	}
 	a := &Event{Kind: KindAlert, Status: Resolved, Severity: "critical", At: at, Detector: "traffic_drop", Signal: "traffic_bytes",
-		Entity: "asn:3352", Labels: map[string]string{"name": "Telefonica de Espana"}, Observed: 4.5e10, Baseline: 4.6e10, ChangePct: -2.2,
+		Entity: "asn:3352", Labels: map[string]string{"name": "Telefonica de Espana", "display": "Telefonica de Espana (AS3352)"}, Observed: 4.5e10, Baseline: 4.6e10, ChangePct: -2.2,
 		BaselineMethod: "similar_days", OutageEvent: "9a0941bd5fba9f18"}
-	if got, want := TextLine(a), "2025-04-28 10:50 UTC  alert resolved [critical] Telefonica de Espana (asn:3352): traffic now 1.2 Gbit/s vs 1.2 Gbit/s expected, −2.2 % (traffic_drop; event 9a0941bd5fba9f18)"; got != want {
+	if got, want := TextLine(a), "2025-04-28 10:50 UTC  alert resolved [critical] Telefonica de Espana (AS3352): traffic now 1.2 Gbit/s vs 1.2 Gbit/s expected, −2.2 % (traffic_drop; event 9a0941bd5fba9f18)"; got != want {
 		t.Errorf("alert line\n got %s\nwant %s", got, want)
 	}
 }

@@ -49,9 +49,9 @@ func TestReplayText(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	want := []string{
-		"2019-06-17 08:35 UTC  alert firing   [critical] transit:1299: packet loss 8.1 % of packets lost (a destination counts as lossy from 10 %) (packet_loss; event 296974dd4f45b4e1)",
+		"2019-06-17 08:35 UTC  alert firing   [critical] AS1299: packet loss 8.1 % of packets lost (a destination counts as lossy from 10 %) (packet_loss; event 296974dd4f45b4e1)",
 		"2019-06-17 08:45 UTC  event open     [critical] Outage in transit AS1299: packet loss 8.1 % of packets lost (a destination counts as lossy from 10 %); sites ams01, fra01, lon01; 22 destinations; seen in quality (confidence 0.40); likely cause: packet loss through AS1299: 22 of 40 destinations at least 10% lossy at ams01, fra01, lon01; 8.1% of packets lost",
-		"2019-06-17 09:25 UTC  alert resolved [critical] transit:1299: packet loss now 0.1 % of packets lost (a destination counts as lossy from 10 %) (packet_loss; event 296974dd4f45b4e1)",
+		"2019-06-17 09:25 UTC  alert resolved [critical] AS1299: packet loss now 0.1 % of packets lost (a destination counts as lossy from 10 %) (packet_loss; event 296974dd4f45b4e1)",
 		"2019-06-17 09:25 UTC  event resolve  [critical] Outage in transit AS1299: packet loss 8.1 % of packets lost (a destination counts as lossy from 10 %) when paged; sites ams01, fra01, lon01; 22 destinations; seen in quality (confidence 0.40); likely cause: packet loss through AS1299: 22 of 40 destinations at least 10% lossy at ams01, fra01, lon01; 8.1% of packets lost",
 	}
 	if len(lines) != 8 {
