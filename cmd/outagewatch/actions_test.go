@@ -68,7 +68,7 @@ not json
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "2019-06-20T12:15:00Z  firing    dry-run: would have shut AS1299 Telia at fra01 (1 sessions): loss") ||
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "2019-06-20T12:15:00Z  firing    dry-run: would have shut AS1299 Telia at fra01 (1 session): loss") ||
 		!strings.HasPrefix(lines[1], "2019-06-20T13:15:00Z  resolved  dry-run: would have restored AS1299 Telia at fra01") {
 		t.Fatalf("output:\n%s", out)
 	}
