@@ -2,12 +2,16 @@ package main
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/spf13/pflag"
 
 	"github.com/outagewatch/outagewatch/service"
 )
@@ -81,4 +85,97 @@ func TestDocsEventURLIsTheIncidentPage(t *testing.T) {
 	if n < 3 {
 		t.Errorf("only %d event_url examples found", n)
 	}
+}
+
+// Every outagewatch command the README and docs show names a command that
+// exists and flags it takes, so that a renamed flag or command cannot
+// leave a document behind. (What the commands do is tested where it is
+// built: the replays, scores and examples each have their test.)
+func TestDocumentedCommandsParse(t *testing.T) {
+	// The live trial's flag arrives with the trial itself.
+	pending := map[string]bool{"run --demo": true}
+	files, _ := filepath.Glob("../../docs/*.md")
+	files = append(files, "../../README.md")
+	n := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range documentedCommands(string(b)) {
+			args := strings.Fields(line)
+			if pending[strings.Join(args, " ")] {
+				continue
+			}
+			n++
+			root := rootCmd()
+			root.InitDefaultVersionFlag()
+			cmd, rest, err := root.Find(args)
+			if err == nil && cmd == root && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+				err = errUnknown
+			}
+			if err == nil {
+				cmd.InitDefaultHelpFlag()
+				err = cmd.ParseFlags(rest)
+			}
+			if err == nil {
+				// The documents use the current spelling of each flag.
+				cmd.Flags().Visit(func(fl *pflag.Flag) {
+					if fl.Deprecated != "" {
+						err = fmt.Errorf("--%s: %s", fl.Name, fl.Deprecated)
+					}
+				})
+			}
+			if err != nil {
+				t.Errorf("%s: outagewatch %s: %v", filepath.Base(f), line, err)
+			}
+		}
+	}
+	if n < 40 {
+		t.Errorf("only %d documented commands found", n)
+	}
+}
+
+var errUnknown = errors.New("no such command")
+
+// documentedCommands returns the arguments of each outagewatch command in
+// the indented code of a Markdown text: continued lines joined, the
+// comment, pipes and redirections cut off, quotes dropped.
+func documentedCommands(md string) []string {
+	var out []string
+	lines := strings.Split(md, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if !strings.HasPrefix(l, "    ") {
+			continue
+		}
+		for strings.HasSuffix(l, "\\") && i+1 < len(lines) {
+			i++
+			l = strings.TrimSuffix(l, "\\") + " " + strings.TrimSpace(lines[i])
+		}
+		for _, seg := range strings.Split(l, " | ") {
+			seg = strings.TrimPrefix(strings.TrimSpace(seg), "$ ")
+			var rest string
+			switch {
+			case strings.HasPrefix(seg, "go run ./cmd/outagewatch"):
+				rest = strings.TrimPrefix(seg, "go run ./cmd/outagewatch")
+			case strings.HasPrefix(seg, "outagewatch "):
+				rest = strings.TrimPrefix(seg, "outagewatch")
+			default:
+				continue
+			}
+			if c := strings.Index(rest, " #"); c >= 0 {
+				rest = rest[:c]
+			}
+			var args []string
+			for _, a := range strings.Fields(rest) {
+				if strings.HasPrefix(a, ">") || strings.HasPrefix(a, "2>") || strings.HasPrefix(a, "<") {
+					continue
+				}
+				args = append(args, strings.Trim(a, `"'`))
+			}
+			out = append(out, strings.Join(args, " "))
+		}
+	}
+	return out
 }
