@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -163,6 +164,18 @@ type SignalChange struct {
 	Threshold    string    `json:"threshold,omitempty"`
 	Start        time.Time `json:"start"`
 	Alerts       int       `json:"alerts"`
+}
+
+// Kinds lists the signal kinds of an event (traffic, dns, routing,
+// quality), each once, in its signals' order.
+func (o *Outage) Kinds() []string {
+	var out []string
+	for _, s := range o.Signals {
+		if !slices.Contains(out, s.Kind) {
+			out = append(out, s.Kind)
+		}
+	}
+	return out
 }
 
 // IsEvent says whether ev is an outage event rather than an alert.

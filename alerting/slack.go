@@ -343,8 +343,8 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 			md("*Scope*\n" + strings.Join(scope, ", ")),
 			md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
 			severityField(ev),
-			md("*Confidence*\n" + fmt.Sprintf("%.2f from %s (%s)", o.Confidence, words.Plural(len(kindNames(o.Signals)), "view"),
-				slackEscape(strings.Join(kindNames(o.Signals), ", ")))),
+			md("*Confidence*\n" + fmt.Sprintf("%.2f from %s (%s)", o.Confidence, words.Plural(len(o.Kinds()), "view"),
+				slackEscape(strings.Join(o.Kinds(), ", ")))),
 		}
 		if ev.Status == Resolved && ev.End != nil {
 			fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))
@@ -414,17 +414,6 @@ func entityName(ev *Event, entity string) string {
 		return ev.Labels["name"] + " (" + entity + ")"
 	}
 	return entity
-}
-
-// kindNames lists the signal kinds of an event in its signals' order.
-func kindNames(sc []SignalChange) []string {
-	var out []string
-	for _, s := range sc {
-		if !slices.Contains(out, s.Kind) {
-			out = append(out, s.Kind)
-		}
-	}
-	return out
 }
 
 // severityField says how bad the event is, with the impact it is judged

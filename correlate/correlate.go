@@ -377,7 +377,7 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 		inc.Revision++
 		ev.Revision = inc.Revision
 		inc.NotEntities, inc.NotKinds, inc.NotSeverity = ents, kinds, sev
-		inc.NotScope, inc.NotKindList = scopeIDs(ev), kindList(ev)
+		inc.NotScope, inc.NotKindList = scopeIDs(ev), ev.Kinds()
 		out = append(out, ev)
 	}
 	clear(c.st.Changed)
@@ -401,7 +401,7 @@ func (c *Correlator) grew(inc *incident, ev *alerting.Event, sev int) []string {
 		out = append(out, "scope + "+strings.Join(names, ", "))
 	}
 	var ks []string
-	for _, k := range kindList(ev) {
+	for _, k := range ev.Kinds() {
 		if !slices.Contains(inc.NotKindList, k) {
 			ks = append(ks, k)
 		}
@@ -416,14 +416,6 @@ func scopeIDs(ev *alerting.Event) []string {
 	out := make([]string, len(ev.Scope.Entities))
 	for i, e := range ev.Scope.Entities {
 		out[i] = e.Entity
-	}
-	return out
-}
-
-func kindList(ev *alerting.Event) []string {
-	var out []string
-	for _, s := range ev.Signals {
-		out = appendOnce(out, s.Kind)
 	}
 	return out
 }

@@ -48,11 +48,7 @@ func (c *Correlator) summary(ev *alerting.Event) string {
 	if len(o.Scope.Destinations) > 0 {
 		fmt.Fprintf(&b, "; %s", words.Plural(len(o.Scope.Destinations), "destination"))
 	}
-	var kinds []string
-	for _, s := range o.Signals {
-		kinds = appendOnce(kinds, s.Kind)
-	}
-	fmt.Fprintf(&b, "; seen in %s (confidence %.2f)", strings.Join(kinds, ", "), o.Confidence)
+	fmt.Fprintf(&b, "; seen in %s (confidence %.2f)", strings.Join(o.Kinds(), ", "), o.Confidence)
 	if o.Cause != "" {
 		fmt.Fprintf(&b, "; likely cause: %s", o.Cause)
 	}
