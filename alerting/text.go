@@ -23,7 +23,7 @@ var BucketWidth = 5 * time.Minute
 func Human(signal string, v float64) string {
 	unit, perBucket := "", false
 	if s, ok := obs.Lookup(signal); ok {
-		unit, perBucket = s.Def().Unit, s.Def().Agg == obs.Sum
+		unit, perBucket = s.Def().Unit, countsPerBucket(s.Def())
 	}
 	per := BucketWidth.Seconds()
 	switch unit {
@@ -125,15 +125,21 @@ func HumanDuration(d time.Duration) string {
 }
 
 // ObservedUnit is the unit an event states beside a signal's observed
-// and baseline values (words.JSONUnit): a count summed over a bucket, or a
-// distinct count per bucket such as DNS clients, is per BucketWidth.
+// and baseline values (words.JSONUnit): a count per bucket is per
+// BucketWidth.
 func ObservedUnit(signal string) string {
 	s, ok := obs.Lookup(signal)
 	if !ok {
 		return ""
 	}
-	d := s.Def()
-	return words.JSONUnit(d.Unit, d.Agg == obs.Sum || d.Unit == "clients", BucketWidth)
+	return words.JSONUnit(s.Def().Unit, countsPerBucket(s.Def()), BucketWidth)
+}
+
+// countsPerBucket says whether a signal's value is a count over its bucket
+// (bytes, queries, withdrawals summed; DNS clients counted distinct in
+// the bucket) rather than a level (a latency, a ratio, announced space).
+func countsPerBucket(d *obs.SignalDef) bool {
+	return d.Agg == obs.Sum || d.Unit == "clients"
 }
 
 // BaselineWording says in words what a baseline method compared with.

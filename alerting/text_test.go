@@ -20,6 +20,8 @@ func TestHumanWording(t *testing.T) {
 		{Human("bgp_announced_v4", 331), "331 /24 prefixes"},
 		{Human("bandwidth_p50", 8.5), "8.5 Mbit/s"},
 		{Human("bgp_withdrawals", 567), "567 prefixes per 5 min"},
+		{Human("dns_clients", 120), "120 clients per 5 min"},
+		{ObservedUnit("dns_clients"), "clients/300s"},
 		{HumanChange(-4.25), "−4.3 %"},
 		{HumanDuration(116*time.Hour + 35*time.Minute), "4 d 20 h"},
 		{HumanDuration(95 * time.Minute), "1 h 35 min"},
