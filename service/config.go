@@ -107,6 +107,23 @@ type Correlation struct {
 	// ZoneOwners maps a DNS zone to the AS whose outage its failures
 	// belong to; unlisted zones are matched to networks by name.
 	ZoneOwners map[string]uint32 `yaml:"zone_owners"`
+	// GroupWait holds an event's first page this long after its first
+	// alert, so that it names the place once the slower views have fired
+	// (correlate.DefaultGroupWait, ten minutes, says why). Unset takes
+	// the default; 0s pages at once.
+	GroupWait *time.Duration `yaml:"group_wait"`
+}
+
+// groupWait is the pipeline's setting for c.GroupWait: zero for the
+// default, negative for none.
+func (c Correlation) groupWait() time.Duration {
+	switch {
+	case c.GroupWait == nil:
+		return 0
+	case *c.GroupWait <= 0:
+		return -1
+	}
+	return *c.GroupWait
 }
 
 // Sink is one alert destination.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"os"
@@ -34,6 +35,10 @@ import (
 
 func init() { extraCommands = append(extraCommands, actionsCmd) }
 
+// defaultActionsConfig is where `actions` looks without -c: the example
+// configuration of a clone, relative to the working directory.
+const defaultActionsConfig = "deploy/actions.yaml"
+
 func actionsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "actions",
@@ -42,6 +47,9 @@ func actionsCmd() *cobra.Command {
 	var cfgPath, auditPath, who, rulesPath string
 	loadCfg := func() (*actions.Config, error) {
 		cfg, err := actions.LoadConfig(cfgPath)
+		if errors.Is(err, fs.ErrNotExist) && cfgPath == defaultActionsConfig {
+			return nil, fmt.Errorf("%w (the default --config, relative to the working directory; pass -c FILE)", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -51,7 +59,8 @@ func actionsCmd() *cobra.Command {
 		return cfg, nil
 	}
 	flags := func(cmd *cobra.Command) {
-		cmd.Flags().StringVar(&cfgPath, "config", "deploy/actions.yaml", "actions configuration")
+		cmd.Flags().StringVarP(&cfgPath, "config", "c", defaultActionsConfig,
+			"actions configuration (the default is relative to the working directory, as in a clone of the repository)")
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
 	}
 	// capByRules applies --rules: each rule's actions setting caps the mode.
@@ -272,7 +281,7 @@ also serves GET /api/v1/actions (the audit log), POST
 With --tm-topic it also runs the Traffic Manager live: dcload reports from
 that Kafka topic (consumer group outagewatch-tm) are planned on the
 topology every window, the changes go to --tm-webhook and --tm-plan-topic
-in enforce mode (--tm-mode), the capacity endpoint answers from the latest
+in enforce mode (--mode), the capacity endpoint answers from the latest
 window, and /metrics carries the outagewatch_tm_* series.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -313,7 +322,7 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, planned }
 				if tmTopic != "" {
 					if tmMode != actions.ModeDryRun && tmMode != actions.ModeEnforce {
-						return fmt.Errorf("--tm-mode %q: want dry-run or enforce", tmMode)
+						return fmt.Errorf("--mode %q: want dry-run or enforce", tmMode)
 					}
 					d := tmDriver(sc, tmMode, planhook.NewMetrics(reg))
 					if tmWebhook != "" {
@@ -400,8 +409,10 @@ window, and /metrics carries the outagewatch_tm_* series.`,
 	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology (a scenario file); its starting state answers capacity queries")
 	serve.Flags().StringVar(&deciderTopic, "decider-topic", "", "share the sites with other instances: each site's transit actions are taken by the instance owning its partition of this topic")
 	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic (needs --topology)")
-	serve.Flags().StringSliceVar(&tmBrokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers for --tm-topic and --tm-plan-topic")
-	serve.Flags().StringVar(&tmMode, "tm-mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce")
+	serve.Flags().StringSliceVar(&tmBrokers, "brokers", []string{"localhost:9092"}, "Kafka brokers for --tm-topic and --tm-plan-topic")
+	serve.Flags().StringVar(&tmMode, "mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce")
+	deprecatedAlias(serve.Flags(), "brokers", "kafka-brokers")
+	deprecatedAlias(serve.Flags(), "mode", "tm-mode")
 	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here (enforce), signed with $OUTAGEWATCH_WEBHOOK_SECRET")
 	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic (enforce)")
 	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU")

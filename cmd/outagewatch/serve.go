@@ -18,10 +18,10 @@ import (
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
-// serveStatus serves the outage page of a finished replay on addr until
+// serveStatus serves the outage page of a finished replay on ln until
 // SIGINT or SIGTERM: the replay's incidents, with charts of the recorded
-// series.
-func serveStatus(ctx context.Context, addr, title string, events []alerting.Event, rec *report.Recorder) error {
+// series, and metrics (nil: none) on /metrics.
+func serveStatus(ctx context.Context, ln net.Listener, title string, events []alerting.Event, rec *report.Recorder, metrics http.Handler) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -31,11 +31,12 @@ func serveStatus(ctx context.Context, addr, title string, events []alerting.Even
 	for _, ev := range events {
 		store.Add(ev)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
+	mux := http.NewServeMux()
+	mux.Handle("/", statuspage.Handler(store, rec, "outagewatch replay: "+title))
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
 	}
-	srv := &http.Server{Handler: statuspage.Handler(store, rec, "outagewatch replay: "+title), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
