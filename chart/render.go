@@ -19,6 +19,7 @@ const (
 type canvas interface {
 	rect(x, y, w, h float64, fill string, opacity float64, stroke string, dash bool)
 	polyline(pts []pt, color string, width float64, dash bool)
+	polygon(pts []pt, fill string, opacity float64)
 	text(x, y float64, s string, size float64, a anchor, color string, bold bool)
 }
 
@@ -115,6 +116,7 @@ func (c *Chart) draw(cv canvas) {
 		if width == 0 {
 			width = 1.5
 		}
+		c.band(cv, s, xOf, func(v float64) float64 { return yOf(math.Min(math.Max(v, lo), hi)) })
 		var run []pt
 		flush := func() {
 			if len(run) == 1 {
@@ -178,4 +180,31 @@ func (c *Chart) draw(cv canvas) {
 		}
 		x -= 14
 	}
+}
+
+// band fills, under series s, the area between its Lo and Hi values, one
+// polygon per run without gaps.
+func (c *Chart) band(cv canvas, s Series, xOf func(time.Time) float64, yOf func(float64) float64) {
+	if len(s.Lo) != len(s.Values) || len(s.Hi) != len(s.Values) {
+		return
+	}
+	var top, bottom []pt
+	flush := func() {
+		if len(top) > 1 {
+			poly := append(top, bottom...)
+			cv.polygon(poly, s.Color, 0.22)
+		}
+		top, bottom = nil, nil
+	}
+	for j := range s.Values {
+		l, h := s.Lo[j], s.Hi[j]
+		if math.IsNaN(l) || math.IsNaN(h) || math.IsInf(l, 0) || math.IsInf(h, 0) {
+			flush()
+			continue
+		}
+		x := xOf(c.Start.Add(time.Duration(j)*c.Step + c.Step/2))
+		top = append(top, pt{x, yOf(h)})
+		bottom = append([]pt{{x, yOf(l)}}, bottom...)
+	}
+	flush()
 }
