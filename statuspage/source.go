@@ -42,6 +42,10 @@ type Incident struct {
 	Confidence float64          `json:"confidence"`
 	Silenced   bool             `json:"silenced"`
 	Alerts     []alerting.Event `json:"alerts"` // the latest event of each member
+
+	// What the correlation stage judged of an outage event (empty for
+	// alerts grouped by place alone): see incident.go.
+	Detail
 }
 
 // Active reports whether the incident is going on.
@@ -78,9 +82,13 @@ type Charts interface {
 type Store struct {
 	mu     sync.RWMutex
 	alerts map[string]alerting.Event
-	// outages holds the latest notification of each outage event.
+	// outages holds the latest notification of each outage event, pages
+	// every notification of it, in revision order (its timeline).
 	outages map[string]alerting.Event
-	now     time.Time
+	pages   map[string][]alerting.Event
+	// peaks holds each alert's worst change over its life.
+	peaks map[string]Peak
+	now   time.Time
 	// Recent is how long an ended incident stays listed; a day when 0.
 	Recent time.Duration
 	// Active, when set, gives the alerts firing now, from the pipeline:
@@ -90,7 +98,8 @@ type Store struct {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{alerts: map[string]alerting.Event{}, outages: map[string]alerting.Event{}}
+	return &Store{alerts: map[string]alerting.Event{}, outages: map[string]alerting.Event{},
+		pages: map[string][]alerting.Event{}, peaks: map[string]Peak{}}
 }
 
 // Name is the sink name.
@@ -109,6 +118,9 @@ func (s *Store) Add(ev alerting.Event) {
 	into := s.alerts
 	if ev.IsEvent() {
 		into = s.outages
+		s.pages[ev.ID] = addPage(s.pages[ev.ID], ev)
+	} else {
+		s.peaks[ev.ID] = s.peaks[ev.ID].worse(peakOf(ev))
 	}
 	if old, ok := into[ev.ID]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
 		return // an older event delivered late
@@ -126,11 +138,24 @@ func (s *Store) Now() time.Time {
 	return s.now
 }
 
-// Incidents groups the stored alerts, see Store.
+// Incidents groups the stored alerts, see Store: those going on and those
+// ended within Recent.
 func (s *Store) Incidents() []Incident {
+	recent := s.Recent
+	if recent == 0 {
+		recent = 24 * time.Hour
+	}
+	return s.Within(recent)
+}
+
+// Within is Incidents with those ended within d of the newest data; every
+// incident the store holds when d is 0 or less.
+func (s *Store) Within(d time.Duration) []Incident {
 	s.mu.RLock()
 	evs := slices.Collect(maps.Values(s.alerts))
 	outs := slices.Collect(maps.Values(s.outages))
+	pages := maps.Clone(s.pages)
+	peaks := maps.Clone(s.peaks)
 	now := s.now
 	s.mu.RUnlock()
 	if s.Active != nil {
@@ -147,12 +172,16 @@ func (s *Store) Incidents() []Incident {
 			}
 		}
 	}
-	recent := s.Recent
-	if recent == 0 {
-		recent = 24 * time.Hour
+	for _, e := range evs {
+		if _, ok := peaks[e.ID]; !ok {
+			peaks[e.ID] = peakOf(e) // firing before this store was attached
+		}
 	}
-	out := FromOutages(outs, evs)
-	return slices.DeleteFunc(out, func(in Incident) bool { return in.End != nil && now.Sub(*in.End) > recent })
+	out := build(outs, evs, pages, peaks)
+	if d <= 0 {
+		return out
+	}
+	return slices.DeleteFunc(out, func(in Incident) bool { return in.End != nil && now.Sub(*in.End) > d })
 }
 
 // FromOutages makes an incident of each outage event (its title, scope,
@@ -160,6 +189,15 @@ func (s *Store) Incidents() []Incident {
 // its member alerts from alerts), and groups by place the alerts that
 // belong to no event (feed faults, muted alerts).
 func FromOutages(outages, alerts []alerting.Event) []Incident {
+	peaks := map[string]Peak{}
+	for _, a := range alerts {
+		peaks[a.ID] = peaks[a.ID].worse(peakOf(a))
+	}
+	return build(outages, alerts, nil, peaks)
+}
+
+// build is FromOutages with each event's pages and each alert's peak.
+func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, peaks map[string]Peak) []Incident {
 	byID := map[string]alerting.Event{}
 	for _, a := range alerts {
 		byID[a.ID] = a
@@ -190,15 +228,28 @@ func FromOutages(outages, alerts []alerting.Event) []Incident {
 				in.Alerts = append(in.Alerts, a)
 			}
 		}
+		in.Detail = detail(o, in.Alerts, pages[o.ID], peaks)
 		out = append(out, in)
 	}
 	var rest []alerting.Event
 	for _, a := range alerts {
-		if !inEvent[a.ID] {
-			rest = append(rest, a)
+		if inEvent[a.ID] {
+			continue
 		}
+		// A muted alert of an event's place and time is shown with the
+		// event, apart from its members, not as an incident of its own.
+		if a.Muted != "" {
+			if i := slices.IndexFunc(out, func(in Incident) bool { return in.covers(a) }); i >= 0 {
+				out[i].Muted = append(out[i].Muted, Member{Event: a, Peak: peaks[a.ID]})
+				continue
+			}
+		}
+		rest = append(rest, a)
 	}
-	out = append(out, Group(rest)...)
+	for _, in := range Group(rest) {
+		in.Members = members(in.Alerts, peaks)
+		out = append(out, in)
+	}
 	sortIncidents(out)
 	return out
 }
