@@ -361,3 +361,126 @@ func (r *Recorder) usual(s *recorded, t int64, inAlert func(int64) (span, bool))
 	}
 	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2, how
 }
+
+// overlayColors tell the signals of an overlay apart (Okabe-Ito, the
+// observed blue first).
+var overlayColors = []string{"#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#000000", "#f0e442"}
+
+// Overlay returns one chart of several series of a place, each as a
+// share of its own baseline (100 % is usual), over [from, to] (zero: a day
+// either side of all of evs): IODA's view, where signals of different
+// units fall and recover together. evs gives each series' alert
+// notifications, whose spans are shaded and whose detector baselines are
+// the ones divided by (see track). Series with nothing recorded are left
+// out; nil when none is left.
+func (r *Recorder) Overlay(title string, keys []string, evs map[string][]alerting.Event, from, to time.Time) *chart.Chart {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if from.IsZero() && to.IsZero() {
+		var all []alerting.Event
+		for _, k := range keys {
+			all = append(all, evs[k]...)
+		}
+		if len(all) > 0 {
+			first, last := all[0].Start, all[0].At
+			for _, ev := range all {
+				first = minTime(first, ev.Start)
+				last = maxTime(last, ev.At)
+				if ev.End != nil {
+					last = maxTime(last, *ev.End)
+				}
+			}
+			from, to = first.Add(-24*time.Hour), last.Add(24*time.Hour)
+		}
+	}
+	c := &chart.Chart{Title: title, Unit: chart.Percent}
+	var tracks []*track
+	var names []string
+	var start time.Time
+	var step time.Duration
+	for _, k := range keys {
+		t := r.track(k, evs[k], from, to)
+		if t == nil {
+			continue
+		}
+		if start.IsZero() || t.from.Before(start) {
+			start = t.from
+		}
+		step = t.step
+		tracks = append(tracks, t)
+		names = append(names, k)
+		for _, sp := range t.spans {
+			c.Spans = append(c.Spans, chart.Span{From: time.Unix(0, sp.from).UTC(), To: spanTo(sp)})
+		}
+	}
+	if len(tracks) == 0 {
+		return nil
+	}
+	var lines [][]float64
+	for _, t := range tracks {
+		// Series may start at different buckets: pad to the common start.
+		ratio := make([]float64, int(t.from.Sub(start)/step), int(t.from.Sub(start)/step)+len(t.observed))
+		for i := range ratio {
+			ratio[i] = math.NaN()
+		}
+		for i, v := range t.observed {
+			q := math.NaN()
+			if b := t.baseline[i]; b > 0 && !math.IsNaN(v) {
+				q = v / b
+			}
+			ratio = append(ratio, q)
+		}
+		lines = append(lines, ratio)
+	}
+	c.Start, c.Step = start, step
+	n := 0
+	for _, l := range lines {
+		n = max(n, len(l))
+	}
+	f := 1
+	if n > maxPoints {
+		f = (n + maxPoints - 1) / maxPoints
+		c.Step *= time.Duration(f)
+	}
+	for i, l := range lines {
+		if f > 1 {
+			l, _, _ = chart.Downsample(l, f, chart.KeepMean)
+		}
+		signal, _, _ := strings.Cut(names[i], "{")
+		c.Series = append(c.Series, chart.Series{Name: alerting.SignalWords(signal), Values: l,
+			Color: overlayColors[i%len(overlayColors)], Width: 1.5})
+	}
+	c.Spans = mergeSpans(c.Spans)
+	return c
+}
+
+// mergeSpans joins overlapping spans, so an overlay shades the outage
+// once rather than once per series.
+func mergeSpans(in []chart.Span) []chart.Span {
+	slices.SortFunc(in, func(a, b chart.Span) int { return a.From.Compare(b.From) })
+	var out []chart.Span
+	for _, s := range in {
+		if n := len(out); n > 0 && (out[n-1].To.IsZero() || !s.From.After(out[n-1].To)) {
+			if !out[n-1].To.IsZero() && (s.To.IsZero() || s.To.After(out[n-1].To)) {
+				out[n-1].To = s.To
+			}
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}

@@ -70,6 +70,10 @@ type Peak struct {
 	Observed  float64   `json:"observed"`
 	Baseline  float64   `json:"baseline"`
 	At        time.Time `json:"at"`
+	// Episode says the detector reported this as the worst of the whole
+	// alert (its lowest routed space, its largest burst) when it resolved:
+	// At is then the resolve, not the bucket.
+	Episode bool `json:"episode,omitempty"`
 }
 
 // worse returns whichever of p and q is further from the baseline (by
@@ -108,10 +112,34 @@ func peakOf(ev alerting.Event) Peak {
 		}
 		p = p.worse(q)
 	}
+	// What the detector kept of the whole episode: the least routed space
+	// against the space it fired against, the largest burst.
+	if lowest, ok := number(ev.Details["lowest"]); ok {
+		if base, ok := number(ev.Details["fired_against"]); ok && base > 0 {
+			p = p.worse(Peak{ChangePct: math.Round((lowest-base)/base*1000) / 10, Observed: lowest, Baseline: base, At: ev.At, Episode: true})
+		}
+	}
+	if peak, ok := number(ev.Details["peak_withdrawals"]); ok && ev.Baseline == 0 {
+		p = p.worse(Peak{Observed: peak, At: ev.At, Episode: true})
+	}
 	if p.At.IsZero() {
 		p = Peak{ChangePct: ev.ChangePct, Observed: ev.Observed, Baseline: ev.Baseline, At: ev.At}
 	}
 	return p
+}
+
+// number reads a detail that JSON may have made a float64 or Go left an
+// int.
+func number(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	}
+	return 0, false
 }
 
 // Network is one affected network of an incident.
@@ -125,6 +153,8 @@ type Network struct {
 type Member struct {
 	alerting.Event
 	Peak Peak `json:"peak"`
+	// Sent are its notifications (firing, resolve), for its chart.
+	Sent []alerting.Event `json:"-"`
 }
 
 // Page is one notification of an outage event: when, why (open, grow,
@@ -137,6 +167,22 @@ type Page struct {
 	Title    string    `json:"title"`
 	Summary  string    `json:"summary"`
 	Muted    string    `json:"muted,omitempty"`
+}
+
+// addSent adds an alert's notification to those kept for its chart: the
+// first firing one and the latest, by status.
+func addSent(sent []alerting.Event, ev alerting.Event) []alerting.Event {
+	for i, e := range sent {
+		if e.Status == ev.Status {
+			if ev.Status == alerting.Resolved || ev.At.Before(e.At) {
+				sent[i] = ev
+			}
+			return sent
+		}
+	}
+	sent = append(sent, ev)
+	slices.SortStableFunc(sent, func(a, b alerting.Event) int { return a.At.Compare(b.At) })
+	return sent
 }
 
 // addPage adds an event's notification to its pages, once per revision,
@@ -152,9 +198,9 @@ func addPage(pages []alerting.Event, ev alerting.Event) []alerting.Event {
 
 // detail reads what an outage event o says, with its members' peaks and
 // its pages.
-func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, peaks map[string]Peak) Detail {
+func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) Detail {
 	d := Detail{Title: o.Title, PlaceEntity: o.Scope.Place, Cause: o.Cause, Impact: o.Impact, Share: o.Scope.Share,
-		Members: members(alerts, peaks)}
+		Members: members(alerts, peaks, sent)}
 	for _, e := range o.Scope.Entities {
 		if strings.HasPrefix(e.Entity, "asn:") {
 			d.Nets = append(d.Nets, Network{Entity: e.Entity, Name: cmp.Or(e.Name, e.Entity), Share: e.Share})
@@ -188,14 +234,14 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 }
 
 // members pairs alerts with their peaks, in start order.
-func members(alerts []alerting.Event, peaks map[string]Peak) []Member {
+func members(alerts []alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) []Member {
 	out := make([]Member, 0, len(alerts))
 	for _, a := range alerts {
 		p, ok := peaks[a.ID]
 		if !ok {
 			p = peakOf(a)
 		}
-		out = append(out, Member{Event: a, Peak: p})
+		out = append(out, Member{Event: a, Peak: p, Sent: sent[a.ID]})
 	}
 	slices.SortStableFunc(out, func(a, b Member) int {
 		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Entity, b.Entity), strings.Compare(a.Signal, b.Signal))

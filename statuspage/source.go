@@ -86,8 +86,10 @@ type Store struct {
 	// every notification of it, in revision order (its timeline).
 	outages map[string]alerting.Event
 	pages   map[string][]alerting.Event
-	// peaks holds each alert's worst change over its life.
+	// peaks holds each alert's worst change over its life, sent its
+	// firing notification and its resolve.
 	peaks map[string]Peak
+	sent  map[string][]alerting.Event
 	now   time.Time
 	// Recent is how long an ended incident stays listed; a day when 0.
 	Recent time.Duration
@@ -99,7 +101,7 @@ type Store struct {
 // NewStore returns an empty store.
 func NewStore() *Store {
 	return &Store{alerts: map[string]alerting.Event{}, outages: map[string]alerting.Event{},
-		pages: map[string][]alerting.Event{}, peaks: map[string]Peak{}}
+		pages: map[string][]alerting.Event{}, peaks: map[string]Peak{}, sent: map[string][]alerting.Event{}}
 }
 
 // Name is the sink name.
@@ -121,6 +123,7 @@ func (s *Store) Add(ev alerting.Event) {
 		s.pages[ev.ID] = addPage(s.pages[ev.ID], ev)
 	} else {
 		s.peaks[ev.ID] = s.peaks[ev.ID].worse(peakOf(ev))
+		s.sent[ev.ID] = addSent(s.sent[ev.ID], ev)
 	}
 	if old, ok := into[ev.ID]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
 		return // an older event delivered late
@@ -156,6 +159,7 @@ func (s *Store) Within(d time.Duration) []Incident {
 	outs := slices.Collect(maps.Values(s.outages))
 	pages := maps.Clone(s.pages)
 	peaks := maps.Clone(s.peaks)
+	sent := maps.Clone(s.sent)
 	now := s.now
 	s.mu.RUnlock()
 	if s.Active != nil {
@@ -177,7 +181,7 @@ func (s *Store) Within(d time.Duration) []Incident {
 			peaks[e.ID] = peakOf(e) // firing before this store was attached
 		}
 	}
-	out := build(outs, evs, pages, peaks)
+	out := build(outs, evs, pages, peaks, sent)
 	if d <= 0 {
 		return out
 	}
@@ -193,11 +197,11 @@ func FromOutages(outages, alerts []alerting.Event) []Incident {
 	for _, a := range alerts {
 		peaks[a.ID] = peaks[a.ID].worse(peakOf(a))
 	}
-	return build(outages, alerts, nil, peaks)
+	return build(outages, alerts, nil, peaks, nil)
 }
 
 // build is FromOutages with each event's pages and each alert's peak.
-func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, peaks map[string]Peak) []Incident {
+func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) []Incident {
 	byID := map[string]alerting.Event{}
 	for _, a := range alerts {
 		byID[a.ID] = a
@@ -228,7 +232,7 @@ func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, 
 				in.Alerts = append(in.Alerts, a)
 			}
 		}
-		in.Detail = detail(o, in.Alerts, pages[o.ID], peaks)
+		in.Detail = detail(o, in.Alerts, pages[o.ID], peaks, sent)
 		out = append(out, in)
 	}
 	var rest []alerting.Event
@@ -240,14 +244,14 @@ func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, 
 		// event, apart from its members, not as an incident of its own.
 		if a.Muted != "" {
 			if i := slices.IndexFunc(out, func(in Incident) bool { return in.covers(a) }); i >= 0 {
-				out[i].Muted = append(out[i].Muted, Member{Event: a, Peak: peaks[a.ID]})
+				out[i].Muted = append(out[i].Muted, Member{Event: a, Peak: peaks[a.ID], Sent: sent[a.ID]})
 				continue
 			}
 		}
 		rest = append(rest, a)
 	}
 	for _, in := range Group(rest) {
-		in.Members = members(in.Alerts, peaks)
+		in.Members = members(in.Alerts, peaks, sent)
 		out = append(out, in)
 	}
 	sortIncidents(out)
