@@ -66,3 +66,31 @@ func TestBandDrawn(t *testing.T) {
 		t.Errorf("a series without Lo and Hi drew a band (%v)", err)
 	}
 }
+
+// A legend too long for one row wraps to a second, and the plot starts
+// lower; every entry stays inside the chart.
+func TestLegendWraps(t *testing.T) {
+	c := sample()
+	c.Series[1].Name = "baseline: detector's (median of the hours before onset), else median, same time, previous weeks or days"
+	var b strings.Builder
+	if err := c.SVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, want := range []string{`y="36.0" font-size="11" fill="#444444">observed</text>`, `y="50.0" font-size="11" fill="#444444">alert</text>`,
+		// The plot's top grid line moved down a row, from 46 to 60.
+		`<polyline fill="none" points="84.0,60.0 884.0,60.0"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SVG lacks %s", want)
+		}
+	}
+	items, rows := c.legend(8, 884)
+	for _, it := range items {
+		if it.x < 8 {
+			t.Errorf("legend entry %q starts at x=%.1f, off the chart", it.name, it.x)
+		}
+	}
+	if rows != 2 {
+		t.Errorf("%d legend rows, want 2", rows)
+	}
+}
