@@ -1,11 +1,15 @@
-// Package report writes a replay's alerts and the series behind them as one
-// self-contained HTML page: a chart per alerted series with the alert's span
-// shaded, so an operator can see at a glance what fired, when, and against
-// what baseline. No script and no external asset: the page opens offline.
+// Package report writes the review of a replay as one self-contained HTML
+// page: the outage events first, each as the outage page shows it (the
+// same renderer) with its timeline of pages sent (open, each growth,
+// resolve, when and why); then every alert and a chart per alerted series
+// with the alert's span shaded, so an operator can see what fired, when,
+// and against what baseline. No script and no external asset: the page
+// opens offline.
 package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -19,6 +23,7 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
 	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 // Recorder keeps the observed value of every series in every closed
@@ -133,13 +138,48 @@ func FixtureWindows(spec *scenario.Spec) []Window {
 	return out
 }
 
-// Write renders title, the events (in emission order) and a chart for every
-// series that raised one, over the span from a day before the first alert to
-// a day after the last resolve, with the labelled windows of the series
-// outlined.
+// Write renders title; the outage events among events, oldest first, each
+// with its facts, overlay chart, pages and members; then the alert events
+// (in emission order) and a chart for every series that raised one, over
+// the span from a day before the first alert to a day after the last
+// resolve, with the labelled windows of the series outlined.
 func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder, windows ...Window) error {
-	bySeries, order := group(events)
-	page := pageData{Title: title, Events: rows(events), Generated: len(events)}
+	var alerts []alerting.Event
+	store := statuspage.NewStore()
+	for _, ev := range events {
+		store.Add(ev)
+		if !ev.IsEvent() {
+			alerts = append(alerts, ev)
+		}
+	}
+	bySeries, order := group(alerts)
+	page := pageData{Title: title, Events: rows(alerts), Generated: len(alerts), Style: statuspage.Style()}
+	var ins []statuspage.Incident
+	for _, in := range store.Within(0) {
+		if in.PlaceEntity != "" {
+			ins = append(ins, in)
+		}
+	}
+	slices.SortFunc(ins, func(a, b statuspage.Incident) int {
+		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Place, b.Place), strings.Compare(a.ID, b.ID))
+	})
+	var end time.Time
+	for _, ev := range events {
+		if ev.At.After(end) {
+			end = ev.At
+		}
+	}
+	var charts statuspage.Charts
+	if rec != nil {
+		charts = rec
+	}
+	for _, in := range ins {
+		body, err := statuspage.IncidentHTML(in, charts, statuspage.ViewOptions{Links: true, Now: end})
+		if err != nil {
+			return err
+		}
+		page.Outages = append(page.Outages, outageHTML{ID: in.ID, Place: in.Place, Body: body})
+	}
 	for _, k := range order {
 		for _, m := range rec.members(k) {
 			if len(page.Charts) >= maxCharts {
@@ -183,10 +223,17 @@ func group(events []alerting.Event) (map[string][]alerting.Event, []string) {
 
 type pageData struct {
 	Title     string
+	Style     template.HTML
+	Outages   []outageHTML
 	Events    []eventRow
 	Charts    []chartHTML
 	Generated int
 	Omitted   int
+}
+
+type outageHTML struct {
+	ID, Place string
+	Body      template.HTML
 }
 
 type chartHTML struct {
@@ -228,24 +275,27 @@ func (r *Recorder) PNG(w io.Writer, ev alerting.Event, related []alerting.Event)
 }
 
 var tmpl = template.Must(template.New("report").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">{{.Style}}
 <title>{{.Title}} — outagewatch</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222;max-width:1200px}
-h1{font-size:20px}h2{font-size:15px;margin:22px 0 4px}
 .events{overflow-x:auto}
-table{border-collapse:collapse;font-size:12px;width:100%}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-td.n{white-space:nowrap}td{overflow-wrap:anywhere}.summary{min-width:14em}small{color:#666}
+table.all{font-size:12px}td.n{white-space:nowrap}.summary{min-width:14em}small{color:#666}
 .firing{color:#b00}.resolved{color:#070}
-figure{margin:0 0 12px;border:1px solid #ddd;background:#fff}
-</style></head><body>
+</style></head><body><main>
 <h1>{{.Title}}</h1>
-<p>{{.Generated}} alert events. Each chart shows the observed series, its baseline (the median of the same time on the previous weeks), the same time a week earlier, and each alert shaded from its start to its resolve; times in UTC.</p>
-<div class="events"><table><tr><th>at (UTC)</th><th>status</th><th>what</th><th>where</th><th>from – to</th><th>change</th><th>summary</th></tr>
+<nav id="toc"><p>{{len .Outages}} outage event{{if ne (len .Outages) 1}}s{{end}}{{range .Outages}} · <a href="#event-{{.ID}}">{{.Place}}</a>{{end}} · <a href="#alerts">{{.Generated}} alert events</a></p></nav>
+{{range .Outages}}<section class="incident event" id="event-{{.ID}}">
+<h1 class="event-place">{{.Place}}</h1>
+{{.Body}}
+</section>
+{{else}}<p>No outage event.</p>{{end}}
+<h1 id="alerts">Alerts</h1>
+<p>{{.Generated}} alert events. Each chart shows the observed series (the band: each point's lowest and highest bucket when points fold several), the baseline the detector judged against inside its alerts and the median of the same time on previous weeks or days elsewhere, the same time a week earlier, and each alert shaded from its start to its resolve; times in UTC.</p>
+<div class="events"><table class="all"><tr><th>at (UTC)</th><th>status</th><th>what</th><th>where</th><th>from – to</th><th>change (at this notification)</th><th>summary</th></tr>
 {{range .Events}}<tr><td>{{.At}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Detector}}<br><small>{{.Signal}}</small></td><td>{{if .Name}}{{.Name}}<br>{{end}}<small>{{.Entity}}</small></td><td>{{.Start}}{{if .End}} –<br>{{.End}}{{end}}</td><td class="n">{{.Change}}</td><td class="summary">{{.Summary}}</td></tr>
 {{end}}</table></div>
 {{range .Charts}}<h2>{{.Title}}</h2>
 <figure>{{.SVG}}</figure>
 {{end}}{{if .Omitted}}<p>{{.Omitted}} more alerted series not charted (at most {{len .Charts}} charts a report).</p>{{end}}
-</body></html>
+</main></body></html>
 `))

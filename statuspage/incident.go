@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -167,6 +168,10 @@ type Page struct {
 	Title    string    `json:"title"`
 	Summary  string    `json:"summary"`
 	Muted    string    `json:"muted,omitempty"`
+	// Changed says what this page says that the one before did not: the
+	// place opened, what grew (signals, networks, severity, headline),
+	// or that every member resolved.
+	Changed string `json:"changed"`
 }
 
 // addSent adds an alert's notification to those kept for its chart: the
@@ -226,11 +231,60 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 	if len(pages) == 0 {
 		pages = []alerting.Event{o}
 	}
-	for _, p := range pages {
+	for i, p := range pages {
+		var prev *alerting.Event
+		if i > 0 {
+			prev = &pages[i-1]
+		}
 		d.Pages = append(d.Pages, Page{At: p.At, Update: cmp.Or(p.Update, "open"), Revision: p.Revision, Severity: p.Severity,
-			Title: p.Title, Summary: p.Summary, Muted: p.Muted})
+			Title: p.Title, Summary: p.Summary, Muted: p.Muted, Changed: changed(prev, p)})
 	}
 	return d
+}
+
+// changed says what page p says beyond prev, the page before it.
+func changed(prev *alerting.Event, p alerting.Event) string {
+	if p.Outage == nil {
+		return ""
+	}
+	if prev == nil || prev.Outage == nil {
+		return "opened: " + cmp.Or(p.Title, p.Scope.Name)
+	}
+	if p.Status == alerting.Resolved {
+		return "every member alert resolved"
+	}
+	var parts []string
+	if p.Severity != prev.Severity {
+		parts = append(parts, "severity "+prev.Severity+" → "+p.Severity)
+	}
+	if p.Title != prev.Title {
+		parts = append(parts, "now "+p.Title+" (was "+prev.Title+")")
+	}
+	var sigs []string
+	for _, s := range p.Signals {
+		if !slices.ContainsFunc(prev.Signals, func(q alerting.SignalChange) bool { return q.Signal == s.Signal }) {
+			sigs = append(sigs, alerting.SignalWords(s.Signal))
+		}
+	}
+	if len(sigs) > 0 {
+		parts = append(parts, "new signals: "+strings.Join(sigs, ", "))
+	}
+	var nets []string
+	for _, e := range p.Scope.Entities {
+		if !slices.ContainsFunc(prev.Scope.Entities, func(q alerting.ScopeEntity) bool { return q.Entity == e.Entity }) {
+			nets = append(nets, cmp.Or(e.Name, e.Entity))
+		}
+	}
+	if len(nets) > 0 {
+		parts = append(parts, "new in scope: "+strings.Join(nets, ", "))
+	}
+	if n, m := len(p.Members), len(prev.Members); n > m {
+		parts = append(parts, fmt.Sprintf("%d more member alerts (%d)", n-m, n))
+	}
+	if len(parts) == 0 {
+		return fmt.Sprintf("impact %.2f → %.2f", prev.Impact, p.Impact)
+	}
+	return strings.Join(parts, "; ")
 }
 
 // members pairs alerts with their peaks, in start order.

@@ -123,8 +123,8 @@ var incidentFragment = template.Must(template.New("fragment").Parse(`<div class=
 {{with .Overlay}}<h2>Every signal, as a share of its baseline</h2>
 <figure class="overlay" aria-label="{{.Title}}">{{.SVG}}</figure>{{end}}
 {{if .Pages}}<h2>Pages sent</h2>
-<table class="pages"><thead><tr><th>at (UTC)</th><th>why</th><th>severity</th><th>what it said</th></tr></thead><tbody>
-{{range .Pages}}<tr><td data-l="at" class="n">{{.At}}</td><td data-l="why" class="n update">{{.Update}}</td><td data-l="severity" class="n sev-{{.Severity}}">{{.Severity}}{{if .Muted}} (muted: {{.Muted}}){{end}}</td><td data-l="said">{{.Summary}}</td></tr>
+<table class="pages"><thead><tr><th>at (UTC)</th><th>page</th><th>severity</th><th>why: what changed</th><th>what it said</th></tr></thead><tbody>
+{{range .Pages}}<tr><td data-l="at" class="n">{{.At}}</td><td data-l="page" class="n update">{{.Update}}</td><td data-l="severity" class="n sev-{{.Severity}}">{{.Severity}}{{if .Muted}} (muted: {{.Muted}}){{end}}</td><td data-l="why" class="changed">{{.Changed}}</td><td data-l="said">{{.Summary}}</td></tr>
 {{end}}</tbody></table>{{end}}
 <h2>Member alerts</h2>
 <table class="alerts"><thead><tr><th>status</th><th>what</th><th>where</th><th>start – end (UTC)</th><th>worst</th><th>now</th><th>summary</th></tr></thead><tbody>

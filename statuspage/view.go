@@ -91,7 +91,7 @@ type netRow struct {
 type link struct{ Name, URL string }
 
 type pageRow struct {
-	At, Update, Severity, Title, Summary, Muted string
+	At, Update, Severity, Title, Summary, Muted, Changed string
 }
 
 type memberRow struct {
@@ -133,7 +133,7 @@ func (v *incidentView) fill(charts Charts) {
 	}
 	for _, p := range in.Pages {
 		v.Pages = append(v.Pages, pageRow{At: p.At.UTC().Format("2006-01-02 15:04"), Update: p.Update, Severity: p.Severity,
-			Title: p.Title, Summary: p.Summary, Muted: p.Muted})
+			Title: p.Title, Summary: p.Summary, Muted: p.Muted, Changed: p.Changed})
 	}
 	ms := in.Members
 	if len(ms) == 0 && len(in.Alerts) > 0 {
