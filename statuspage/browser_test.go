@@ -179,3 +179,55 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Errorf("console errors: %q", errs)
 	}
 }
+
+// The Iberian blackout's Spain incident: its networks with their traffic
+// shares, four kinds of signal (traffic, DNS, routing, quality), the
+// overlay of every signal of Spain, and traffic at about −61 % at its
+// worst (the resolve saw −17 %). With links out turned off, the page has
+// none. No console error, and no horizontal overflow on a phone.
+func TestIberianIncidentInChromium(t *testing.T) {
+	browsertest.Require(t)
+	store, rec, _ := replayFixture(t, "iberia-2025-04-28")
+	var spain *statuspage.Incident
+	for _, in := range store.Incidents() {
+		if in.Place == "Spain" {
+			spain = &in
+		}
+	}
+	if spain == nil {
+		t.Fatalf("no Spain incident among %d", len(store.Incidents()))
+	}
+	b := browsertest.New(t)
+	srv := httptest.NewServer(statuspage.NewHandler(store, rec, statuspage.Options{Title: "outagewatch"}))
+	defer srv.Close()
+	b.Do(chromedp.Navigate(srv.URL+"/incident/"+spain.ID), chromedp.WaitVisible(chromedp.CSS("#place")))
+
+	shares := b.String(`[...document.querySelectorAll('table.networks tbody tr')].map(r=>r.querySelector('[data-l=network]').textContent+': '+r.querySelector('.share').textContent).join('; ')`)
+	want := "Telefonica de Espana (AS3352): 33.3 % of Spain's traffic; Euskaltel (AS12338): 9.5 % of Spain's traffic; " +
+		"Vodafone Spain (AS12430): 18.5 % of Spain's traffic; Orange Espagne (AS12479): 25.3 % of Spain's traffic; Digi Spain (AS57269): 12.5 % of Spain's traffic"
+	if shares != want {
+		t.Errorf("networks\n%s\nwant\n%s", shares, want)
+	}
+	kinds := b.String(`[...new Set([...document.querySelectorAll('table.changes tbody tr')].map(r=>r.dataset.kind))].join(',')`)
+	if kinds != "traffic,dns,routing,quality" {
+		t.Errorf("signal kinds %q, want traffic,dns,routing,quality", kinds)
+	}
+	overlay := b.String(`(()=>{const s=document.querySelector('figure.overlay svg');return s?[...s.querySelectorAll('polyline')].filter(p=>p.getAttribute('points').split(' ').length>100).length+' lines, axis '+[...s.querySelectorAll('text')].some(t=>t.textContent==='100 %'):'none'})()`)
+	if overlay != "6 lines, axis true" {
+		t.Errorf("overlay: %s, want 6 lines (traffic, DNS, IPv4 and IPv6 space, bandwidth, latency) on a per cent axis", overlay)
+	}
+	traffic := b.String(`[...document.querySelectorAll('table.changes tbody tr')].find(r=>r.dataset.kind==='traffic').querySelector('.worst').textContent`)
+	if !strings.HasPrefix(traffic, "−61 %") {
+		t.Errorf("worst traffic change %q, want about −61 %%", traffic)
+	}
+	if n := b.Int(`document.querySelectorAll('a[href^="https://"]').length`); n != 0 {
+		t.Errorf("%d links out with links turned off", n)
+	}
+	t.Logf("Spain: worst traffic %s; %s", traffic, overlay)
+	b.Shot("iberia-spain-incident.png", 1000, 900)
+	b.Shot("iberia-spain-incident-phone.png", 390, 844)
+	noOverflow(t, b, "the Spain incident")
+	if errs := b.ConsoleErrors(); len(errs) > 0 {
+		t.Errorf("console errors: %q", errs)
+	}
+}
