@@ -40,10 +40,13 @@ type Detail struct {
 	Changes []Change `json:"changes,omitempty"`
 	// Nets are the affected networks with their traffic shares.
 	Nets []Network `json:"network_shares,omitempty"`
-	// Members are the member alerts with their peaks; Muted the alerts of
-	// the same place and time that page nobody (a silence, a feed fault).
-	Members []Member `json:"members,omitempty"`
-	Muted   []Member `json:"muted,omitempty"`
+	// Members are the member alerts with their peaks (in JSON: the alerts
+	// are Incident.Alerts, their peaks Peaks, by alert ID); Muted the
+	// alerts of the same place and time that page nobody (a silence, a
+	// feed fault).
+	Members []Member        `json:"-"`
+	Peaks   map[string]Peak `json:"peaks,omitempty"`
+	Muted   []Member        `json:"muted,omitempty"`
 	// Pages are the notifications sent: open, each growth, resolve.
 	Pages []Page `json:"pages,omitempty"`
 }
@@ -206,6 +209,7 @@ func addPage(pages []alerting.Event, ev alerting.Event) []alerting.Event {
 func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) Detail {
 	d := Detail{Title: o.Title, PlaceEntity: o.Scope.Place, Cause: o.Cause, Impact: o.Impact, Share: o.Scope.Share,
 		Members: members(alerts, peaks, sent)}
+	d.Peaks = peakMap(d.Members)
 	for _, e := range o.Scope.Entities {
 		if strings.HasPrefix(e.Entity, "asn:") {
 			d.Nets = append(d.Nets, Network{Entity: e.Entity, Name: cmp.Or(e.Name, e.Entity), Share: e.Share})
@@ -285,6 +289,15 @@ func changed(prev *alerting.Event, p alerting.Event) string {
 		return fmt.Sprintf("impact %.2f → %.2f", prev.Impact, p.Impact)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// peakMap is the members' peaks by alert ID.
+func peakMap(ms []Member) map[string]Peak {
+	out := make(map[string]Peak, len(ms))
+	for _, m := range ms {
+		out[m.ID] = m.Peak
+	}
+	return out
 }
 
 // members pairs alerts with their peaks, in start order.

@@ -252,6 +252,7 @@ func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, 
 	}
 	for _, in := range Group(rest) {
 		in.Members = members(in.Alerts, peaks, sent)
+		in.Peaks = peakMap(in.Members)
 		out = append(out, in)
 	}
 	sortIncidents(out)
