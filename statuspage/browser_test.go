@@ -6,6 +6,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -126,6 +127,28 @@ func TestStatusPageInChromium(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 {
 		t.Fatalf("incident page: %s: %s", resp.Status, page)
+	}
+	// The charts' window is a choice: from a week before starts six days
+	// earlier than a day either side (its first date label, on ticks two
+	// days apart, at least four days earlier).
+	firstDate := func(q string) string {
+		resp, err := http.Get(href + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		m := regexp.MustCompile(`(?s)<figure class="overlay".*?font-weight="bold">((?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) [^<]+)</text>`).FindSubmatch(b)
+		if m == nil {
+			t.Fatalf("%s: no overlay with dates", q)
+		}
+		return string(m[1])
+	}
+	day, week := firstDate(""), firstDate("?chart=week")
+	d0, err1 := time.Parse("Mon 2 Jan 2006", day)
+	w0, err2 := time.Parse("Mon 2 Jan 2006", week)
+	if err1 != nil || err2 != nil || day != "Wed 13 Jan 2021" || d0.Sub(w0) < 4*24*time.Hour {
+		t.Errorf("overlay's first date %q, from a week before %q; want Wed 13 Jan 2021 and one at least four days earlier", day, week)
 	}
 	b.Do(chromedp.EmulateViewport(1000, 900), chromedp.Navigate(href), chromedp.WaitVisible(chromedp.CSS("#place")))
 	ug := store.Incidents()[0]
