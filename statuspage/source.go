@@ -1,14 +1,19 @@
 // Package statuspage serves a read-only outage page in the manner of an
-// outage center: the incidents going on now and those just over, each with
-// its place, networks, signals, start, duration, severity and confidence,
-// and a page per incident with its charts and its member alerts. The list
-// updates itself by polling a small JSON endpoint; the pages use no script,
-// font or image from elsewhere, so they work on an isolated network and
-// read well on a phone.
+// outage center (Radar's, IODA's): the incidents going on now and those
+// ended in a chosen range, and a page per incident that says how bad (each
+// signal's worst change and its latest), why (impact, likely cause, type),
+// how wide (scope label, networks and their traffic shares), what was sent
+// (its pages), with one chart overlaying every signal of the place as a
+// share of its baseline, then each signal's chart. The list updates itself
+// by polling a small JSON endpoint; the pages use no script, font or image
+// from elsewhere, so they work on an isolated network and read well on a
+// phone.
 //
 // What it shows comes through Source, one small interface. Store, the one
 // the service and replay use, shows the correlation stage's outage events
 // as incidents, and groups by place whatever alerts belong to no event.
+// IncidentHTML renders one incident; the report (package report) uses it
+// too, so the review reads like the page.
 package statuspage
 
 import (
