@@ -5,8 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart"
 	"github.com/outagewatch/outagewatch/fixtures"
+	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
@@ -105,5 +108,57 @@ func TestChartsTellTheTruthOnUganda(t *testing.T) {
 	}
 	if c.Step <= 5*time.Minute || peak != 315 || band != 315 {
 		t.Errorf("withdrawals drawn at most %g (band %g) in points of %v, want the bucket's 315", peak, band, c.Step)
+	}
+}
+
+// A drop that lasts two days does not become its own baseline: the day
+// after, the median of the same time on previous days leaves the alert's
+// buckets out (1000, not the 100 two of the three days had), and inside
+// the alert a time-of-day baseline between notifications is the same
+// median of the days before it.
+func TestAlertBucketsNeverFeedTheBaseline(t *testing.T) {
+	const w = int64(300e9)
+	t0 := time.Date(2021, 1, 10, 0, 0, 0, 0, time.UTC)
+	agg := aggregate.New(aggregate.Config{})
+	rec := NewRecorder()
+	onset, end := t0.Add(24*time.Hour), t0.Add(72*time.Hour)
+	for i := int64(0); i < 4*288; i++ {
+		ts := t0.UnixNano() + i*w
+		v := 1000.0
+		if ts >= onset.UnixNano() && ts < end.UnixNano() {
+			v = 100
+		}
+		agg.Observe(&obs.Observation{Time: ts, Signal: obs.TrafficBytes, Entity: "country:UG", Value: v})
+		agg.Advance(ts+w, rec.Bucket)
+	}
+	evs := []alerting.Event{
+		{ID: "a", Status: alerting.Firing, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "country:UG",
+			Start: onset, At: onset.Add(10 * time.Minute), Observed: 100, Baseline: 1000, ChangePct: -90, BaselineMethod: "similar_days"},
+		{ID: "a", Status: alerting.Resolved, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "country:UG",
+			Start: onset, End: &end, At: end.Add(30 * time.Minute), Observed: 1000, Baseline: 1000, BaselineMethod: "similar_days"},
+	}
+	rec.mu.RLock()
+	tr := rec.track("traffic_bytes{country:UG}", evs, t0, t0.Add(4*24*time.Hour))
+	rec.mu.RUnlock()
+	bucket := func(at time.Time) int { return int(at.Sub(tr.from) / tr.step) }
+	unit := 8 / 300.0 // bytes a 5-minute bucket to bit/s
+	for _, c := range []struct {
+		at   time.Time
+		want float64
+	}{
+		{t0.Add(3*24*time.Hour + 12*time.Hour), 1000}, // the day after: day 1 alone, days 2 and 3 left out
+		{t0.Add(2*24*time.Hour + 12*time.Hour), 1000}, // inside the alert: day 1, not day 2
+		{t0.Add(12 * time.Hour), math.NaN()},          // day 1: no history
+	} {
+		got := tr.baseline[bucket(c.at)] / unit
+		if !(math.Abs(got-c.want) < 1e-9 || math.IsNaN(c.want) && math.IsNaN(got)) {
+			t.Errorf("baseline at %v: %g, want %g", c.at, got, c.want)
+		}
+	}
+	if want := "baseline: detector's (same time on similar previous days), else median, same time, previous days"; tr.legend != want {
+		t.Errorf("legend %q, want %q", tr.legend, want)
+	}
+	if tr.keep != chart.KeepMin {
+		t.Errorf("a drop keeps %v, want the lowest bucket (KeepMin)", tr.keep)
 	}
 }

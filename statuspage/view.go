@@ -150,10 +150,10 @@ func (v *incidentView) fill(charts Charts) {
 
 func memberRowOf(m Member) memberRow {
 	r := memberRow{Status: m.Status, Detector: m.Detector, Signal: m.Signal, Where: cmp.Or(m.Labels["display"], m.Entity),
-		When: m.Start.UTC().Format("2006-01-02 15:04"), Peak: peakWords(m.Signal, m.Peak), PeakAt: peakAt(m.Peak),
+		When: m.Start.UTC().Format("01-02 15:04"), Peak: peakWords(m.Signal, m.Peak), PeakAt: peakAt(m.Peak),
 		Summary: m.Summary, Muted: m.Muted}
 	if m.End != nil {
-		r.When += " – " + m.End.UTC().Format("2006-01-02 15:04")
+		r.When += " – " + m.End.UTC().Format("01-02 15:04")
 		r.Now = alerting.HumanChange(m.ChangePct) + " at resolve"
 	} else {
 		r.Now = alerting.HumanChange(m.ChangePct)
