@@ -161,4 +161,15 @@ func TestAlertBucketsNeverFeedTheBaseline(t *testing.T) {
 	if tr.keep != chart.KeepMin {
 		t.Errorf("a drop keeps %v, want the lowest bucket (KeepMin)", tr.keep)
 	}
+
+	// The overlay draws it as a share of that baseline: a tenth inside
+	// the alert, whole the day after; on a per cent axis, the alert shaded.
+	ov := rec.Overlay("every signal of Uganda", []string{"traffic_bytes{country:UG}"},
+		map[string][]alerting.Event{"traffic_bytes{country:UG}": evs}, t0, t0.Add(4*24*time.Hour))
+	at := func(x time.Time) float64 { return ov.Series[0].Values[int(x.Sub(ov.Start)/ov.Step)] }
+	if ov.Unit != chart.Percent || len(ov.Series) != 1 || ov.Series[0].Name != "traffic" || len(ov.Spans) != 1 ||
+		math.Abs(at(t0.Add(60*time.Hour))-0.1) > 1e-9 || math.Abs(at(t0.Add(84*time.Hour))-1) > 1e-9 {
+		t.Errorf("overlay %v %q, %d spans: %g inside the alert, %g the day after; want 0.1 and 1",
+			ov.Unit, ov.Series[0].Name, len(ov.Spans), at(t0.Add(60*time.Hour)), at(t0.Add(84*time.Hour)))
+	}
 }
