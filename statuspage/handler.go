@@ -127,7 +127,7 @@ func worst(in Incident) string {
 		return ""
 	}
 	c := in.Changes[0]
-	if c.Peak.Baseline == 0 {
+	if c.Peak.Baseline == 0 || c.Peak.Method == "threshold" {
 		return alerting.SignalWords(c.Signal) + " " + alerting.Human(c.Signal, c.Peak.Observed)
 	}
 	return alerting.SignalWords(c.Signal) + " " + alerting.HumanChange(c.Peak.ChangePct)

@@ -74,6 +74,9 @@ type Peak struct {
 	Observed  float64   `json:"observed"`
 	Baseline  float64   `json:"baseline"`
 	At        time.Time `json:"at"`
+	// Method is the detector's baseline method: "threshold" makes
+	// Baseline a bar to cross, not a level to change from.
+	Method string `json:"baseline_method,omitempty"`
 	// Episode says the detector reported this as the worst of the whole
 	// alert (its lowest routed space, its largest burst) when it resolved:
 	// At is then the resolve, not the bucket.
@@ -91,7 +94,9 @@ func (p Peak) worse(q Peak) Peak {
 		return p
 	case math.Abs(q.ChangePct) > math.Abs(p.ChangePct):
 		return q
-	case q.ChangePct == p.ChangePct && q.Baseline == 0 && p.Baseline == 0 && q.Observed > p.Observed:
+	case q.ChangePct == 0 && p.ChangePct == 0 && q.Observed > p.Observed:
+		// No change to compare (a burst against no baseline, a loss
+		// against a threshold): the larger value is the worse.
 		return q
 	}
 	return p
@@ -100,7 +105,7 @@ func (p Peak) worse(q Peak) Peak {
 // peakOf is the worst bucket one notification of an alert shows: its own
 // value and those of its evidence inside the alert.
 func peakOf(ev alerting.Event) Peak {
-	p := Peak{ChangePct: ev.ChangePct, Observed: ev.Observed, Baseline: ev.Baseline, At: ev.At}
+	p := Peak{ChangePct: ev.ChangePct, Observed: ev.Observed, Baseline: ev.Baseline, At: ev.At, Method: ev.BaselineMethod}
 	if ev.Status == alerting.Resolved {
 		// A resolve's own value is the recovered one: its evidence before
 		// the end may still hold the worst.
@@ -110,8 +115,8 @@ func peakOf(ev alerting.Event) Peak {
 		if e.Value == nil || e.Time.Before(ev.Start) || ev.End != nil && !e.Time.Before(*ev.End) || math.IsNaN(*e.Value) {
 			continue
 		}
-		q := Peak{Observed: *e.Value, Baseline: e.Baseline, At: e.Time}
-		if e.Baseline > 0 {
+		q := Peak{Observed: *e.Value, Baseline: e.Baseline, At: e.Time, Method: ev.BaselineMethod}
+		if e.Baseline > 0 && ev.BaselineMethod != "threshold" {
 			q.ChangePct = math.Round((*e.Value-e.Baseline)/e.Baseline*1000) / 10
 		}
 		p = p.worse(q)
@@ -127,7 +132,7 @@ func peakOf(ev alerting.Event) Peak {
 		p = p.worse(Peak{Observed: peak, At: ev.At, Episode: true})
 	}
 	if p.At.IsZero() {
-		p = Peak{ChangePct: ev.ChangePct, Observed: ev.Observed, Baseline: ev.Baseline, At: ev.At}
+		p = Peak{ChangePct: ev.ChangePct, Observed: ev.Observed, Baseline: ev.Baseline, At: ev.At, Method: ev.BaselineMethod}
 	}
 	return p
 }
@@ -304,11 +309,11 @@ func peakMap(ms []Member) map[string]Peak {
 func members(alerts []alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) []Member {
 	out := make([]Member, 0, len(alerts))
 	for _, a := range alerts {
-		p, ok := peaks[a.ID]
+		p, ok := peaks[episode(a)]
 		if !ok {
 			p = peakOf(a)
 		}
-		out = append(out, Member{Event: a, Peak: p, Sent: sent[a.ID]})
+		out = append(out, Member{Event: a, Peak: p, Sent: sent[episode(a)]})
 	}
 	slices.SortStableFunc(out, func(a, b Member) int {
 		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Entity, b.Entity), strings.Compare(a.Signal, b.Signal))
@@ -317,8 +322,11 @@ func members(alerts []alerting.Event, peaks map[string]Peak, sent map[string][]a
 }
 
 // scopeLabel says how wide an event is, as outage centers label it:
-// nationwide when a series of the place itself is among its signals,
-// regional when regions of it are, else network; a transit is a transit.
+// nationwide when the place itself fell (the event's headline is the
+// place, and a series of the place itself is among its signals), regional
+// when regions of it did, else network (Virgin Media's outage is a network
+// one, though the country's routed space fell with it); a transit is a
+// transit.
 func scopeLabel(o alerting.Event) string {
 	switch {
 	case strings.HasPrefix(o.Scope.Place, "transit:"):
@@ -326,16 +334,19 @@ func scopeLabel(o alerting.Event) string {
 	case !strings.HasPrefix(o.Scope.Place, "country:"):
 		return "network"
 	}
-	regional := false
+	whole, regional := false, false
 	for _, e := range o.Scope.Entities {
 		switch {
 		case e.Entity == o.Scope.Place:
-			return "nationwide"
+			whole = true
 		case strings.HasPrefix(e.Entity, "region:"):
 			regional = true
 		}
 	}
-	if regional {
+	switch {
+	case whole && (o.Title == "" || o.Title == o.Scope.Name):
+		return "nationwide"
+	case regional:
 		return "regional"
 	}
 	return "network"

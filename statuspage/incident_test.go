@@ -33,7 +33,7 @@ func TestPeakOverAnAlertsLife(t *testing.T) {
 	s := NewStore()
 	s.Add(firing)
 	s.Add(resolve)
-	p := s.peaks["a"]
+	p := s.peaks[episode(firing)]
 	if p.ChangePct != -62 || p.Observed != 38 || !p.At.Equal(t0.Add(5*time.Minute)) || p.Episode {
 		t.Errorf("traffic peak %+v, want −62 %% at 10:40", p)
 	}
@@ -118,9 +118,23 @@ func TestOutageEventIncident(t *testing.T) {
 	if in.Peaks["t"].ChangePct != -60.8 {
 		t.Errorf("peaks %+v", in.Peaks)
 	}
-	// The scope label of an event of networks only, and of a transit.
-	if l := scopeLabel(alerting.Event{Outage: &alerting.Outage{Scope: alerting.Scope{Place: "country:ES", Entities: []alerting.ScopeEntity{digi}}}}); l != "network" {
-		t.Errorf("networks only: %q", l)
+	// The scope label of an event of networks only, of one whose headline
+	// is a network though the country's routed space fell with it, of a
+	// region, and of a transit.
+	for _, c := range []struct {
+		title string
+		ents  []alerting.ScopeEntity
+		want  string
+	}{
+		{"Digi Spain (AS57269) in Spain", []alerting.ScopeEntity{digi}, "network"},
+		{"Digi Spain (AS57269) in Spain", []alerting.ScopeEntity{es, digi}, "network"},
+		{"Spain", []alerting.ScopeEntity{es, digi}, "nationwide"},
+		{"Digi Spain (AS57269) in Spain", []alerting.ScopeEntity{{Entity: "region:ES-MD"}, digi}, "regional"},
+	} {
+		ev := alerting.Event{Outage: &alerting.Outage{Title: c.title, Scope: alerting.Scope{Place: "country:ES", Name: "Spain", Entities: c.ents}}}
+		if l := scopeLabel(ev); l != c.want {
+			t.Errorf("%s with %v: %q, want %q", c.title, c.ents, l, c.want)
+		}
 	}
 	if l := scopeLabel(alerting.Event{Outage: &alerting.Outage{Scope: alerting.Scope{Place: "transit:1299"}}}); l != "transit" {
 		t.Errorf("transit: %q", l)
@@ -160,5 +174,45 @@ func TestListRange(t *testing.T) {
 		if got := places(q); got != want {
 			t.Errorf("%q lists %q, want %q", q, got, want)
 		}
+	}
+}
+
+// One alert (one rule on one series: one ID) that fires twice in a day,
+// for two outage events, is two episodes: each event shows its own, with
+// its own peak. A loss against a threshold reads as the value and its bar.
+func TestEpisodesOfOneAlert(t *testing.T) {
+	t0 := time.Date(2023, 4, 4, 0, 30, 0, 0, time.UTC)
+	var evs []alerting.Event
+	for i, pct := range []float64{-97, -60} {
+		start := t0.Add(time.Duration(i) * 14 * time.Hour)
+		end := start.Add(6 * time.Hour)
+		id := []string{"ev1", "ev2"}[i]
+		evs = append(evs,
+			alerting.Event{ID: "a", Status: alerting.Firing, Signal: "traffic_bytes", Entity: "asn:5089", Start: start, At: start,
+				Observed: 100 + pct, Baseline: 100, ChangePct: pct, OutageEvent: id},
+			alerting.Event{ID: "a", Status: alerting.Resolved, Signal: "traffic_bytes", Entity: "asn:5089", Start: start, End: &end, At: end,
+				Observed: 99, Baseline: 100, ChangePct: -1, OutageEvent: id},
+			alerting.Event{Kind: alerting.KindEvent, ID: id, Status: alerting.Resolved, Entity: "asn:5089", Start: start, End: &end, At: end,
+				Outage: &alerting.Outage{Title: "Virgin Media (AS5089) in United Kingdom", Members: []string{"a"}, Revision: 2, Update: "resolve",
+					Scope:   alerting.Scope{Place: "country:GB", Name: "United Kingdom"},
+					Signals: []alerting.SignalChange{{Kind: "traffic", Signal: "traffic_bytes", Entity: "asn:5089", ChangePct: pct}}}})
+	}
+	s := NewStore()
+	for _, ev := range evs {
+		s.Add(ev)
+	}
+	ins := s.Within(0)
+	if len(ins) != 2 {
+		t.Fatalf("%d incidents, want 2", len(ins))
+	}
+	for _, in := range ins {
+		want := map[string]float64{"ev1": -97, "ev2": -60}[in.ID]
+		if len(in.Alerts) != 1 || !in.Alerts[0].Start.Equal(in.Start) || in.Changes[0].Peak.ChangePct != want {
+			t.Errorf("%s: %d alerts from %v, peak %v; want its own episode, peak %v", in.ID, len(in.Alerts), in.Alerts[0].Start, in.Changes[0].Peak.ChangePct, want)
+		}
+	}
+	loss := Peak{Observed: 0.298, Baseline: 0.1, Method: "threshold"}
+	if got := peakWords("packet_loss", loss); got != "29.8 % (threshold 10 %)" {
+		t.Errorf("loss reads %q", got)
 	}
 }

@@ -24,6 +24,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -122,18 +123,18 @@ func (s *Store) Send(_ context.Context, ev *alerting.Event) error {
 func (s *Store) Add(ev alerting.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	into := s.alerts
+	into, key := s.alerts, episode(ev)
 	if ev.IsEvent() {
-		into = s.outages
+		into, key = s.outages, ev.ID
 		s.pages[ev.ID] = addPage(s.pages[ev.ID], ev)
 	} else {
-		s.peaks[ev.ID] = s.peaks[ev.ID].worse(peakOf(ev))
-		s.sent[ev.ID] = addSent(s.sent[ev.ID], ev)
+		s.peaks[key] = s.peaks[key].worse(peakOf(ev))
+		s.sent[key] = addSent(s.sent[key], ev)
 	}
-	if old, ok := into[ev.ID]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
+	if old, ok := into[key]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
 		return // an older event delivered late
 	}
-	into[ev.ID] = ev
+	into[key] = ev
 	if ev.At.After(s.now) {
 		s.now = ev.At
 	}
@@ -170,10 +171,10 @@ func (s *Store) Within(d time.Duration) []Incident {
 	if s.Active != nil {
 		seen := map[string]bool{}
 		for _, e := range evs {
-			seen[e.ID] = true
+			seen[episode(e)] = true
 		}
 		for _, e := range s.Active() {
-			if !seen[e.ID] {
+			if !seen[episode(e)] {
 				evs = append(evs, e)
 				if e.At.After(now) {
 					now = e.At
@@ -182,8 +183,8 @@ func (s *Store) Within(d time.Duration) []Incident {
 		}
 	}
 	for _, e := range evs {
-		if _, ok := peaks[e.ID]; !ok {
-			peaks[e.ID] = peakOf(e) // firing before this store was attached
+		if _, ok := peaks[episode(e)]; !ok {
+			peaks[episode(e)] = peakOf(e) // firing before this store was attached
 		}
 	}
 	out := build(outs, evs, pages, peaks, sent)
@@ -200,16 +201,29 @@ func (s *Store) Within(d time.Duration) []Incident {
 func FromOutages(outages, alerts []alerting.Event) []Incident {
 	peaks := map[string]Peak{}
 	for _, a := range alerts {
-		peaks[a.ID] = peaks[a.ID].worse(peakOf(a))
+		peaks[episode(a)] = peaks[episode(a)].worse(peakOf(a))
 	}
-	return build(outages, alerts, nil, peaks, nil)
+	latest := map[string]alerting.Event{}
+	for _, a := range alerts {
+		if old, ok := latest[episode(a)]; !ok || !old.At.After(a.At) {
+			latest[episode(a)] = a
+		}
+	}
+	return build(outages, slices.Collect(maps.Values(latest)), nil, peaks, nil)
+}
+
+// episode keys one episode of an alert: its ID stays the same each time
+// the same rule fires on the same series (Virgin Media's two outages of
+// one day), its start does not.
+func episode(ev alerting.Event) string {
+	return ev.ID + "@" + strconv.FormatInt(ev.Start.UnixNano(), 10)
 }
 
 // build is FromOutages with each event's pages and each alert's peak.
 func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) []Incident {
-	byID := map[string]alerting.Event{}
+	byID := map[string][]alerting.Event{}
 	for _, a := range alerts {
-		byID[a.ID] = a
+		byID[a.ID] = append(byID[a.ID], a)
 	}
 	var out []Incident
 	inEvent := map[string]bool{}
@@ -232,9 +246,22 @@ func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, 
 			}
 		}
 		for _, id := range o.Members {
-			inEvent[id] = true
-			if a, ok := byID[id]; ok {
-				in.Alerts = append(in.Alerts, a)
+			// The episode of the alert that is this event's: the one
+			// that started within it.
+			eps := byID[id]
+			i := slices.IndexFunc(eps, func(a alerting.Event) bool {
+				return !a.Start.Before(o.Start) && (o.End == nil || !a.Start.After(*o.End)) && !inEvent[episode(a)]
+			})
+			if i < 0 && len(eps) > 0 {
+				// No episode started within the event's span as this
+				// store saw it: the latest stands for it.
+				i = slices.IndexFunc(eps, func(a alerting.Event) bool {
+					return !slices.ContainsFunc(eps, func(b alerting.Event) bool { return b.Start.After(a.Start) })
+				})
+			}
+			if i >= 0 {
+				inEvent[episode(eps[i])] = true
+				in.Alerts = append(in.Alerts, eps[i])
 			}
 		}
 		in.Detail = detail(o, in.Alerts, pages[o.ID], peaks, sent)
@@ -242,14 +269,14 @@ func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, 
 	}
 	var rest []alerting.Event
 	for _, a := range alerts {
-		if inEvent[a.ID] {
+		if inEvent[episode(a)] {
 			continue
 		}
 		// A muted alert of an event's place and time is shown with the
 		// event, apart from its members, not as an incident of its own.
 		if a.Muted != "" {
 			if i := slices.IndexFunc(out, func(in Incident) bool { return in.covers(a) }); i >= 0 {
-				out[i].Muted = append(out[i].Muted, Member{Event: a, Peak: peaks[a.ID], Sent: sent[a.ID]})
+				out[i].Muted = append(out[i].Muted, Member{Event: a, Peak: peaks[episode(a)], Sent: sent[episode(a)]})
 				continue
 			}
 		}

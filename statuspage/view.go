@@ -174,6 +174,9 @@ func peakAt(p Peak) string {
 // "−97 % (32 Mbit/s vs 1 Gbit/s)"; a count against no baseline (a burst of
 // withdrawals) as its value.
 func peakWords(signal string, p Peak) string {
+	if p.Method == "threshold" {
+		return alerting.Human(signal, p.Observed) + " (threshold " + alerting.Human(signal, p.Baseline) + ")"
+	}
 	if p.Baseline == 0 {
 		return alerting.Human(signal, p.Observed) + " (baseline 0)"
 	}
