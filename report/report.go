@@ -71,6 +71,10 @@ func (r *Recorder) Bucket(c *aggregate.Closed) {
 	}
 }
 
+// Members returns the series to chart for an alert on series k: see
+// members.
+func (r *Recorder) Members(k string) []string { return r.members(k) }
+
 // members returns the series to chart for an alert on series k: k itself,
 // or, for an alert on a group with no series of its own (packet loss
 // through transit:1299, judged per site), the group's series

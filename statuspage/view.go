@@ -270,29 +270,53 @@ func (v *incidentView) charts(charts Charts, ms []Member) {
 	if !v.O.SignalCharts {
 		return
 	}
+	grouped, _ := charts.(Grouped)
 	for _, k := range order {
-		if len(v.Charts) >= maxSignalCharts {
-			v.ChartsOmitted++
-			continue
+		// An alert on a group (a transit judged per site) is charted by
+		// the group's series.
+		series := []string{k}
+		if grouped != nil {
+			if ms := grouped.Members(k); len(ms) > 0 {
+				series = ms
+			}
 		}
-		var c *chart.Chart
-		switch {
-		case wc != nil:
-			c = wc.ChartBetween(k, evs[k], v.O.From, v.O.To)
-		case charts != nil:
-			c = charts.Chart(k, evs[k])
+		drawn := false
+		for _, m := range series {
+			if len(v.Charts) >= maxSignalCharts {
+				v.ChartsOmitted++
+				continue
+			}
+			var c *chart.Chart
+			switch {
+			case wc != nil:
+				c = wc.ChartBetween(m, evs[k], v.O.From, v.O.To)
+			case charts != nil:
+				c = charts.Chart(m, evs[k])
+			}
+			if c == nil {
+				continue
+			}
+			if h, err := svg(c); err == nil {
+				v.Charts = append(v.Charts, h)
+				drawn = true
+			}
 		}
-		if c == nil && len(evs[k]) > 0 {
+		if !drawn && len(evs[k]) > 0 && len(v.Charts) < maxSignalCharts {
 			last := evs[k][len(evs[k])-1]
-			c = alerting.EvidenceChart(&last)
-		}
-		if c == nil {
-			continue
-		}
-		if h, err := svg(c); err == nil {
-			v.Charts = append(v.Charts, h)
+			if c := alerting.EvidenceChart(&last); c != nil {
+				if h, err := svg(c); err == nil {
+					v.Charts = append(v.Charts, h)
+				}
+			}
 		}
 	}
+}
+
+// Grouped is what Charts implementations offer that know the series of a
+// group: an alert on transit:1299, judged per site, has no series of its
+// own but transit:1299@ams01 and others. report.Recorder is one.
+type Grouped interface {
+	Members(series string) []string
 }
 
 // notifications are what a member's chart is drawn from: its firing

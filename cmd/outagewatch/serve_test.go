@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -37,5 +38,34 @@ func TestReplayPage(t *testing.T) {
 		if !strings.Contains(page, want) {
 			t.Errorf("incident page lacks %s", want)
 		}
+	}
+}
+
+// A transit's loss, judged per site, is charted by its sites' series.
+func TestReplayPageTransit(t *testing.T) {
+	var events, outages []alerting.Event
+	o := replayOpts{recorder: report.NewRecorder(), events: func(ev *alerting.Event) { outages = append(outages, *ev) }}
+	if _, err := runReplay([]string{"../../fixtures/telia-2019-06-20.yaml"}, o, func(ev *alerting.Event) { events = append(events, *ev) }); err != nil {
+		t.Fatal(err)
+	}
+	h, store := replayPage("telia", append(events, outages...), o.recorder)
+	ins := store.Incidents()
+	if len(ins) == 0 || ins[0].Scope != "transit" || ins[0].Type != "transit loss" {
+		t.Fatalf("%d incidents, first %+v", len(ins), ins)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	resp, err := srv.Client().Get(srv.URL + "/incident/" + ins[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	page := string(b)
+	if n := len(regexp.MustCompile(`<figure class="signal" aria-label="[^"]*packet_loss\{transit:1299@(ams01|fra01|lon01)\}`).FindAllString(page, -1)); n != 3 {
+		t.Errorf("%d per-site charts of the transit's loss, want one for each of ams01, fra01, lon01", n)
+	}
+	if !strings.Contains(page, "29.8 % (threshold 10 %)") {
+		t.Errorf("the loss does not read against its threshold")
 	}
 }
