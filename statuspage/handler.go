@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,22 +72,29 @@ var listRanges = []listRange{
 	{"all", "all kept", -1},
 }
 
-// incidents returns the incidents of the range the request asks for.
-func (h *handler) incidents(r *http.Request) ([]Incident, listRange) {
+// incidents returns the incidents of the range the request asks for, or
+// an error naming the ranges there are.
+func (h *handler) incidents(r *http.Request) ([]Incident, listRange, error) {
 	rg := listRanges[0]
-	for _, x := range listRanges {
-		if x.Key == r.URL.Query().Get("range") {
-			rg = x
+	if q := r.URL.Query().Get("range"); q != "" {
+		i := slices.IndexFunc(listRanges, func(x listRange) bool { return x.Key == q })
+		if i < 0 {
+			var keys []string
+			for _, x := range listRanges {
+				keys = append(keys, x.Key)
+			}
+			return nil, rg, fmt.Errorf("unknown range %q: one of %s", q, strings.Join(keys, ", "))
 		}
+		rg = listRanges[i]
 	}
 	w, ok := h.src.(Windowed)
 	switch {
 	case rg.D == 0 || !ok:
-		return h.src.Incidents(), rg
+		return h.src.Incidents(), rg, nil
 	case rg.D < 0:
-		return w.Within(0), rg
+		return w.Within(0), rg, nil
 	}
-	return w.Within(rg.D), rg
+	return w.Within(rg.D), rg, nil
 }
 
 type rangeLink struct {
@@ -95,9 +103,13 @@ type rangeLink struct {
 }
 
 func (h *handler) api(w http.ResponseWriter, r *http.Request) {
+	ins, _, err := h.incidents(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	ins, _ := h.incidents(r)
 	if ins == nil {
 		ins = []Incident{}
 	}
@@ -134,7 +146,11 @@ func worst(in Incident) string {
 }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	ins, rg := h.incidents(r)
+	ins, rg, err := h.incidents(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	page := listPage{Title: h.title, Now: h.src.Now().UTC(), RangeName: rg.Name}
 	if rg.Key != listRanges[0].Key {
 		page.Query = "?range=" + rg.Key
@@ -201,8 +217,11 @@ func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
 		o.From, o.To = in.Start.Add(-7*24*time.Hour), end.Add(24*time.Hour)
 	case "all":
 		o.From, o.To = time.Unix(0, 1), now.Add(24*time.Hour)
-	default:
+	case "", "incident":
 		key = "incident"
+	default:
+		http.Error(w, fmt.Sprintf("unknown chart window %q: one of incident, week, all", key), http.StatusBadRequest)
+		return
 	}
 	body, err := IncidentHTML(*in, h.charts, o)
 	if err != nil {

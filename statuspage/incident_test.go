@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -170,9 +171,21 @@ func TestListRange(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	for q, want := range map[string]string{"": "Uganda", "?range=7d": "Uganda", "?range=30d": "Uganda,Kenya", "?range=all": "Uganda,Kenya", "?range=nonsense": "Uganda"} {
+	for q, want := range map[string]string{"": "Uganda", "?range=7d": "Uganda", "?range=30d": "Uganda,Kenya", "?range=all": "Uganda,Kenya"} {
 		if got := places(q); got != want {
 			t.Errorf("%q lists %q, want %q", q, got, want)
+		}
+	}
+	// A range there is not says which there are.
+	for _, path := range []string{"/api/v1/incidents?range=2d", "/?range=2d"} {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != `unknown range "2d": one of 1d, 7d, 30d, all` {
+			t.Errorf("%s: %s %q", path, resp.Status, b)
 		}
 	}
 }
