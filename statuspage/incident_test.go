@@ -177,14 +177,17 @@ func TestListRange(t *testing.T) {
 		}
 	}
 	// A range there is not says which there are.
-	for _, path := range []string{"/api/v1/incidents?range=2d", "/?range=2d"} {
+	bad := map[string]string{"/api/v1/incidents?range=2d": `unknown range "2d": one of 1d, 7d, 30d, all`,
+		"/?range=2d": `unknown range "2d": one of 1d, 7d, 30d, all`,
+		"/incident/" + s.Within(0)[0].ID + "?chart=2d": `unknown chart window "2d": one of incident, week, all`}
+	for path, want := range bad {
 		resp, err := srv.Client().Get(srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != `unknown range "2d": one of 1d, 7d, 30d, all` {
+		if resp.StatusCode != 400 || strings.TrimSpace(string(b)) != want {
 			t.Errorf("%s: %s %q", path, resp.Status, b)
 		}
 	}
