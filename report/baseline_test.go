@@ -118,6 +118,7 @@ func TestChartsTellTheTruthOnUganda(t *testing.T) {
 // median of the days before it.
 func TestAlertBucketsNeverFeedTheBaseline(t *testing.T) {
 	const w = int64(300e9)
+	hundred := 100.0
 	t0 := time.Date(2021, 1, 10, 0, 0, 0, 0, time.UTC)
 	agg := aggregate.New(aggregate.Config{})
 	rec := NewRecorder()
@@ -133,7 +134,9 @@ func TestAlertBucketsNeverFeedTheBaseline(t *testing.T) {
 	}
 	evs := []alerting.Event{
 		{ID: "a", Status: alerting.Firing, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "country:UG",
-			Start: onset, At: onset.Add(10 * time.Minute), Observed: 100, Baseline: 1000, ChangePct: -90, BaselineMethod: "similar_days"},
+			Start: onset, At: onset.Add(10 * time.Minute), Observed: 100, Baseline: 1000, ChangePct: -90, BaselineMethod: "similar_days",
+			// The detector's own baseline of the onset bucket.
+			Evidence: []alerting.Point{{Time: onset, Value: &hundred, Baseline: 990}}},
 		{ID: "a", Status: alerting.Resolved, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "country:UG",
 			Start: onset, End: &end, At: end.Add(30 * time.Minute), Observed: 1000, Baseline: 1000, BaselineMethod: "similar_days"},
 	}
@@ -149,13 +152,14 @@ func TestAlertBucketsNeverFeedTheBaseline(t *testing.T) {
 		{t0.Add(3*24*time.Hour + 12*time.Hour), 1000}, // the day after: day 1 alone, days 2 and 3 left out
 		{t0.Add(2*24*time.Hour + 12*time.Hour), 1000}, // inside the alert: day 1, not day 2
 		{t0.Add(12 * time.Hour), math.NaN()},          // day 1: no history
+		{onset, 990},                                  // the bucket the detector reported
 	} {
 		got := tr.baseline[bucket(c.at)] / unit
 		if !(math.Abs(got-c.want) < 1e-9 || math.IsNaN(c.want) && math.IsNaN(got)) {
 			t.Errorf("baseline at %v: %g, want %g", c.at, got, c.want)
 		}
 	}
-	if want := "baseline: detector's (same time on similar previous days), else median, same time, previous days"; tr.legend != want {
+	if want := "baseline: detector's (same time on similar previous days, where reported), else median, same time, previous days"; tr.legend != want {
 		t.Errorf("legend %q, want %q", tr.legend, want)
 	}
 	if tr.keep != chart.KeepMin {

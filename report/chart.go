@@ -247,9 +247,10 @@ func (r *Recorder) track(k string, evs []alerting.Event, from, to time.Time) *tr
 		default:
 			v, how := r.usual(s, t, inAlert)
 			tr.baseline[i] = v * scale
-			if ok && sp.method != "" {
-				detector = appendOnce(detector, sp.method)
-			} else if how != "" {
+			// Inside an alert whose baseline follows the time of day, the
+			// buckets no notification carried are the chart's median too,
+			// and the legend says so.
+			if how != "" {
 				hist[how] = true
 			}
 		}
@@ -264,7 +265,12 @@ func (r *Recorder) track(k string, evs []alerting.Event, from, to time.Time) *tr
 func legend(detector []string, hist map[string]bool) string {
 	var words []string
 	for _, m := range detector {
-		words = appendOnce(words, MethodWords(m))
+		w := MethodWords(m)
+		if !held(m) {
+			// Only the buckets its notifications carried are its.
+			w += ", where reported"
+		}
+		words = appendOnce(words, w)
 	}
 	h := ""
 	switch {
