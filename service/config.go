@@ -169,7 +169,16 @@ type HTTP struct {
 	// buckets is 16 KB a series). 0, the default, keeps none: charts then
 	// show the buckets each alert carries as evidence.
 	ChartHistory time.Duration `yaml:"chart_history"`
+	// ExternalLinks, when false, takes the outage page's links out
+	// (RIPEstat, bgp.tools, Cloudflare Radar, IODA, per network and
+	// country) off: for a private deployment whose readers should not be
+	// sent elsewhere. Unset is true: public context is what an operator
+	// checks first.
+	ExternalLinks *bool `yaml:"external_links"`
 }
+
+// Links says whether the outage page links out (see ExternalLinks).
+func (h HTTP) Links() bool { return h.ExternalLinks == nil || *h.ExternalLinks }
 
 // Defaults.
 const (

@@ -97,7 +97,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 			}
 			o.events = func(ev *alerting.Event) {
 				_ = sink.Send(context.Background(), ev)
-				if o.serve != "" {
+				if o.report != "" || o.serve != "" {
 					outages = append(outages, *ev)
 				}
 			}
@@ -113,7 +113,8 @@ not found on disk is taken from the ones bundled in the binary.`,
 				return err
 			}
 			if o.report != "" {
-				if err := writeReport(o.report, strings.Join(args, ", "), events, o.recorder, fixtureWindows(args)); err != nil {
+				// The outage events first, as the review reads them.
+				if err := writeReport(o.report, strings.Join(args, ", "), append(outages, events...), o.recorder, fixtureWindows(args)); err != nil {
 					return err
 				}
 			}

@@ -25,14 +25,9 @@ func serveStatus(ctx context.Context, ln net.Listener, title string, events []al
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	store := statuspage.NewStore()
-	// A replay is looked at after the fact: keep every incident listed.
-	store.Recent = 100 * 365 * 24 * time.Hour
-	for _, ev := range events {
-		store.Add(ev)
-	}
+	h, store := replayPage(title, events, rec)
 	mux := http.NewServeMux()
-	mux.Handle("/", statuspage.Handler(store, rec, "outagewatch replay: "+title))
+	mux.Handle("/", h)
 	if metrics != nil {
 		mux.Handle("GET /metrics", metrics)
 	}
@@ -50,6 +45,22 @@ func serveStatus(ctx context.Context, ln net.Listener, title string, events []al
 		return err
 	}
 	return nil
+}
+
+// replayPage is the outage page of a finished replay: its alerts and
+// outage events, every one listed (a replay is looked at after the fact),
+// charted from the recorded series, with links out.
+func replayPage(title string, events []alerting.Event, rec *report.Recorder) (http.Handler, *statuspage.Store) {
+	store := statuspage.NewStore()
+	store.Recent = 100 * 365 * 24 * time.Hour
+	for _, ev := range events {
+		store.Add(ev)
+	}
+	var charts statuspage.Charts
+	if rec != nil {
+		charts = rec
+	}
+	return statuspage.NewHandler(store, charts, statuspage.Options{Title: "outagewatch replay: " + title, Links: true}), store
 }
 
 // fixtureWindows returns the labelled windows of the fixtures among args,
