@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/internal/browsertest"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -22,7 +23,7 @@ import (
 )
 
 // replayFixture replays a bundled fixture into a store and a recorder.
-func replayFixture(t *testing.T, name string) (*Store, *report.Recorder, []alerting.Event) {
+func replayFixture(t *testing.T, name string) (*Store, *recorder.Recorder, []alerting.Event) {
 	t.Helper()
 	b, ok := fixtures.Read(name)
 	if !ok {
@@ -36,7 +37,7 @@ func replayFixture(t *testing.T, name string) (*Store, *report.Recorder, []alert
 	if err != nil {
 		t.Fatal(err)
 	}
-	store, rec := NewStore(), report.NewRecorder()
+	store, rec := NewStore(), recorder.New()
 	var events []alerting.Event
 	p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs, Tap: rec.Bucket}, func(ev *alerting.Event) {
 		store.Add(*ev)

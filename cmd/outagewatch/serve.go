@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/report"
@@ -21,7 +22,7 @@ import (
 // serveStatus serves the outage page of a finished replay on addr until
 // SIGINT or SIGTERM: the replay's incidents, with charts of the recorded
 // series.
-func serveStatus(ctx context.Context, addr, title string, events []alerting.Event, rec *report.Recorder) error {
+func serveStatus(ctx context.Context, addr, title string, events []alerting.Event, rec *recorder.Recorder) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
