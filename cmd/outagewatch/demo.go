@@ -163,6 +163,7 @@ func runDemo(ctx context.Context, o demoOptions) (err error) {
 		err = <-done
 	}
 	<-played
+	log.Info("demo stopped", "err", err)
 	return err
 }
 
