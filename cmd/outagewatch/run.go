@@ -55,6 +55,11 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 			if len(args) > 0 {
 				return fmt.Errorf("run: unexpected argument %q (a fixture is an argument of run --demo only)", args[0])
 			}
+			for _, f := range []string{"speed", "lead", "listen", "data-dir"} {
+				if cmd.Flags().Changed(f) {
+					return fmt.Errorf("run: --%s is a flag of run --demo (the service takes it from its config)", f)
+				}
+			}
 			cfg, err := service.LoadConfig(cfgFile)
 			if err != nil {
 				return err
