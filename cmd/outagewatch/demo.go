@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outagewatch/outagewatch/alerting"
@@ -86,7 +87,10 @@ func runDemo(ctx context.Context, o demoOptions) (err error) {
 	addr := broker.ListenAddrs()[0]
 
 	// The partitions produce would give a real Kafka.
-	if err := createTopics(ctx, []string{addr}, pl.topics(""), 3); err != nil {
+	tr := &kafka.Transport{}
+	defer tr.CloseIdleConnections()
+	topics := pl.prefixTopics("")
+	if err := createTopics(ctx, []string{addr}, tr, (playOptions{topics: topics}).topicNames(), 3); err != nil {
 		return err
 	}
 	cfgFile := filepath.Join(dir, "outagewatch.yaml")
@@ -140,7 +144,7 @@ func runDemo(ctx context.Context, o demoOptions) (err error) {
 	done := make(chan error, 1)
 	go func() { done <- svc.Run(ctx) }()
 
-	po := playOptions{speed: o.speed, fastUntil: firstOnset(pl).Add(-o.lead).UnixNano()}
+	po := playOptions{topics: topics, speed: o.speed, fastUntil: firstOnset(pl).Add(-o.lead).UnixNano()}
 	fmt.Fprintf(os.Stderr, "outagewatch demo: %s plays into an in-process Kafka at %s; open http://%s/ (alerts also go to stdout; Ctrl-C stops)\n",
 		pl.spec.Name, addr, ln.Addr())
 	log.Info("demo", "page", "http://"+ln.Addr().String()+"/", "broker", addr, "config", cfgFile,
@@ -148,7 +152,7 @@ func runDemo(ctx context.Context, o demoOptions) (err error) {
 	played := make(chan struct{})
 	go func() {
 		defer close(played)
-		w := newProducer([]string{addr})
+		w := newProducer([]string{addr}, tr)
 		defer w.Close()
 		st, err := play(ctx, w, pl.src, po, wallClock{})
 		if err != nil && ctx.Err() == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/service"
 )
 
 func init() { extraCommands = append(extraCommands, produceCmd) }
@@ -26,12 +27,13 @@ func init() { extraCommands = append(extraCommands, produceCmd) }
 func produceCmd() *cobra.Command {
 	var (
 		brokers    []string
+		cfgFile    string
 		o          playOptions
 		fastUntil  string
 		partitions int
 	)
 	c := &cobra.Command{
-		Use:   "produce FIXTURE|FILE --brokers B",
+		Use:   "produce FIXTURE|FILE --brokers B | --config F",
 		Short: "Play a fixture or a recording into Kafka, each record with its event time as its timestamp",
 		Long: `produce renders a fixture (a bundled one by its name, such as
 uganda-2021-01-13, or a spec file) or reads a recorded or exported file
@@ -41,7 +43,9 @@ as the record's timestamp, through the same client the service uses. A
 record of stream S goes to the topic --topic-prefix + S ("flows", "bgp",
 "dns", "quality"), the names the service's example config gives them;
 topics that do not exist are created with --partitions partitions. Keyed
-records go to their key's partition, the others round robin.
+records go to their key's partition, the others round robin. With --config,
+produce takes the brokers, TLS and SASL of a service config, and each record
+goes to the topic the config binds to its stream (and format).
 
 --speed 0 (the default) writes as fast as the brokers take the records;
 --speed N releases them at N times the pace of their event times, from
@@ -49,8 +53,21 @@ records go to their key's partition, the others round robin.
 live service sees the incident arrive as it would have.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			var cfg *service.Config
+			if cfgFile != "" {
+				var err error
+				if cfg, err = service.LoadConfig(cfgFile); err != nil {
+					return err
+				}
+				if len(brokers) == 0 {
+					brokers = cfg.Kafka.Brokers
+				}
+				if o.prefix != "" {
+					return errors.New("produce: --topic-prefix names topics without a config; with --config the config names them")
+				}
+			}
 			if len(brokers) == 0 {
-				return errors.New("produce: --brokers is required")
+				return errors.New("produce: --brokers (or a --config that names them) is required")
 			}
 			if fastUntil != "" {
 				t, err := time.Parse(time.RFC3339, fastUntil)
@@ -69,12 +86,26 @@ live service sees the incident arrive as it would have.`,
 			if err != nil {
 				return err
 			}
+			tr := &kafka.Transport{}
+			if cfg != nil {
+				d, err := cfg.KafkaDialer() // the config's client id, TLS and SASL
+				if err != nil {
+					return err
+				}
+				tr = &kafka.Transport{ClientID: d.ClientID, DialTimeout: d.Timeout, TLS: d.TLS, SASL: d.SASLMechanism}
+				if o.topics, err = pl.configTopics(cfg); err != nil {
+					return fmt.Errorf("produce: %s: %w", cfgFile, err)
+				}
+			} else {
+				o.topics = pl.prefixTopics(o.prefix)
+			}
+			defer tr.CloseIdleConnections()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			if err := createTopics(ctx, brokers, pl.topics(o.prefix), partitions); err != nil {
+			if err := createTopics(ctx, brokers, tr, o.topicNames(), partitions); err != nil {
 				return err
 			}
-			w := newProducer(brokers)
+			w := newProducer(brokers, tr)
 			defer w.Close()
 			st, err := play(ctx, w, pl.src, o, wallClock{})
 			st.log(slog.Default(), args[0])
@@ -85,6 +116,7 @@ live service sees the incident arrive as it would have.`,
 		},
 	}
 	c.Flags().StringSliceVar(&brokers, "brokers", nil, "Kafka bootstrap brokers, host:port, comma-separated")
+	c.Flags().StringVarP(&cfgFile, "config", "c", "", "take brokers, TLS, SASL and the topic of each stream from this service config")
 	c.Flags().StringVar(&o.prefix, "topic-prefix", "", "prefix of every topic name (the topic of stream S is PREFIX+S)")
 	c.Flags().Float64Var(&o.speed, "speed", 0, "release records at this multiple of their event-time pace; 0 writes them as fast as the brokers take them")
 	c.Flags().StringVar(&fastUntil, "fast-until", "", "with --speed, write the records before this RFC 3339 time at once and pace only those after it")
@@ -97,6 +129,9 @@ live service sees the incident arrive as it would have.`,
 // playOptions say where records go and how fast.
 type playOptions struct {
 	prefix string
+	// topics is the topic of each stream and format (built from prefix or
+	// from a service config before play).
+	topics map[streamFormat]string
 	// speed is the multiple of real time at which records are released by
 	// event time; 0 releases them at once.
 	speed float64
@@ -127,12 +162,44 @@ type playback struct {
 // service's topic binding needs.
 type streamFormat struct{ stream, format string }
 
-// topics returns the topic of every stream.
-func (p *playback) topics(prefix string) []string {
-	var out []string
+// prefixTopics sends the records of stream S to topic prefix+S, the
+// names deploy/outagewatch.yaml gives the topics.
+func (p *playback) prefixTopics(prefix string) map[streamFormat]string {
+	out := map[streamFormat]string{}
 	for _, s := range p.streams {
-		out = append(out, prefix+s.stream)
+		out[s] = prefix + s.stream
 	}
+	return out
+}
+
+// configTopics sends each record to the topic cfg binds to its stream and
+// format, or to its stream alone when no topic has the format; a stream
+// with no topic is an error, before anything is written.
+func (p *playback) configTopics(cfg *service.Config) (map[streamFormat]string, error) {
+	out := map[streamFormat]string{}
+	for _, s := range p.streams {
+		for _, t := range cfg.Kafka.Topics {
+			if t.Stream == s.stream && (t.Format == s.format || out[s] == "") {
+				out[s] = t.Name
+			}
+		}
+		if out[s] == "" {
+			return nil, fmt.Errorf("no topic of stream %s (format %s) in kafka.topics: add one, such as {name: %s, stream: %s, format: %s}",
+				s.stream, s.format, s.stream, s.stream, s.format)
+		}
+	}
+	return out, nil
+}
+
+// topicNames lists the topics records go to, each once, sorted.
+func (o playOptions) topicNames() []string {
+	var out []string
+	for _, t := range o.topics {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -177,16 +244,16 @@ func openPlayback(arg string) (*playback, error) {
 
 // newProducer is a kafka-go writer that keeps each partition in the order
 // records are given: one write at a time, keyed records by key hash.
-func newProducer(brokers []string) *kafka.Writer {
+func newProducer(brokers []string, tr *kafka.Transport) *kafka.Writer {
 	return &kafka.Writer{
 		Addr:         kafka.TCP(brokers...),
+		Transport:    tr,
 		Balancer:     &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll,
 		// Every write is a whole slice of records; do not wait for more.
 		BatchTimeout: time.Millisecond,
 		BatchSize:    maxBatch,
 		BatchBytes:   16 << 20,
-		Compression:  kafka.Lz4,
 	}
 }
 
@@ -196,8 +263,8 @@ func newProducer(brokers []string) *kafka.Writer {
 const maxBatch = 2000
 
 // createTopics creates the topics that do not exist yet.
-func createTopics(ctx context.Context, brokers []string, topics []string, partitions int) error {
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second}
+func createTopics(ctx context.Context, brokers []string, tr *kafka.Transport, topics []string, partitions int) error {
+	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: -1})
@@ -319,7 +386,11 @@ func play(ctx context.Context, w messageWriter, src replay.Source, o playOptions
 				}
 			}
 		}
-		batch = append(batch, message(r, o.prefix))
+		topic, ok := o.topics[streamFormat{r.Stream, r.Format}]
+		if !ok {
+			return st, errors.Join(fmt.Errorf("produce: no topic for stream %s, format %s", r.Stream, r.Format), flush())
+		}
+		batch = append(batch, message(r, topic))
 		if len(batch) >= maxBatch {
 			if err := flush(); err != nil {
 				return st, err
@@ -330,9 +401,9 @@ func play(ctx context.Context, w messageWriter, src replay.Source, o playOptions
 }
 
 // message is the Kafka record of r: its key, value and headers, its event
-// time as timestamp (Kafka keeps milliseconds), to the topic of its stream.
-func message(r *ingest.Record, prefix string) kafka.Message {
-	m := kafka.Message{Topic: prefix + r.Stream, Key: r.Key, Value: r.Value, Time: time.Unix(0, r.Time)}
+// time as timestamp (Kafka keeps milliseconds), to topic.
+func message(r *ingest.Record, topic string) kafka.Message {
+	m := kafka.Message{Topic: topic, Key: r.Key, Value: r.Value, Time: time.Unix(0, r.Time)}
 	for _, h := range r.Headers {
 		m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: h.Value})
 	}

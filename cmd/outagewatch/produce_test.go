@@ -14,6 +14,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/ingest/recordfile"
@@ -219,7 +220,7 @@ func TestProduceBadArguments(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"uganda-2021-01-13"}, "--brokers is required"},
+		{[]string{"uganda-2021-01-13"}, "--brokers (or a --config that names them) is required"},
 		{[]string{"uganda-2021-01-13", "--brokers", "127.0.0.1:1", "--speed", "-2"}, "--speed -2: want 0"},
 		{[]string{"uganda-2021-01-13", "--brokers", "127.0.0.1:1", "--fast-until", "tomorrow"}, `--fast-until "tomorrow": want an RFC 3339 time`},
 		{[]string{"uganda-2021-01-13", "--brokers", "127.0.0.1:1", "--topic-prefix", "a/b"}, `--topic-prefix "a/b"`},
@@ -278,13 +279,13 @@ func TestPlayPacesByEventTime(t *testing.T) {
 		wantMs = append(wantMs, t0.Add(d).UnixMilli())
 	}
 	addr := startKfake(t)
-	if err := createTopics(context.Background(), []string{addr}, []string{"flows"}, 1); err != nil {
+	if err := createTopics(context.Background(), []string{addr}, &kafka.Transport{}, []string{"flows"}, 1); err != nil {
 		t.Fatal(err)
 	}
-	w := &countingWriter{w: newProducer([]string{addr})}
+	w := &countingWriter{w: newProducer([]string{addr}, &kafka.Transport{})}
 	defer w.w.Close()
 	clk := &fakeClock{now: time.Unix(1e9, 0), written: &w.n}
-	st, err := play(context.Background(), w, replay.NewSliceSource("t", recs), playOptions{speed: 600, fastUntil: t0.UnixNano()}, clk)
+	st, err := play(context.Background(), w, replay.NewSliceSource("t", recs), playOptions{topics: map[streamFormat]string{{"flows", ""}: "flows"}, speed: 600, fastUntil: t0.UnixNano()}, clk)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,5 +302,82 @@ func TestPlayPacesByEventTime(t *testing.T) {
 		if c.value != string([]byte{byte(i)}) || c.ts != wantMs[i] {
 			t.Errorf("record %d: %+v", i, c)
 		}
+	}
+}
+
+// With --config, produce authenticates as the config says (SASL here) and
+// sends each stream to the topic the config binds to it; a wrong password
+// is an error, and so is a stream the config has no topic for.
+func TestProduceWithConfig(t *testing.T) {
+	const name = "bgp-session-reset-2024-05-14"
+	spec, err := loadFixture("fixtures/" + name + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srcs, err := replay.RenderSpec(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, err := replay.Collect(srcs...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	format := recs[0].Format
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.Ports(0), kfake.EnableSASL(), kfake.Superuser("PLAIN", "producer", "s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	dir := t.TempDir()
+	writeCfg := func(topics string) string {
+		path := filepath.Join(dir, "ow.yaml")
+		os.WriteFile(path, []byte("kafka:\n  brokers: ["+addr+"]\n  topics: "+topics+"\n"+
+			"  sasl: {mechanism: PLAIN, username: producer, password_env: OW_TEST_PRODUCE_PASSWORD}\ndata_dir: "+dir+"\n"), 0o644)
+		return path
+	}
+	cfg := writeCfg("[{name: flows, stream: flows, format: goflow2-pb}, {name: routing, stream: bgp, format: " + format + "}]")
+	produce := func(args ...string) error {
+		cmd := produceCmd()
+		cmd.SetArgs(append([]string{name}, args...))
+		cmd.SilenceUsage, cmd.SilenceErrors = true, true
+		return cmd.Execute()
+	}
+	t.Setenv("OW_TEST_PRODUCE_PASSWORD", "wrong")
+	if err := produce("--config", cfg); err == nil {
+		t.Fatal("produced with a wrong password")
+	}
+	t.Setenv("OW_TEST_PRODUCE_PASSWORD", "s3cret")
+	if err := produce("--config", cfg); err != nil {
+		t.Fatal(err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.SASL(plain.Auth{User: "producer", Pass: "s3cret"}.AsMechanism()),
+		kgo.ConsumeTopics("routing"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got []int64
+	for polls := 0; polls < 100 && len(got) < len(recs); polls++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) { got = append(got, r.Timestamp.UnixMilli()) })
+		cancel()
+	}
+	var want []int64
+	for _, r := range recs {
+		want = append(want, r.Time/1e6)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("topic routing holds %d records, want the fixture's %d with their timestamps", len(got), len(want))
+	}
+
+	cfg = writeCfg("[{name: flows, stream: flows, format: goflow2-pb}]")
+	if err := produce("--config", cfg); err == nil || !strings.Contains(err.Error(), "no topic of stream bgp") {
+		t.Fatalf("a config without a BGP topic: err %v", err)
+	}
+	if err := produce("--config", cfg, "--topic-prefix", "x."); err == nil || !strings.Contains(err.Error(), "--topic-prefix names topics without a config") {
+		t.Fatalf("--topic-prefix with --config: err %v", err)
 	}
 }
