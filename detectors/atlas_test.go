@@ -15,8 +15,8 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/detectors"
-	"github.com/outagewatch/outagewatch/ingest/quality"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/obs/quality"
 	"github.com/outagewatch/outagewatch/rules"
 )
 

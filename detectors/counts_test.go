@@ -11,9 +11,10 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/detectors"
-	"github.com/outagewatch/outagewatch/ingest/quality"
+	ingestquality "github.com/outagewatch/outagewatch/ingest/quality"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/obs/quality"
 	"github.com/outagewatch/outagewatch/rules"
 )
 
@@ -118,7 +119,7 @@ func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := quality.NewAtlasDecoder(netmap.New())
+	d := ingestquality.NewAtlasDecoder(netmap.New())
 	probes := map[string]bool{}
 	sink := obs.SinkFunc(func(o *obs.Observation) {
 		if o.Signal == quality.LatencyP50 && strings.HasPrefix(o.Entity, "probe:") {

@@ -7,8 +7,8 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/detectors"
-	"github.com/outagewatch/outagewatch/ingest/quality"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/obs/quality"
 )
 
 // probeRun replays one RTT sample every five minutes (at minute two of

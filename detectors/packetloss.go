@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	"github.com/outagewatch/outagewatch/aggregate"
-	"github.com/outagewatch/outagewatch/ingest/quality"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/obs/quality"
 )
 
 // PacketLossName is the name rules use for the transit packet-loss detector.

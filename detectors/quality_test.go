@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/aggregate"
-	"github.com/outagewatch/outagewatch/ingest/quality"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/obs/quality"
 )
 
 // qrun drives a detector from observations through the real aggregator.

@@ -12,7 +12,7 @@ import (
 	_ "github.com/outagewatch/outagewatch/ingest/dcload"
 	_ "github.com/outagewatch/outagewatch/ingest/dns"
 	_ "github.com/outagewatch/outagewatch/ingest/flows"
-	_ "github.com/outagewatch/outagewatch/ingest/quality"
+	_ "github.com/outagewatch/outagewatch/obs/quality"
 )
 
 // A scaled-out first stage sends partial buckets of every signal, so every

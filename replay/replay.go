@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/recordfile"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/scenario"
 )
@@ -27,8 +28,8 @@ var fileReaders = map[string]FileReader{}
 func RegisterFileType(ext string, r FileReader) { fileReaders[ext] = r }
 
 func init() {
-	RegisterFileType(RecordFileExt, func(p string) (Source, error) { return OpenRecordFile(p) })
-	RegisterFileType(RecordFileExt+".gz", func(p string) (Source, error) { return OpenRecordFile(p) })
+	RegisterFileType(recordfile.Ext, func(p string) (Source, error) { return OpenRecordFile(p) })
+	RegisterFileType(recordfile.Ext+".gz", func(p string) (Source, error) { return OpenRecordFile(p) })
 }
 
 // FromCallback collects the records a reader yields into a sorted source

@@ -9,6 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/outagewatch/outagewatch/internal/browsertest"
+	"github.com/outagewatch/outagewatch/internal/replaytest"
 )
 
 // The Iberian report is the incident review: its two outage events
@@ -18,7 +19,7 @@ import (
 // through the outage. It opens offline and raises no console error.
 func TestIberianReportInChromium(t *testing.T) {
 	browsertest.Require(t)
-	rec, events := replayFixture(t, "iberia-2025-04-28")
+	rec, events := replaytest.Fixture(t, "iberia-2025-04-28")
 	b := browsertest.New(t)
 	file := filepath.Join(browsertest.Artefacts(t), "iberia-report.html")
 	f, err := os.Create(file)

@@ -2,13 +2,13 @@ package report
 
 import (
 	"bytes"
-	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/scenario"
@@ -18,7 +18,7 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	const w = int64(300e9)
 	t0 := time.Date(2021, 1, 13, 0, 0, 0, 0, time.UTC)
 	agg := aggregate.New(aggregate.Config{})
-	rec := NewRecorder()
+	rec := recorder.New()
 	// Two days of a steady series that drops to a tenth at 17:00 on day 1.
 	onset := t0.Add(17 * time.Hour)
 	for i := int64(0); i < 2*288; i++ {
@@ -62,39 +62,6 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 			t.Errorf("report lacks %q", want)
 		}
 	}
-	// The chart spans a day before the alert to the end of the data, and
-	// the drop shows: the path goes down to a tenth of the level.
-	if rec.series["traffic_bytes{country:UG}"] == nil || len(rec.series["traffic_bytes{country:UG}"].values) != 2*288 {
-		t.Fatalf("recorded %d buckets", len(rec.series["traffic_bytes{country:UG}"].values))
-	}
-	if v, ok := rec.get("traffic_bytes{country:UG}", onset.UnixNano()); !ok || v != 100 {
-		t.Fatalf("recorded value at onset %v %v, want the observed 100", v, ok)
-	}
-	// The chart runs from a day before the alert (clipped to the data's
-	// start, 00:00) to a day after the resolve event (22:30 on day 2): 559
-	// buckets, averaged in pairs to 280 points of 10 minutes. On the second
-	// day the baseline (the previous day, less than a week of history) is
-	// 1000 bytes a bucket, and the shaded span ends at the resolve.
-	c := rec.Chart("traffic_bytes{country:UG}", events)
-	if !c.Start.Equal(t0) || len(c.Series[0].Values) != 280 || c.Step != 10*time.Minute {
-		t.Fatalf("chart from %v, %d points of %v", c.Start, len(c.Series[0].Values), c.Step)
-	}
-	if got := c.Series[1].Values[(24+12)*6]; math.Abs(got-1000*8/300.0) > 1e-9 {
-		t.Errorf("baseline on day 2 at 12:00 %g bit/s, want %g", got, 1000*8/300.0)
-	}
-	if got := c.Series[0].Values[17*6]; math.Abs(got-100*8/300.0) > 1e-9 {
-		t.Errorf("observed at onset %g bit/s, want %g", got, 100*8/300.0)
-	}
-	if !math.IsNaN(c.Series[1].Values[0]) {
-		t.Errorf("baseline on day 1 %g: no history yet, want no value", c.Series[1].Values[0])
-	}
-	if len(c.Spans) != 1 || !c.Spans[0].From.Equal(onset) || !c.Spans[0].To.Equal(end) {
-		t.Errorf("spans %+v", c.Spans)
-	}
-	var png bytes.Buffer
-	if err := rec.PNG(&png, events[0], events[1:]); err != nil || !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
-		t.Errorf("PNG: %v, %d bytes", err, png.Len())
-	}
 }
 
 // A fixture's labels become outlined windows on the charts of their series.
@@ -121,7 +88,7 @@ func TestReportLabelledWindows(t *testing.T) {
 
 	const w = int64(300e9)
 	agg := aggregate.New(aggregate.Config{})
-	rec := NewRecorder()
+	rec := recorder.New()
 	t0 := onset.Add(-24 * time.Hour)
 	for i := int64(0); i < 2*288; i++ {
 		ts := t0.UnixNano() + i*w

@@ -90,7 +90,11 @@ type Set struct {
 	Severity *EventSeverity
 }
 
-// Default returns the rules that ship with outagewatch.
+// Default returns the rules that ship with outagewatch. They name the
+// signals of every input (flows, DNS, BGP, quality), which the inputs'
+// packages register: a program imports the inputs it reads (cmd/outagewatch
+// imports them all), and an unknown signal is a load error naming the file
+// and line, so rules never watch a signal no input will send.
 func Default() (*Set, error) {
 	files, err := fs.Glob(defaultFS, "default/*.yaml")
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outagewatch/outagewatch/ingest"
-	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/ingest/recordfile"
 )
 
 // RecordOptions configure Record.
@@ -27,7 +27,7 @@ type RecordOptions struct {
 }
 
 // Record dumps a topic, every partition from its first offset, to w in the
-// record-file format that `outagewatch replay` reads (replay.WriteRecord):
+// record-file format that `outagewatch replay` reads (recordfile.Write):
 // timestamps, keys and headers included. It reads outside any consumer
 // group, so recording never moves the service's offsets.
 func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
@@ -76,7 +76,7 @@ func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
 					rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
 				}
 				mu.Lock()
-				err = replay.WriteRecord(w, &rec)
+				err = recordfile.Write(w, &rec)
 				n++
 				mu.Unlock()
 				if err != nil {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/recordfile"
 	"github.com/outagewatch/outagewatch/replay"
 )
 
@@ -37,7 +38,7 @@ func TestRecordReplays(t *testing.T) {
 	if n != int64(len(recs)) {
 		t.Fatalf("recorded %d, want %d", n, len(recs))
 	}
-	path := filepath.Join(t.TempDir(), "flows"+replay.RecordFileExt)
+	path := filepath.Join(t.TempDir(), "flows"+recordfile.Ext)
 	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}

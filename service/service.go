@@ -18,11 +18,11 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
-	"github.com/outagewatch/outagewatch/report"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/silence"
 )
@@ -74,7 +74,7 @@ type Service struct {
 	log  *slog.Logger
 	p    *pipeline.Pipeline
 	// charts keeps observed values for the outage page (http.chart_history).
-	charts *report.Recorder
+	charts *recorder.Recorder
 	disp   *alerting.Dispatcher
 	met    *metrics
 	srv    *http.Server
@@ -192,7 +192,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		if width <= 0 {
 			width = time.Duration(aggregate.DefaultWidth)
 		}
-		s.charts = report.NewRecorder()
+		s.charts = recorder.New()
 		s.charts.Keep = max(1, int(cfg.HTTP.ChartHistory/width))
 		pc.Tap = s.charts.Bucket
 	}

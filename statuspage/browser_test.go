@@ -14,44 +14,21 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/outagewatch/outagewatch/alerting"
-	"github.com/outagewatch/outagewatch/fixtures"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/internal/browsertest"
-	"github.com/outagewatch/outagewatch/pipeline"
-	"github.com/outagewatch/outagewatch/replay"
-	"github.com/outagewatch/outagewatch/report"
-	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/internal/replaytest"
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 // replayFixture replays a bundled fixture into a store (alerts and outage
 // events, as `replay --serve` does) and a recorder.
-func replayFixture(t *testing.T, name string) (*statuspage.Store, *report.Recorder, []alerting.Event) {
+func replayFixture(t *testing.T, name string) (*statuspage.Store, *recorder.Recorder, []alerting.Event) {
 	t.Helper()
-	b, ok := fixtures.Read(name)
-	if !ok {
-		t.Fatalf("no fixture %s", name)
-	}
-	spec, err := scenario.Parse(name, b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srcs, err := replay.RenderSpec(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	store, rec := statuspage.NewStore(), report.NewRecorder()
+	rec, events := replaytest.Fixture(t, name)
+	store := statuspage.NewStore()
 	store.Recent = 100 * 365 * 24 * time.Hour
-	var events []alerting.Event
-	keep := func(ev *alerting.Event) {
-		store.Add(*ev)
-		events = append(events, *ev)
-	}
-	p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs, Tap: rec.Bucket, Events: keep}, keep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := replay.Run(p, srcs, nil); err != nil {
-		t.Fatal(err)
+	for _, ev := range events {
+		store.Add(ev)
 	}
 	return store, rec, events
 }

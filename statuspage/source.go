@@ -76,7 +76,7 @@ type Source interface {
 }
 
 // Charts draws the chart of an alert's series over its incident; nil when
-// nothing was recorded. report.Recorder's Chart method is one.
+// nothing was recorded. The Chart method of chart/recorder's Recorder is one.
 type Charts interface {
 	Chart(series string, evs []alerting.Event) *chart.Chart
 }

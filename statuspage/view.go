@@ -17,7 +17,7 @@ import (
 
 // WindowCharts is what Charts implementations that keep history offer
 // beyond one alert's chart: a chart over a chosen window, and the overlay
-// of a place's signals as shares of their baselines. report.Recorder is
+// of a place's signals as shares of their baselines. recorder.Recorder is
 // one.
 type WindowCharts interface {
 	ChartBetween(series string, evs []alerting.Event, from, to time.Time) *chart.Chart
@@ -314,7 +314,7 @@ func (v *incidentView) charts(charts Charts, ms []Member) {
 
 // Grouped is what Charts implementations offer that know the series of a
 // group: an alert on transit:1299, judged per site, has no series of its
-// own but transit:1299@ams01 and others. report.Recorder is one.
+// own but transit:1299@ams01 and others. recorder.Recorder is one.
 type Grouped interface {
 	Members(series string) []string
 }

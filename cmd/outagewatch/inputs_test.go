@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/ingest"
-	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/ingest/recordfile"
 )
 
 // captureLog sends the default logger to a buffer for the test.
@@ -82,7 +82,7 @@ func TestReplayOfARecordingThatDoesNotDecodeFails(t *testing.T) {
 	for i, v := range []string{"2021-01-13T00:00:00Z,country:UG,no_such_signal,1", "not,a,line"} {
 		rec := &ingest.Record{Stream: "observations", Format: "obs-csv", Topic: "ioda", Partition: 2, Offset: int64(7 + i),
 			Time: int64(1610496000+i) * 1e9, Value: []byte(v)}
-		if err := replay.WriteRecord(&b, rec); err != nil {
+		if err := recordfile.Write(&b, rec); err != nil {
 			t.Fatal(err)
 		}
 	}

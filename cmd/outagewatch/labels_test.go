@@ -13,6 +13,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/outagewatch/outagewatch/ingest/recordfile"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
 )
@@ -45,7 +46,7 @@ func recordUganda(t *testing.T) (rec, mapFile, labels string) {
 	bw := bufio.NewWriterSize(zw, 1<<20)
 	for i, r := range recs {
 		r.Topic, r.Offset = r.Stream, int64(i)
-		if err := replay.WriteRecord(bw, r); err != nil {
+		if err := recordfile.Write(bw, r); err != nil {
 			t.Fatal(err)
 		}
 	}

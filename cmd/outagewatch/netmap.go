@@ -14,8 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/outagewatch/outagewatch/ingest/mapdata"
 	"github.com/outagewatch/outagewatch/netmap"
-	"github.com/outagewatch/outagewatch/netmap/sources"
 )
 
 func init() { extraCommands = append(extraCommands, netmapCmd) }
@@ -30,14 +30,14 @@ func netmapCmd() *cobra.Command {
 }
 
 // fileFormats are the formats read from a path rather than a stream.
-var fileFormats = map[string]func(string, *netmap.Map) (sources.Stats, error){
-	"mmdb": sources.ReadMMDB,
-	"rib":  sources.ReadRIB,
+var fileFormats = map[string]func(string, *netmap.Map) (mapdata.Stats, error){
+	"mmdb": mapdata.ReadMMDB,
+	"rib":  mapdata.ReadRIB,
 }
 
 func formatNames() string {
 	var n []string
-	for k := range sources.Formats {
+	for k := range mapdata.Formats {
 		n = append(n, k)
 	}
 	for k := range fileFormats {
@@ -95,9 +95,9 @@ func buildMap(args []string) (*netmap.Map, error) {
 			return nil, fmt.Errorf("netmap build: %q: want FORMAT:PATH (formats: %s)", a, formatNames())
 		}
 		start := time.Now()
-		var st sources.Stats
+		var st mapdata.Stats
 		var err error
-		if rd, ok := sources.Formats[format]; ok {
+		if rd, ok := mapdata.Formats[format]; ok {
 			st, err = readSource(path, rd, m)
 		} else if rd, ok := fileFormats[format]; ok {
 			st, err = rd(path, m)
@@ -123,10 +123,10 @@ func buildMap(args []string) (*netmap.Map, error) {
 	return m, nil
 }
 
-func readSource(path string, rd sources.Reader, m *netmap.Map) (sources.Stats, error) {
-	f, err := sources.Open(path)
+func readSource(path string, rd mapdata.Reader, m *netmap.Map) (mapdata.Stats, error) {
+	f, err := mapdata.Open(path)
 	if err != nil {
-		return sources.Stats{}, err
+		return mapdata.Stats{}, err
 	}
 	defer f.Close()
 	return rd(f, m)

@@ -11,7 +11,7 @@ import (
 	"github.com/outagewatch/outagewatch/netmap"
 )
 
-const metaDir = "../../netmap/sources/testdata/"
+const metaDir = "../../ingest/mapdata/testdata/"
 
 // netmap build from the real samples, checked against lines of the
 // sources themselves.

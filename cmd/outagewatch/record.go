@@ -14,7 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/ingest/recordfile"
 	"github.com/outagewatch/outagewatch/service"
 )
 
@@ -28,7 +28,7 @@ func recordCmd() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "record --topic T --out F [--config F | --brokers B --stream S --format F] [--follow]",
-		Short: "Dump a Kafka topic to a file that replay accepts (" + replay.RecordFileExt + ", gzipped if F ends in .gz)",
+		Short: "Dump a Kafka topic to a file that replay accepts (" + recordfile.Ext + ", gzipped if F ends in .gz)",
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.Topic == "" || out == "" {
 				return fmt.Errorf("record: --topic and --out are required")
@@ -56,8 +56,8 @@ func recordCmd() *cobra.Command {
 			if o.Stream == "" || o.Format == "" {
 				return fmt.Errorf("record: topic %s: give --stream and --format (or a --config that lists the topic)", o.Topic)
 			}
-			if !strings.HasSuffix(out, replay.RecordFileExt) && !strings.HasSuffix(out, replay.RecordFileExt+".gz") {
-				return fmt.Errorf("record: --out must end in %s or %s.gz so that replay recognises it", replay.RecordFileExt, replay.RecordFileExt)
+			if !strings.HasSuffix(out, recordfile.Ext) && !strings.HasSuffix(out, recordfile.Ext+".gz") {
+				return fmt.Errorf("record: --out must end in %s or %s.gz so that replay recognises it", recordfile.Ext, recordfile.Ext)
 			}
 			f, err := os.Create(out)
 			if err != nil {
@@ -90,7 +90,7 @@ func recordCmd() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&o.Topic, "topic", "", "topic to dump")
-	c.Flags().StringVarP(&out, "out", "o", "", "output file ("+replay.RecordFileExt+" or "+replay.RecordFileExt+".gz)")
+	c.Flags().StringVarP(&out, "out", "o", "", "output file ("+recordfile.Ext+" or "+recordfile.Ext+".gz)")
 	c.Flags().StringVarP(&cfgFile, "config", "c", "", "take brokers and the topic's stream/format from this service config")
 	c.Flags().StringSliceVar(&o.Brokers, "brokers", nil, "Kafka brokers (default localhost:9092)")
 	c.Flags().StringVar(&o.Stream, "stream", "", "stream kind the topic carries (flows, bgp, dns, quality, dcload)")

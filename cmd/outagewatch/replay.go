@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -46,7 +47,7 @@ type replayOpts struct {
 	inputs *[]replay.FileSummary
 	serve  string // after the replay, serve the outage page here
 	// recorder keeps observed values for the report.
-	recorder *report.Recorder
+	recorder *recorder.Recorder
 	// events receives outage events (replay prints them with the alerts).
 	events func(*alerting.Event)
 }
@@ -93,7 +94,7 @@ not found on disk is taken from the ones bundled in the binary.`,
 			}
 			var events, outages []alerting.Event
 			if o.report != "" || o.serve != "" {
-				o.recorder = report.NewRecorder()
+				o.recorder = recorder.New()
 			}
 			o.events = func(ev *alerting.Event) {
 				_ = sink.Send(context.Background(), ev)
@@ -165,7 +166,7 @@ func checkInput(in string) error {
 }
 
 // writeReport writes the HTML report of a replay.
-func writeReport(file, title string, events []alerting.Event, rec *report.Recorder, wins []report.Window) error {
+func writeReport(file, title string, events []alerting.Event, rec *recorder.Recorder, wins []report.Window) error {
 	f, err := os.Create(file)
 	if err != nil {
 		return err

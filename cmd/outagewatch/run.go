@@ -21,8 +21,10 @@ func init() { extraCommands = append(extraCommands, runCmd) }
 
 func runCmd() *cobra.Command {
 	var cfgFile, stage string
+	demo := demoOptions{fixture: demoFixture, speed: demoSpeed, lead: demoLead}
+	var demoOn bool
 	c := &cobra.Command{
-		Use:   "run --config F",
+		Use:   "run --config F | run --demo [FIXTURE]",
 		Short: "Run the live service: consume the stream topics from Kafka, alert to the configured sinks",
 		Long: `run consumes the configured topics in one Kafka consumer group, runs them
 through the same pipeline as replay, checkpoints its state to data_dir before
@@ -34,8 +36,32 @@ One instance needs nothing more. For more than one, run the two stages
 (docs/deployment.md): --stage 1 pre-aggregates the input partitions it is
 assigned into the internal topic, --stage 2 merges and judges the partitions
 of that topic, --stage both does both in one process; any number of
-instances of each give the alerts of one.`,
+instances of each give the alerts of one.
+
+run --demo needs no Kafka and no config: it starts an in-process broker,
+plays a bundled incident into it (uganda-2021-01-13 unless FIXTURE names
+another) at --speed times real time, from --lead before the incident's first
+labelled onset (the weeks of history before go at once), and runs the live
+service on it, both stages in one process. The outage page, with the
+service's API, is at --listen (printed); alerts also go to stdout.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if demoOn {
+				if len(args) == 1 {
+					demo.fixture = args[0]
+				}
+				ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+				defer stop()
+				return runDemo(ctx, demo)
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("run: unexpected argument %q (a fixture is an argument of run --demo only)", args[0])
+			}
+			for _, f := range []string{"speed", "lead", "listen", "data-dir"} {
+				if cmd.Flags().Changed(f) {
+					return fmt.Errorf("run: --%s is a flag of run --demo (the service takes it from its config)", f)
+				}
+			}
 			cfg, err := service.LoadConfig(cfgFile)
 			if errors.Is(err, fs.ErrNotExist) && !cmd.Flags().Changed("config") {
 				return fmt.Errorf("%w (the default --config, relative to the working directory; pass -c FILE, or start from deploy/outagewatch.yaml)", err)
@@ -68,5 +94,10 @@ instances of each give the alerts of one.`,
 	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml",
 		"configuration file (the default is relative to the working directory; deploy/outagewatch.yaml is the annotated example)")
 	c.Flags().StringVar(&stage, "stage", "", "run as a stage of a scaled-out service: 1, 2 or both (docs/deployment.md)")
+	c.Flags().BoolVar(&demoOn, "demo", false, "run the live service on an in-process Kafka that a bundled incident plays into (docs/demo.md)")
+	c.Flags().Float64Var(&demo.speed, "speed", demo.speed, "with --demo, the multiple of real time the incident plays at")
+	c.Flags().DurationVar(&demo.lead, "lead", demo.lead, "with --demo, how long before the incident's first labelled onset the data starts playing at --speed")
+	c.Flags().StringVar(&demo.listen, "listen", service.DefaultListen, "with --demo, the address of the outage page and the service's API")
+	c.Flags().StringVar(&demo.dataDir, "data-dir", "", "with --demo, the service's data directory (default: a temporary one, removed at exit)")
 	return c
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/report"
@@ -21,7 +22,7 @@ import (
 // serveStatus serves the outage page of a finished replay on ln until
 // SIGINT or SIGTERM: the replay's incidents, with charts of the recorded
 // series, and metrics (nil: none) on /metrics.
-func serveStatus(ctx context.Context, ln net.Listener, title string, events []alerting.Event, rec *report.Recorder, metrics http.Handler) error {
+func serveStatus(ctx context.Context, ln net.Listener, title string, events []alerting.Event, rec *recorder.Recorder, metrics http.Handler) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -50,7 +51,7 @@ func serveStatus(ctx context.Context, ln net.Listener, title string, events []al
 // replayPage is the outage page of a finished replay: its alerts and
 // outage events, every one listed (a replay is looked at after the fact),
 // charted from the recorded series, with links out.
-func replayPage(title string, events []alerting.Event, rec *report.Recorder) (http.Handler, *statuspage.Store) {
+func replayPage(title string, events []alerting.Event, rec *recorder.Recorder) (http.Handler, *statuspage.Store) {
 	store := statuspage.NewStore()
 	store.Recent = 100 * 365 * 24 * time.Hour
 	for _, ev := range events {

@@ -8,14 +8,14 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/alerting"
-	"github.com/outagewatch/outagewatch/report"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 )
 
 // `replay --serve` shows the replay's outage events as incidents, with
 // their cause, worst changes and pages, charted from the recorded series.
 func TestReplayPage(t *testing.T) {
 	var events, outages []alerting.Event
-	o := replayOpts{recorder: report.NewRecorder(), events: func(ev *alerting.Event) { outages = append(outages, *ev) }}
+	o := replayOpts{recorder: recorder.New(), events: func(ev *alerting.Event) { outages = append(outages, *ev) }}
 	if _, err := runReplay([]string{"../../fixtures/uganda-2021-01-13.yaml"}, o, func(ev *alerting.Event) { events = append(events, *ev) }); err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestReplayPage(t *testing.T) {
 // A transit's loss, judged per site, is charted by its sites' series.
 func TestReplayPageTransit(t *testing.T) {
 	var events, outages []alerting.Event
-	o := replayOpts{recorder: report.NewRecorder(), events: func(ev *alerting.Event) { outages = append(outages, *ev) }}
+	o := replayOpts{recorder: recorder.New(), events: func(ev *alerting.Event) { outages = append(outages, *ev) }}
 	if _, err := runReplay([]string{"../../fixtures/telia-2019-06-20.yaml"}, o, func(ev *alerting.Event) { events = append(events, *ev) }); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package quality
 
 import (
+	qm "github.com/outagewatch/outagewatch/obs/quality"
 	"math"
 	"testing"
 
@@ -50,7 +51,7 @@ func TestThroughAggregator(t *testing.T) {
 		if p.Value != q.Value || p.Count != q.Count {
 			t.Errorf("%s: straight %v (n=%d), restored %v (n=%d)", k, p.Value, p.Count, q.Value, q.Count)
 		}
-		if p.Series.Key.Signal == PacketLoss {
+		if p.Series.Key.Signal == qm.PacketLoss {
 			lossSeries++
 			if p.Value < 0 || p.Value > 0.1 || p.Count%10 != 0 {
 				t.Errorf("%s: loss %v over %d packets, want <= 0.1 over multiples of 10", k, p.Value, p.Count)

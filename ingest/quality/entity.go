@@ -3,123 +3,10 @@ package quality
 import (
 	"net/netip"
 	"strconv"
-	"strings"
 
 	"github.com/outagewatch/outagewatch/obs"
+	qm "github.com/outagewatch/outagewatch/obs/quality"
 )
-
-// KindPath is the entity kind of one destination reached through one transit
-// at one site.
-const KindPath = "path"
-
-// PathEntity names the packet-loss series of one destination through a
-// transit at a site:
-//
-//	path:<transit ASN>[@<site>]><destination>
-//	path:1299@lis01>198.51.100.0/24
-//	path:1299@lis01>2001:db8:7::/48
-//	path:1299@lis01>as15169
-//
-// The part before '>' is the transit entity's id, so that a detector groups
-// destinations by transit with ParsePathEntity alone. Destinations are
-// aggregated so that the number of series stays bounded by the networks
-// probed, not the hosts: an address becomes its /24 (IPv4) or /48 (IPv6); a
-// longer prefix is widened likewise and a shorter one kept; an AS number
-// written "as15169" or "AS15169" becomes "as15169"; anything else (a host
-// name, say) is used as given. dest must not be empty.
-func PathEntity(transitASN uint32, site, dest string) string {
-	return pathPrefix(transitASN, site) + normalizeDest(dest)
-}
-
-func pathPrefix(transitASN uint32, site string) string {
-	s := "path:" + strconv.FormatUint(uint64(transitASN), 10)
-	if site != "" {
-		s += "@" + site
-	}
-	return s + ">"
-}
-
-func normalizeDest(dest string) string {
-	if p, err := netip.ParsePrefix(dest); err == nil {
-		return destPrefix(p.Addr(), p.Bits()).String()
-	}
-	if a, err := netip.ParseAddr(dest); err == nil {
-		return destPrefix(a.WithZone(""), -1).String()
-	}
-	if len(dest) > 2 && (dest[:2] == "as" || dest[:2] == "AS") {
-		if n, err := strconv.ParseUint(dest[2:], 10, 32); err == nil {
-			return "as" + strconv.FormatUint(n, 10)
-		}
-	}
-	return dest
-}
-
-// destPrefix aggregates an address (bits < 0) or a prefix to the /24 or /48
-// a path series stands for.
-func destPrefix(a netip.Addr, bits int) netip.Prefix {
-	a = a.Unmap()
-	limit := 48
-	if a.Is4() {
-		limit = 24
-	}
-	if bits < 0 || bits > limit {
-		bits = limit
-	}
-	p, _ := a.Prefix(bits)
-	return p
-}
-
-// ParsePathEntity splits a path entity into the entity of its transit
-// ("transit:1299@lis01", as obs.Transit names it) and its destination
-// ("198.51.100.0/24"). ok is false for anything that is not a path entity.
-func ParsePathEntity(e string) (transitEntity, dest string, ok bool) {
-	rest, found := strings.CutPrefix(e, KindPath+":")
-	if !found {
-		return "", "", false
-	}
-	i := strings.IndexByte(rest, '>')
-	if i <= 0 || i == len(rest)-1 {
-		return "", "", false
-	}
-	tr, dest := rest[:i], rest[i+1:]
-	asn, site, _ := strings.Cut(tr, "@")
-	n, err := strconv.ParseUint(asn, 10, 32)
-	if err != nil || !validSite(site) {
-		return "", "", false
-	}
-	return obs.Transit(uint32(n), site), dest, true
-}
-
-// validSite says whether s may name a site inside entity names: it must not
-// contain the separators of transit and path entities.
-func validSite(s string) bool {
-	if len(s) > 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
-
-// ProbeEntity names the series of one probe towards one destination:
-//
-//	probe:<probe>><destination>
-//	probe:6001>193.0.14.0/24
-//	probe:lis-fibre-3>as15169
-//
-// The destination is aggregated as for path entities. A probe name must be
-// letters, digits, '-', '_' and '.'; ok is false otherwise, or when dest
-// is empty.
-func ProbeEntity(probe, dest string) (string, bool) {
-	if probe == "" || dest == "" || !validSite(probe) {
-		return "", false
-	}
-	return obs.KindProbe + ":" + probe + ">" + normalizeDest(dest), true
-}
 
 type probeKey struct {
 	probe  string
@@ -134,7 +21,7 @@ func (c *entities) probeEntity(probe string, dst netip.Addr, dstASN uint32) stri
 	k := probeKey{probe: probe}
 	switch {
 	case dst.IsValid():
-		k.prefix = destPrefix(dst, -1)
+		k.prefix = qm.DestPrefix(dst, -1)
 	case dstASN != 0:
 		k.dstASN = dstASN
 	default:
@@ -143,7 +30,7 @@ func (c *entities) probeEntity(probe string, dst netip.Addr, dstASN uint32) stri
 	if e, ok := c.probes[k]; ok {
 		return e
 	}
-	if !validSite(probe) {
+	if !qm.ValidName(probe) {
 		return ""
 	}
 	if len(c.probes) >= cacheLimit {
@@ -280,14 +167,14 @@ func (s *site) pathEntity(transit uint32, dst netip.Addr, dstASN uint32) string 
 		if len(s.paths4) >= cacheLimit {
 			clear(s.paths4)
 		}
-		e := pathPrefix(transit, s.name) + destPrefix(dst, -1).String()
+		e := qm.PathPrefix(transit, s.name) + qm.DestPrefix(dst, -1).String()
 		s.paths4[k] = e
 		return e
 	}
 	k := pathKey{transit: transit}
 	switch {
 	case dst.IsValid():
-		k.prefix = destPrefix(dst, -1)
+		k.prefix = qm.DestPrefix(dst, -1)
 	case dstASN != 0:
 		k.dstASN = dstASN
 	default:
@@ -301,9 +188,9 @@ func (s *site) pathEntity(transit uint32, dst netip.Addr, dstASN uint32) string 
 	}
 	var e string
 	if k.prefix.IsValid() {
-		e = pathPrefix(transit, s.name) + k.prefix.String()
+		e = qm.PathPrefix(transit, s.name) + k.prefix.String()
 	} else {
-		e = pathPrefix(transit, s.name) + "as" + strconv.FormatUint(uint64(dstASN), 10)
+		e = qm.PathPrefix(transit, s.name) + "as" + strconv.FormatUint(uint64(dstASN), 10)
 	}
 	s.paths[k] = e
 	return e

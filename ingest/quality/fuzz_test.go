@@ -9,6 +9,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/obs"
+	qm "github.com/outagewatch/outagewatch/obs/quality"
 )
 
 // checkObservations holds what every decoded observation must satisfy,
@@ -21,11 +22,11 @@ func checkObservations(t *testing.T, out obs.Slice) {
 		if _, _, err := obs.SplitEntity(o.Entity); err != nil {
 			t.Fatalf("bad entity: %v", err)
 		}
-		if o.Signal == PacketLoss && (o.Value > 1 || o.Hash == 0) {
+		if o.Signal == qm.PacketLoss && (o.Value > 1 || o.Hash == 0) {
 			t.Fatalf("bad loss %+v", o)
 		}
-		if strings.HasPrefix(o.Entity, KindPath+":") {
-			if _, _, ok := ParsePathEntity(o.Entity); !ok {
+		if strings.HasPrefix(o.Entity, qm.KindPath+":") {
+			if _, _, ok := qm.ParsePathEntity(o.Entity); !ok {
 				t.Fatalf("path entity %q does not parse", o.Entity)
 			}
 		}

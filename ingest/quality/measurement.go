@@ -12,6 +12,7 @@ import (
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
+	qm "github.com/outagewatch/outagewatch/obs/quality"
 )
 
 // Formats of the quality stream, as ingest.Record.Format names them.
@@ -71,7 +72,7 @@ func (m *Measurement) Validate() error {
 	if !utf8.ValidString(m.Probe) {
 		return ingest.Errorf("utf8", "probe is not UTF-8")
 	}
-	if !validSite(m.Site) {
+	if !qm.ValidName(m.Site) {
 		return ingest.Errorf("site", "site %.70q: want letters, digits, '-', '_', '.'", m.Site)
 	}
 	if m.Country != "" && !validCountry(m.Country) {
@@ -189,7 +190,7 @@ func (d *Decoder) parse(value []byte, m *Measurement, keepProbe bool) error {
 		case "site":
 			var b []byte
 			if b, err = s.str(); err == nil {
-				if !validSite(string(b)) {
+				if !qm.ValidName(string(b)) {
 					return ingest.Errorf("site", "site %.70q: want letters, digits, '-', '_', '.'", b)
 				}
 				m.Site = d.ent.site(b).name
@@ -355,7 +356,7 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 	if len(m.RTTms) > 0 {
 		for _, ent := range ents[:n] {
 			o.Entity = ent
-			for _, sig := range [2]obs.Signal{LatencyP50, LatencyP95} {
+			for _, sig := range [2]obs.Signal{qm.LatencyP50, qm.LatencyP95} {
 				o.Signal = sig
 				for _, r := range m.RTTms {
 					o.Value = r
@@ -366,7 +367,7 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 		e.stats.Observations += uint64(2 * n * len(m.RTTms))
 	}
 	if m.HasBandwidth {
-		o.Signal = BandwidthP50
+		o.Signal = qm.BandwidthP50
 		for _, ent := range ents[:n] {
 			o.Entity, o.Value = ent, m.BandwidthMbps
 			sink.Observe(o)
@@ -375,7 +376,7 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 	}
 	if m.Sent > 0 {
 		loss := float64(m.Sent-m.Rcvd) / float64(m.Sent)
-		o.Signal = PacketLoss
+		o.Signal = qm.PacketLoss
 		for _, ent := range ents[:n] {
 			o.Entity, o.Value, o.Hash = ent, loss, uint64(m.Sent)
 			sink.Observe(o)

@@ -1,6 +1,7 @@
 package quality
 
 import (
+	qm "github.com/outagewatch/outagewatch/obs/quality"
 	"testing"
 
 	"github.com/outagewatch/outagewatch/netmap"
@@ -30,7 +31,7 @@ func TestProbeEntities(t *testing.T) {
 	for _, c := range cases {
 		var got []string
 		for _, o := range decodeAll(t, d, c.in) {
-			if o.Signal == PacketLoss {
+			if o.Signal == qm.PacketLoss {
 				got = append(got, o.Entity)
 			}
 		}
@@ -45,10 +46,10 @@ func TestProbeEntities(t *testing.T) {
 			}
 		}
 	}
-	if e, ok := ProbeEntity("6001", "193.0.14.129"); !ok || e != "probe:6001>193.0.14.0/24" {
+	if e, ok := qm.ProbeEntity("6001", "193.0.14.129"); !ok || e != "probe:6001>193.0.14.0/24" {
 		t.Errorf("ProbeEntity = %q %v", e, ok)
 	}
-	if _, ok := ProbeEntity("a:b", "193.0.14.129"); ok {
+	if _, ok := qm.ProbeEntity("a:b", "193.0.14.129"); ok {
 		t.Error("a probe name with ':' accepted")
 	}
 }

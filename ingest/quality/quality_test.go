@@ -16,6 +16,7 @@ import (
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
+	qm "github.com/outagewatch/outagewatch/obs/quality"
 )
 
 const sample = `{"time": "2025-04-28T10:35:00Z", "probe": "lis01-p3", "site": "lis01", "src_asn": 3243, "country": "PT",
@@ -42,16 +43,16 @@ func TestDecodeMeasurement(t *testing.T) {
 	}
 	ents := []string{"asn:3243", "country:PT", "transit:1299@lis01"}
 	for _, e := range ents {
-		for _, sig := range []obs.Signal{LatencyP50, LatencyP95} {
+		for _, sig := range []obs.Signal{qm.LatencyP50, qm.LatencyP95} {
 			add(sig, e, 21.9, 0)
 			add(sig, e, 22.4, 0)
 		}
 	}
 	for _, e := range ents {
-		add(BandwidthP50, e, 83.2, 0)
+		add(qm.BandwidthP50, e, 83.2, 0)
 	}
 	for _, e := range append(ents, "path:1299@lis01>198.51.100.0/24") {
-		add(PacketLoss, e, 0.1, 10)
+		add(qm.PacketLoss, e, 0.1, 10)
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("observations:\n got %v\nwant %v", got, want)
@@ -101,30 +102,30 @@ func TestDecodeVariants(t *testing.T) {
 		{"unix seconds, one rtt, netmap source",
 			`{"time": 1745836500, "src": "203.0.113.9", "rtt_ms": 22.1}`,
 			[]obs.Observation{
-				{Time: sampleTime, Signal: LatencyP50, Entity: "asn:64500", Value: 22.1},
-				{Time: sampleTime, Signal: LatencyP95, Entity: "asn:64500", Value: 22.1},
-				{Time: sampleTime, Signal: LatencyP50, Entity: "country:ES", Value: 22.1},
-				{Time: sampleTime, Signal: LatencyP95, Entity: "country:ES", Value: 22.1},
+				{Time: sampleTime, Signal: qm.LatencyP50, Entity: "asn:64500", Value: 22.1},
+				{Time: sampleTime, Signal: qm.LatencyP95, Entity: "asn:64500", Value: 22.1},
+				{Time: sampleTime, Signal: qm.LatencyP50, Entity: "country:ES", Value: 22.1},
+				{Time: sampleTime, Signal: qm.LatencyP95, Entity: "country:ES", Value: 22.1},
 			}},
 		{"fractional seconds, offset, IPv6 source without country, loss only",
 			`{"time": "2025-04-28T12:35:00.25+02:00", "src": "2001:db8::1", "sent": 4, "rcvd": 1}`,
-			[]obs.Observation{{Time: sampleTime + 25e7, Signal: PacketLoss, Entity: "asn:64501", Value: 0.75, Hash: 4}}},
+			[]obs.Observation{{Time: sampleTime + 25e7, Signal: qm.PacketLoss, Entity: "asn:64501", Value: 0.75, Hash: 4}}},
 		{"unix fraction, src_asn wins over src, transit without site, path by dst_asn",
 			`{"time": 1745836500.5, "src": "203.0.113.9", "src_asn": 3243, "transit_asn": 174, "dst_asn": 15169, "sent": 2, "rcvd": 2}`,
 			[]obs.Observation{
-				{Time: sampleTime + 5e8, Signal: PacketLoss, Entity: "asn:3243", Value: 0, Hash: 2},
-				{Time: sampleTime + 5e8, Signal: PacketLoss, Entity: "transit:174", Value: 0, Hash: 2},
-				{Time: sampleTime + 5e8, Signal: PacketLoss, Entity: "path:174>as15169", Value: 0, Hash: 2},
+				{Time: sampleTime + 5e8, Signal: qm.PacketLoss, Entity: "asn:3243", Value: 0, Hash: 2},
+				{Time: sampleTime + 5e8, Signal: qm.PacketLoss, Entity: "transit:174", Value: 0, Hash: 2},
+				{Time: sampleTime + 5e8, Signal: qm.PacketLoss, Entity: "path:174>as15169", Value: 0, Hash: 2},
 			}},
 		{"IPv6 destination, nulls, unknown nested fields, escaped probe, zero bandwidth",
 			`{"time":"2025-04-28T10:35:00Z","probe":"p\u00e9\n","extra":{"a":[1,{"b":null}],"c":"\""},"src_asn":null,
 			  "country":"pt","site":"lis01","transit_asn":1299,"dst":"2001:db8:7:1::9","sent":1,"rcvd":0,"bandwidth_mbps":0}`,
 			[]obs.Observation{
-				{Time: sampleTime, Signal: BandwidthP50, Entity: "country:PT", Value: 0},
-				{Time: sampleTime, Signal: BandwidthP50, Entity: "transit:1299@lis01", Value: 0},
-				{Time: sampleTime, Signal: PacketLoss, Entity: "country:PT", Value: 1, Hash: 1},
-				{Time: sampleTime, Signal: PacketLoss, Entity: "transit:1299@lis01", Value: 1, Hash: 1},
-				{Time: sampleTime, Signal: PacketLoss, Entity: "path:1299@lis01>2001:db8:7::/48", Value: 1, Hash: 1},
+				{Time: sampleTime, Signal: qm.BandwidthP50, Entity: "country:PT", Value: 0},
+				{Time: sampleTime, Signal: qm.BandwidthP50, Entity: "transit:1299@lis01", Value: 0},
+				{Time: sampleTime, Signal: qm.PacketLoss, Entity: "country:PT", Value: 1, Hash: 1},
+				{Time: sampleTime, Signal: qm.PacketLoss, Entity: "transit:1299@lis01", Value: 1, Hash: 1},
+				{Time: sampleTime, Signal: qm.PacketLoss, Entity: "path:1299@lis01>2001:db8:7::/48", Value: 1, Hash: 1},
 			}},
 	}
 	for _, c := range cases {
@@ -251,15 +252,15 @@ func TestAtlasRecordedResults(t *testing.T) {
 	// Line 1: three packets sent, two timeouts ({"x":"*"}), one answer.
 	t1 := int64(1378271710) * 1e9
 	want1 := obs.Slice{
-		{Time: t1, Signal: LatencyP50, Entity: "asn:33915", Value: 27.300999999999998},
-		{Time: t1, Signal: LatencyP95, Entity: "asn:33915", Value: 27.300999999999998},
-		{Time: t1, Signal: LatencyP50, Entity: "country:NL", Value: 27.300999999999998},
-		{Time: t1, Signal: LatencyP95, Entity: "country:NL", Value: 27.300999999999998},
-		{Time: t1, Signal: LatencyP50, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
-		{Time: t1, Signal: LatencyP95, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
-		{Time: t1, Signal: PacketLoss, Entity: "asn:33915", Value: 2.0 / 3, Hash: 3},
-		{Time: t1, Signal: PacketLoss, Entity: "country:NL", Value: 2.0 / 3, Hash: 3},
-		{Time: t1, Signal: PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 2.0 / 3, Hash: 3},
+		{Time: t1, Signal: qm.LatencyP50, Entity: "asn:33915", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.LatencyP95, Entity: "asn:33915", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.LatencyP50, Entity: "country:NL", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.LatencyP95, Entity: "country:NL", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.LatencyP50, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.LatencyP95, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.PacketLoss, Entity: "asn:33915", Value: 2.0 / 3, Hash: 3},
+		{Time: t1, Signal: qm.PacketLoss, Entity: "country:NL", Value: 2.0 / 3, Hash: 3},
+		{Time: t1, Signal: qm.PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 2.0 / 3, Hash: 3},
 	}
 	if !slices.Equal(per[0], want1) {
 		t.Errorf("line 1:\n got %v\nwant %v", per[0], want1)
@@ -268,9 +269,9 @@ func TestAtlasRecordedResults(t *testing.T) {
 	// replies and must not count as latency.
 	t7 := int64(1394745831) * 1e9
 	want7 := obs.Slice{
-		{Time: t7, Signal: PacketLoss, Entity: "asn:33915", Value: 1, Hash: 1},
-		{Time: t7, Signal: PacketLoss, Entity: "country:NL", Value: 1, Hash: 1},
-		{Time: t7, Signal: PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 1, Hash: 1},
+		{Time: t7, Signal: qm.PacketLoss, Entity: "asn:33915", Value: 1, Hash: 1},
+		{Time: t7, Signal: qm.PacketLoss, Entity: "country:NL", Value: 1, Hash: 1},
+		{Time: t7, Signal: qm.PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 1, Hash: 1},
 	}
 	if !slices.Equal(per[6], want7) {
 		t.Errorf("line 7:\n got %v\nwant %v", per[6], want7)
@@ -280,7 +281,7 @@ func TestAtlasRecordedResults(t *testing.T) {
 	accs := map[[2]string]obs.Accumulator{}
 	for i := range all {
 		o := &all[i]
-		if o.Signal == LatencyP50 {
+		if o.Signal == qm.LatencyP50 {
 			rtts[o.Entity] = append(rtts[o.Entity], o.Value)
 		}
 		k := [2]string{o.Signal.String(), o.Entity}
@@ -348,16 +349,16 @@ func TestAtlasEdgeCases(t *testing.T) {
 			`{"type":"ping","af":4,"timestamp":1378271710,"src_addr":"80.56.1.1",
 			  "result":[{"x":"*"},{"rtt":10},{"rtt":11,"dup":true},{"error":"sendto failed"},{"rtt":12,"dup":0}]}`,
 			obs.Slice{
-				{Time: 1378271710e9, Signal: LatencyP50, Entity: "asn:33915", Value: 10},
-				{Time: 1378271710e9, Signal: LatencyP50, Entity: "asn:33915", Value: 12},
-				{Time: 1378271710e9, Signal: LatencyP95, Entity: "asn:33915", Value: 10},
-				{Time: 1378271710e9, Signal: LatencyP95, Entity: "asn:33915", Value: 12},
-				{Time: 1378271710e9, Signal: LatencyP50, Entity: "country:NL", Value: 10},
-				{Time: 1378271710e9, Signal: LatencyP50, Entity: "country:NL", Value: 12},
-				{Time: 1378271710e9, Signal: LatencyP95, Entity: "country:NL", Value: 10},
-				{Time: 1378271710e9, Signal: LatencyP95, Entity: "country:NL", Value: 12},
-				{Time: 1378271710e9, Signal: PacketLoss, Entity: "asn:33915", Value: 1.0 / 3, Hash: 3},
-				{Time: 1378271710e9, Signal: PacketLoss, Entity: "country:NL", Value: 1.0 / 3, Hash: 3},
+				{Time: 1378271710e9, Signal: qm.LatencyP50, Entity: "asn:33915", Value: 10},
+				{Time: 1378271710e9, Signal: qm.LatencyP50, Entity: "asn:33915", Value: 12},
+				{Time: 1378271710e9, Signal: qm.LatencyP95, Entity: "asn:33915", Value: 10},
+				{Time: 1378271710e9, Signal: qm.LatencyP95, Entity: "asn:33915", Value: 12},
+				{Time: 1378271710e9, Signal: qm.LatencyP50, Entity: "country:NL", Value: 10},
+				{Time: 1378271710e9, Signal: qm.LatencyP50, Entity: "country:NL", Value: 12},
+				{Time: 1378271710e9, Signal: qm.LatencyP95, Entity: "country:NL", Value: 10},
+				{Time: 1378271710e9, Signal: qm.LatencyP95, Entity: "country:NL", Value: 12},
+				{Time: 1378271710e9, Signal: qm.PacketLoss, Entity: "asn:33915", Value: 1.0 / 3, Hash: 3},
+				{Time: 1378271710e9, Signal: qm.PacketLoss, Entity: "country:NL", Value: 1.0 / 3, Hash: 3},
 			}, false},
 		{"nothing sent", `{"type":"ping","timestamp":1378271710,"from":"80.56.1.1","sent":0,"rcvd":0,"result":[{"error":"dns resolution failed"}]}`,
 			nil, true},
@@ -428,124 +429,17 @@ func TestAppendJSONRoundTrip(t *testing.T) {
 	}
 }
 
-func TestPathEntity(t *testing.T) {
-	cases := []struct {
-		asn        uint32
-		site, dest string
-		want       string
-	}{
-		{1299, "lis01", "198.51.100.7", "path:1299@lis01>198.51.100.0/24"},
-		{1299, "lis01", "198.51.100.0/28", "path:1299@lis01>198.51.100.0/24"},
-		{1299, "lis01", "198.51.0.0/16", "path:1299@lis01>198.51.0.0/16"},
-		{1299, "lis01", "::ffff:198.51.100.7", "path:1299@lis01>198.51.100.0/24"},
-		{1299, "lis01", "2001:db8:7:1::9", "path:1299@lis01>2001:db8:7::/48"},
-		{1299, "lis01", "fe80::1%eth0", "path:1299@lis01>fe80::/48"},
-		{1299, "", "AS15169", "path:1299>as15169"},
-		{3356, "mad02", "dns.example", "path:3356@mad02>dns.example"},
-	}
-	for _, c := range cases {
-		got := PathEntity(c.asn, c.site, c.dest)
-		if got != c.want {
-			t.Errorf("PathEntity(%d, %q, %q) = %q, want %q", c.asn, c.site, c.dest, got, c.want)
-		}
-		tr, dest, ok := ParsePathEntity(got)
-		if !ok || tr != obs.Transit(c.asn, c.site) || "path:"+tr[len("transit:"):]+">"+dest != got {
-			t.Errorf("ParsePathEntity(%q) = %q %q %v", got, tr, dest, ok)
-		}
-		if k, _, err := obs.SplitEntity(got); err != nil || k != KindPath {
-			t.Errorf("SplitEntity(%q) kind %q, %v", got, k, err)
-		}
-	}
-	// The decoder's cached names are the same as PathEntity's.
+// The decoder's cached names are the ones obs/quality's qm.PathEntity builds.
+func TestCachedPathEntity(t *testing.T) {
 	ents := newEntities()
 	s := ents.siteNamed("lis01")
-	if got := s.pathEntity(1299, netip.MustParseAddr("198.51.100.7"), 0); got != PathEntity(1299, "lis01", "198.51.100.7") {
+	if got := s.pathEntity(1299, netip.MustParseAddr("198.51.100.7"), 0); got != qm.PathEntity(1299, "lis01", "198.51.100.7") {
 		t.Errorf("cached path %q", got)
 	}
-	if got := s.pathEntity(1299, netip.Addr{}, 15169); got != PathEntity(1299, "lis01", "as15169") {
+	if got := s.pathEntity(1299, netip.Addr{}, 15169); got != qm.PathEntity(1299, "lis01", "as15169") {
 		t.Errorf("cached path %q", got)
 	}
-	for _, bad := range []string{"transit:1299@lis01", "path:1299@lis01", "path:>x", "path:12x@a>b", "path:1299@lis01>", "path:1299@l:s>b"} {
-		if tr, dest, ok := ParsePathEntity(bad); ok {
-			t.Errorf("ParsePathEntity(%q) = %q %q, want not ok", bad, tr, dest)
-		}
-	}
 }
-
-func TestSignalsRegistered(t *testing.T) {
-	for name, want := range map[string]obs.Signal{
-		"latency_p50": LatencyP50, "latency_p95": LatencyP95, "bandwidth_p50": BandwidthP50, "packet_loss": PacketLoss,
-	} {
-		s, ok := obs.Lookup(name)
-		if !ok || s != want || s.Def().Feed != obs.FeedQuality || s.Def().Agg != obs.Custom {
-			t.Errorf("signal %s: %v %v %+v", name, s, ok, s.Def())
-		}
-	}
-	if q := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator).q; q != 0.95 {
-		t.Errorf("latency_p95 accumulator q = %v", q)
-	}
-}
-
-func TestAccumulators(t *testing.T) {
-	loss := PacketLoss.Def().NewAccumulator()
-	if v, n := loss.Result(); !math.IsNaN(v) || n != 0 {
-		t.Fatalf("empty loss = %v, %d", v, n)
-	}
-	// 1/49 × 49 is not 1 in floating point; whole packets must come back.
-	for _, m := range []struct{ lost, sent uint64 }{{1, 49}, {0, 10}, {3, 7}} {
-		loss.Add(&obs.Observation{Value: float64(m.lost) / float64(m.sent), Hash: m.sent})
-	}
-	loss.Add(&obs.Observation{Value: 0.5})        // a bare ratio counts as one packet
-	loss.Add(&obs.Observation{Value: math.NaN()}) // ignored
-	loss.Add(&obs.Observation{Value: 2, Hash: 3}) // ignored
-	if v, n := loss.Result(); v != 4.5/67 || n != 67 {
-		t.Fatalf("loss = %v (n=%d), want %v (n=67)", v, n, 4.5/67)
-	}
-	b, _ := loss.(*LossAccumulator).MarshalBinary()
-	var back LossAccumulator
-	if err := back.UnmarshalBinary(b); err != nil || back != *loss.(*LossAccumulator) {
-		t.Fatalf("loss round trip %+v %v", back, err)
-	}
-	b[13] = 4 // sent 67 → 4 with 4.5 lost
-	if err := back.UnmarshalBinary(b); err == nil {
-		t.Fatal("accepted more lost than sent")
-	}
-	// The float form older checkpoints hold still restores, exactly.
-	v1 := []byte{1, 0, 0, 0, 0, 0, 0, 0x12, 0x40, 67, 0, 0, 0, 0, 0, 0, 0} // 4.5 lost of 67
-	if err := back.UnmarshalBinary(v1); err != nil || back != *loss.(*LossAccumulator) {
-		t.Fatalf("version 1 state: %+v %v", back, err)
-	}
-	loss.Reset()
-	if _, n := loss.Result(); n != 0 {
-		t.Fatal("Reset kept packets")
-	}
-
-	p95 := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator)
-	for i := range 100 {
-		p95.Add(&obs.Observation{Value: float64(i)})
-	}
-	// Rank 94.05 lies between samples 94 and 95, each known to 1 %.
-	if v, n := p95.Result(); n != 100 || math.Abs(v-94.05) > 0.01*95 {
-		t.Fatalf("p95 of 0..99 = %v (n=%d), want 94.05 ± 1 %%", v, n)
-	}
-	b, _ = p95.MarshalBinary()
-	restored := LatencyP95.Def().NewAccumulator().(*QuantileAccumulator)
-	if err := restored.UnmarshalBinary(b); err != nil {
-		t.Fatalf("quantile round trip: %v", err)
-	}
-	if v, n := restored.Result(); n != 100 || v != valueOf(p95.Result()) {
-		t.Fatalf("restored p95 = %v (n=%d), want %v", v, n, valueOf(p95.Result()))
-	}
-	if err := restored.UnmarshalBinary(b[:len(b)-1]); err == nil {
-		t.Fatal("accepted a truncated quantile state")
-	}
-	o := &obs.Observation{Value: 3}
-	if n := testing.AllocsPerRun(1000, func() { p95.Add(o); loss.Add(o) }); n != 0 {
-		t.Fatalf("accumulators allocate %v times per sample", n)
-	}
-}
-
-func valueOf(v float64, _ int64) float64 { return v }
 
 func TestDecodeDoesNotAllocateWhenWarm(t *testing.T) {
 	d := NewDecoder(nil)

@@ -1,6 +1,9 @@
-// Package quality decodes Internet-quality measurements (round-trip times,
-// packet loss, bandwidth) from probes into observations: outagewatch's own
-// JSON measurement (Decoder) and RIPE Atlas ping results (AtlasDecoder).
+// Package quality defines the signals of the Internet-quality feed
+// (latency, bandwidth and packet-loss percentiles and ratios, with the
+// accumulators that fold a bucket's samples into them) and the names of its
+// path and probe entities. It is the model half of the feed: the decoders
+// in ingest/quality produce these signals and names, and the detectors
+// judge them, without either knowing the other.
 //
 // Latency and bandwidth are bucketed as percentiles rather than means because
 // an outage shows as a shift of the typical value (the Iberian blackout moved
@@ -10,17 +13,6 @@
 // quantile), so the cost of a bucket grows with the spread of its samples,
 // not with the number of probes, and partial buckets from several input
 // partitions merge into the bucket one process would have seen.
-//
-// Entities of a measurement:
-//
-//   - the source side: "asn:N" of the probe's network (src_asn, or the origin
-//     AS of the probe's public address from netmap) and "country:CC"
-//     (country, or netmap's country of that AS);
-//   - the transit the probe's traffic left the site through,
-//     obs.Transit(transit_asn, site) = "transit:1299@lis01", when named;
-//   - for packet loss through a transit, one entity per destination under
-//     that transit (see PathEntity), so that the packet-loss detector can
-//     tell loss on one destination from loss on many.
 package quality
 
 import (

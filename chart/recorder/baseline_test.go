@@ -1,4 +1,4 @@
-package report
+package recorder
 
 import (
 	"math"
@@ -31,7 +31,7 @@ func replayFixture(t *testing.T, name string) (*Recorder, []alerting.Event) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec := NewRecorder()
+	rec := New()
 	var events []alerting.Event
 	keep := func(ev *alerting.Event) { events = append(events, *ev) }
 	p, err := pipeline.New(pipeline.Config{Map: spec.Map(), LocalASNs: spec.LocalASNs, Tap: rec.Bucket, Events: keep}, keep)
@@ -121,7 +121,7 @@ func TestAlertBucketsNeverFeedTheBaseline(t *testing.T) {
 	hundred := 100.0
 	t0 := time.Date(2021, 1, 10, 0, 0, 0, 0, time.UTC)
 	agg := aggregate.New(aggregate.Config{})
-	rec := NewRecorder()
+	rec := New()
 	onset, end := t0.Add(24*time.Hour), t0.Add(72*time.Hour)
 	for i := int64(0); i < 4*288; i++ {
 		ts := t0.UnixNano() + i*w

@@ -1,4 +1,4 @@
-// Package sources reads the network metadata operators already have (AS
+// Package mapdata reads the network metadata operators already have (AS
 // name lists, prefix-to-AS tables, RIR delegation statistics, MaxMind-format
 // databases, MRT RIB dumps) into a netmap.Map, which `outagewatch netmap
 // build` writes as the mapping file the pipeline loads.
@@ -8,7 +8,7 @@
 // and everything else in the file still counts. Only I/O errors stop a
 // read. When several sources give the same key, the one read last wins, so
 // the order on the command line says which to trust.
-package sources
+package mapdata
 
 import (
 	"bufio"
