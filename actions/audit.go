@@ -87,6 +87,11 @@ type Audit struct {
 	recs    []Record
 	ids     map[string]bool
 	Skipped int
+	// opened is set once the log has been read at open; foreign then
+	// collects what other processes append (an operator's undo or
+	// override), for the actuator to page about.
+	opened  bool
+	foreign []Record
 }
 
 // OpenAudit reads the log at path (creating nothing until the first
@@ -96,6 +101,7 @@ func OpenAudit(path string) (*Audit, error) {
 	if _, err := a.sync(); err != nil {
 		return nil, err
 	}
+	a.opened = true
 	return a, nil
 }
 
@@ -142,6 +148,9 @@ func (a *Audit) sync() ([]Record, error) {
 				a.ids[r.ID] = true
 				a.recs = append(a.recs, r)
 				fresh = append(fresh, r)
+				if a.opened {
+					a.foreign = append(a.foreign, r)
+				}
 			}
 		}
 		if err == io.EOF {
