@@ -28,6 +28,9 @@ type Config struct {
 	// SessionTimeout is how long a dead instance keeps its sites. Default
 	// 10s.
 	SessionTimeout time.Duration
+	// Dialer carries the client id, TLS and SASL of every connection;
+	// nil dials plaintext without authentication.
+	Dialer *kafka.Dialer
 }
 
 // Decider tracks which partitions, so which sites, this instance owns.
@@ -51,7 +54,11 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
-	conn, err := kafka.DialContext(ctx, "tcp", cfg.Brokers[0])
+	dialer := cfg.Dialer
+	if dialer == nil {
+		dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
+	}
+	conn, err := dialer.DialContext(ctx, "tcp", cfg.Brokers[0])
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
@@ -70,7 +77,7 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	d.group, err = kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID: cfg.GroupID, Brokers: cfg.Brokers, Topics: []string{cfg.Topic},
 		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: cfg.SessionTimeout / 5,
-		RebalanceTimeout: cfg.SessionTimeout, JoinGroupBackoff: 100 * time.Millisecond,
+		RebalanceTimeout: cfg.SessionTimeout, JoinGroupBackoff: 100 * time.Millisecond, Dialer: dialer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
