@@ -196,6 +196,12 @@ func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 	}
 	switch ev.Status {
 	case alerting.Firing:
+		if ev.Muted != "" {
+			// A silence (maintenance) or a feed fault explains the
+			// loss: nothing to act on.
+			slog.Info("transit actions: alert muted, no shutdown", "alert", ev.ID, "muted", ev.Muted)
+			break
+		}
 		for _, site := range sites {
 			if t.Owns != nil && !t.Owns(site) {
 				continue
