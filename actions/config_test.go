@@ -1,12 +1,15 @@
 package actions
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	gobgpconfig "github.com/osrg/gobgp/v3/pkg/config"
+	"go.yaml.in/yaml/v3"
 )
 
 func TestParseConfigExample(t *testing.T) {
@@ -222,5 +225,57 @@ func TestParseServeConfigErrors(t *testing.T) {
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want prefix %q", c.doc, err, c.want)
 		}
+	}
+}
+
+// docker-compose.yml ships no webhook secret: every service that needs one
+// takes it from the environment with compose's ${VAR:?message}, so the stack
+// does not start without it. Where docker-compose is installed, it agrees.
+func TestComposeHasNoDefaultSecret(t *testing.T) {
+	b, err := os.ReadFile("../docker-compose.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Services map[string]struct {
+			Environment map[string]string `yaml:"environment"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for name, s := range doc.Services {
+		v, ok := s.Environment["OUTAGEWATCH_WEBHOOK_SECRET"]
+		if !ok {
+			continue
+		}
+		n++
+		if !strings.HasPrefix(v, "${OUTAGEWATCH_WEBHOOK_SECRET:?") || !strings.HasSuffix(v, "}") || len(v) < len("${OUTAGEWATCH_WEBHOOK_SECRET:?}")+10 {
+			t.Errorf("service %s: OUTAGEWATCH_WEBHOOK_SECRET is %q, want ${OUTAGEWATCH_WEBHOOK_SECRET:?why it is needed}", name, v)
+		}
+	}
+	if n != 2 {
+		t.Errorf("%d services take the webhook secret, want 2 (outagewatch and actions)", n)
+	}
+	if _, err := exec.LookPath("docker-compose"); err != nil {
+		t.Log("docker-compose not installed: its own check skipped")
+		return
+	}
+	check := func(env ...string) error {
+		cmd := exec.Command("docker-compose", "-f", "../docker-compose.yml", "config", "-q")
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, out)
+		}
+		return nil
+	}
+	t.Setenv("OUTAGEWATCH_WEBHOOK_SECRET", "")
+	if err := check(); err == nil || !strings.Contains(err.Error(), "set OUTAGEWATCH_WEBHOOK_SECRET") {
+		t.Errorf("without the secret: %v", err)
+	}
+	if err := check("OUTAGEWATCH_WEBHOOK_SECRET=0123456789abcdef"); err != nil {
+		t.Errorf("with the secret: %v", err)
 	}
 }

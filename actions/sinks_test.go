@@ -23,8 +23,8 @@ func TestActionEventsReachTheSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	doc := strings.Replace(string(b), "audit: /var/lib/outagewatch/actions.jsonl", "audit: "+dir+"/audit.jsonl", 1) +
-		"sinks:\n  - {name: events, type: jsonl, path: " + dir + "/events.jsonl}\n"
+	doc := strings.Replace(string(b), "audit: /var/lib/outagewatch/actions.jsonl", "audit: "+dir+"/audit.jsonl", 1)
+	doc = strings.Replace(doc, `sinks: [{name: log, type: jsonl, path: "-"}]`, "sinks:\n  - {name: events, type: jsonl, path: "+dir+"/events.jsonl}", 1)
 	cfg, err := ParseConfig(filepath.Join(dir, "actions.yaml"), []byte(doc))
 	if err != nil {
 		t.Fatal(err)

@@ -41,9 +41,11 @@ func actionsConfig(t *testing.T, dir, extra string) string {
 		t.Fatal(err)
 	}
 	doc := strings.Replace(string(b), "audit: /var/lib/outagewatch/actions.jsonl", "audit: "+dir+"/actions.jsonl", 1)
-	doc = strings.Replace(doc, "\nserve:\n", "\nserve-shipped:\n", 1) // the test's own serve block below
-	if strings.Contains(doc, "serve-shipped:") {
-		t.Fatal("the shipped configuration has a serve block: the test must merge it")
+	if strings.Contains(doc, "\nserve:") || strings.Contains(doc, "\nkafka:") {
+		t.Fatal("the shipped configuration has a serve or kafka block: the test must merge it")
+	}
+	if strings.Contains(extra, "sinks:") {
+		doc = strings.Replace(doc, "sinks: [{name: log, type: jsonl, path: \"-\"}]\n", "", 1)
 	}
 	p := filepath.Join(dir, "actions.yaml")
 	if err := os.WriteFile(p, []byte(doc+extra), 0o644); err != nil {
@@ -254,5 +256,28 @@ func TestActionsServeConfig(t *testing.T) {
 	if _, err = runActions(t, "", "serve", "--config", bad); err == nil || !strings.HasSuffix(err.Error(), `serve: unknown key "listne" (want listen, secret_env, token_env, max_skew, restore_every, decider_topic)`) ||
 		!strings.HasPrefix(err.Error(), bad+":") {
 		t.Fatalf("bad config: %v", err)
+	}
+}
+
+// The compose stack's service reads packet loss from the quality topic in
+// a format `run` accepts, and feeds the actions service the transit alerts.
+func TestComposeQualityInput(t *testing.T) {
+	c, err := service.LoadConfig("../../deploy/compose.outagewatch.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quality, feed []string
+	for _, tp := range c.Kafka.Topics {
+		if tp.Stream == "quality" {
+			quality = append(quality, tp.Name+" "+tp.Format)
+		}
+	}
+	for _, s := range c.Sinks {
+		if len(s.ActionRules) > 0 {
+			feed = append(feed, s.Name+" "+s.URL+" "+strings.Join(s.ActionRules, ","))
+		}
+	}
+	if strings.Join(quality, ";") != "quality quality-json" || strings.Join(feed, ";") != "actions http://actions:9320/api/v1/alerts/webhook transit-packet-loss" {
+		t.Fatalf("quality topics %q, action feeds %q", quality, feed)
 	}
 }
