@@ -81,6 +81,9 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		}
 		defer d.Close()
 		tr.Owns = d.Owns
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "outagewatch_actions_decider_partitions",
+			Help: "Partitions of the decider topic this instance holds: it acts for the sites that hash to them."},
+			func() float64 { _, ps := d.Owned(); return float64(len(ps)) }))
 	}
 	api := &actions.API{Transits: tr, Secret: secret, MaxSkew: cfg.Serve.MaxSkew, Token: os.Getenv(cfg.Serve.TokenEnv),
 		Refused: actions.NewRefusedCounter(reg)}
