@@ -56,12 +56,17 @@ func actionsCmd() *cobra.Command {
 		cmd.Flags().StringVar(&cfgPath, "config", defaultActionsConfig, "actions configuration (deploy/actions.yaml in a clone)")
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
 	}
-	// capByRules applies --rules: each rule's actions setting caps the mode.
-	capByRules := func(tr *actions.Transits) error {
-		if rulesPath == "" {
+	// capByRules applies --rules, else the configuration's rules_file:
+	// each rule's actions setting caps the mode.
+	capByRules := func(tr *actions.Transits, cfg *actions.Config) error {
+		path := rulesPath
+		if path == "" {
+			path = cfg.RulesFile
+		}
+		if path == "" {
 			return nil
 		}
-		return capModes(tr, rulesPath)
+		return capModes(tr, path)
 	}
 
 	check := &cobra.Command{
@@ -128,7 +133,7 @@ memory unless --audit is given.`,
 				return err
 			}
 			defer closeAll()
-			if err := capByRules(tr); err != nil {
+			if err := capByRules(tr, cfg); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
