@@ -22,8 +22,23 @@ import (
 func init() { extraCommands = append(extraCommands, actionsCmd) }
 
 // defaultActionsConfig is where docker-compose.yml mounts the actions
-// configuration, and where a package would install it.
-const defaultActionsConfig = "/etc/outagewatch/actions.yaml"
+// configuration, and where a package would install it; without it, the
+// commands run from a clone's root read the shipped one.
+const (
+	defaultActionsConfig = "/etc/outagewatch/actions.yaml"
+	cloneActionsConfig   = "deploy/actions.yaml"
+)
+
+// actionsConfigPath is the --config value, or the default.
+func actionsConfigPath(flag string) string {
+	if flag != "" {
+		return flag
+	}
+	if _, err := os.Stat(defaultActionsConfig); err == nil {
+		return defaultActionsConfig
+	}
+	return cloneActionsConfig
+}
 
 // capModes lets each rule's actions setting cap the mode (see
 // Transits.RuleModes).
@@ -43,7 +58,7 @@ func actionsCmd() *cobra.Command {
 	}
 	var cfgPath, auditPath, who, rulesPath string
 	loadCfg := func() (*actions.Config, error) {
-		cfg, err := actions.LoadConfig(cfgPath)
+		cfg, err := actions.LoadConfig(actionsConfigPath(cfgPath))
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +68,7 @@ func actionsCmd() *cobra.Command {
 		return cfg, nil
 	}
 	flags := func(cmd *cobra.Command) {
-		cmd.Flags().StringVar(&cfgPath, "config", defaultActionsConfig, "actions configuration (deploy/actions.yaml in a clone)")
+		cmd.Flags().StringVar(&cfgPath, "config", "", "actions configuration (default "+defaultActionsConfig+" if it exists, else "+cloneActionsConfig+", a clone's)")
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
 	}
 	// capByRules applies --rules, else the configuration's rules_file:

@@ -123,41 +123,7 @@ sinks:
 		mu.Unlock()
 	}))
 	defer noc.Close()
-	svc, err := service.ParseConfig(filepath.Join(dir, "outagewatch.yaml"), []byte(fmt.Sprintf(`kafka:
-  brokers: [127.0.0.1:9]
-  topics: [{name: quality, stream: quality, format: quality-json}]
-data_dir: %s/svc
-sinks:
-  - {name: noc, type: webhook, url: "%s"}
-  - name: actions
-    type: webhook
-    url: "http://%s/api/v1/alerts/webhook"
-    secret_env: OW_TEST_ACTIONS_SECRET
-    action_rules: [transit-packet-loss]
-`, dir, noc.URL, addr)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sinks, err := service.BuildSinks(svc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	disp, err := alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(dir, "svc", "outbox")}, sinks...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer disp.Close()
-	dispatch := func(ev *alerting.Event) {
-		if err := disp.Dispatch(ev); err != nil {
-			t.Error(err)
-		}
-	}
-	if _, err := runReplay([]string{"../../fixtures/telia-2019-06-20.yaml"}, replayOpts{events: dispatch}, dispatch); err != nil {
-		t.Fatal(err)
-	}
-	if err := disp.Drain(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	disp := replayTeliaThroughService(t, dir, addr, "  - {name: noc, type: webhook, url: \""+noc.URL+"\"}\n", nil)
 	mu.Lock()
 	if got := strings.Join(paged, ", "); got != "event outage firing, event outage firing, event outage resolved, event outage firing, event outage firing, event outage resolved" {
 		t.Errorf("the plain webhook got: %s", got)
@@ -169,20 +135,7 @@ sinks:
 		}
 	}
 
-	resp, err := http.Get("http://" + addr + "/api/v1/actions")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	var got []string
-	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
-		r, err := actions.ParseRecord([]byte(l))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got = append(got, fmt.Sprintf("%s %s %s AS%d %s", r.Time.Format("01-02T15:04"), r.Mode, r.Op, r.ASN, r.Site))
-	}
+	got := auditLines(t, addr)
 	want := []string{
 		"06-17T08:35 dry-run shutdown AS1299 ams01", "06-17T08:35 dry-run shutdown AS1299 fra01", "06-17T08:35 dry-run shutdown AS1299 lon01",
 		"06-17T09:25 dry-run loss-resolved AS1299 ams01", "06-17T09:25 dry-run loss-resolved AS1299 fra01", "06-17T09:25 dry-run loss-resolved AS1299 lon01",
@@ -195,26 +148,7 @@ sinks:
 	}
 
 	// The action events, delivered by serve's outbox in the background.
-	var lines []string
-	for i := 0; len(lines) < 9; i++ {
-		b, _ := os.ReadFile(filepath.Join(dir, "action-events.jsonl"))
-		if i > 2000 {
-			t.Fatalf("action events after waiting:\n%s", b)
-		}
-		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
-		if len(b) == 0 || !bytes.HasSuffix(b, []byte("\n")) {
-			lines = nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	var evs []string
-	for _, l := range lines {
-		var ev alerting.Event
-		if err := json.Unmarshal([]byte(l), &ev); err != nil {
-			t.Fatal(err)
-		}
-		evs = append(evs, fmt.Sprintf("%s %s %s %s %s %s", ev.At.Format("01-02T15:04"), ev.Kind, ev.Rule, ev.Status, ev.Entity, ev.ID))
-	}
+	evs := actionEvents(t, filepath.Join(dir, "action-events.jsonl"), 9)
 	var wantEvs []string
 	for _, p := range []struct{ at, status string }{{"06-17T08:35", "firing"}, {"06-17T09:55", "resolved"}, {"06-20T12:15", "firing"}} {
 		for _, site := range []string{"ams01", "fra01", "lon01"} {
@@ -280,4 +214,103 @@ func TestComposeQualityInput(t *testing.T) {
 	if strings.Join(quality, ";") != "quality quality-json" || strings.Join(feed, ";") != "actions http://actions:9320/api/v1/alerts/webhook transit-packet-loss" {
 		t.Fatalf("quality topics %q, action feeds %q", quality, feed)
 	}
+}
+
+// replayTeliaThroughService replays the Telia fixture into the sinks `run`
+// builds from a service configuration whose sink "actions" feeds the
+// actions process at addr (plus extra sinks), and delivers everything,
+// event by event; after, if set, is called once each is delivered.
+func replayTeliaThroughService(t *testing.T, dir, addr, extra string, after func(*alerting.Event)) *alerting.Dispatcher {
+	t.Helper()
+	svc, err := service.ParseConfig(filepath.Join(dir, "outagewatch.yaml"), []byte(fmt.Sprintf(`kafka:
+  brokers: [127.0.0.1:9]
+  topics: [{name: quality, stream: quality, format: quality-json}]
+data_dir: %s/svc
+sinks:
+%s  - name: actions
+    type: webhook
+    url: "http://%s/api/v1/alerts/webhook"
+    secret_env: OW_TEST_ACTIONS_SECRET
+    action_rules: [transit-packet-loss]
+`, dir, extra, addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sinks, err := service.BuildSinks(svc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	disp, err := alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(dir, "svc", "outbox")}, sinks...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { disp.Close() })
+	var evs []*alerting.Event
+	collect := func(ev *alerting.Event) { c := *ev; evs = append(evs, &c) }
+	if _, err := runReplay([]string{"../../fixtures/telia-2019-06-20.yaml"}, replayOpts{events: collect}, collect); err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evs {
+		if err := disp.Dispatch(ev); err != nil {
+			t.Error(err)
+		}
+		if err := disp.Drain(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if after != nil {
+			after(ev)
+		}
+	}
+	return disp
+}
+
+// auditLines reads GET /api/v1/actions of the actions process at addr as
+// "time mode op ASn site" lines.
+func auditLines(t *testing.T, addr string) []string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/actions")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(string(body)), "\n") {
+		if l == "" {
+			continue
+		}
+		r, err := actions.ParseRecord([]byte(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s %s AS%d %s", r.Time.Format("01-02T15:04"), r.Mode, r.Op, r.ASN, r.Site))
+	}
+	return got
+}
+
+// actionEvents waits until the JSON-lines sink at path holds n complete
+// lines and returns them as "time kind rule status entity id".
+func actionEvents(t *testing.T, path string, n int) []string {
+	t.Helper()
+	var lines []string
+	for i := 0; len(lines) < n; i++ {
+		b, _ := os.ReadFile(path)
+		if i > 2000 {
+			t.Fatalf("action events after waiting:\n%s", b)
+		}
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		if len(b) == 0 || !bytes.HasSuffix(b, []byte("\n")) {
+			lines = nil
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	var evs []string
+	for _, l := range lines {
+		var ev alerting.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, fmt.Sprintf("%s %s %s %s %s %s", ev.At.Format("01-02T15:04"), ev.Kind, ev.Rule, ev.Status, ev.Entity, ev.ID))
+	}
+	return evs
 }
