@@ -97,47 +97,9 @@ func waitSessions(t *testing.T, edge *server.BgpServer, want []string) {
 func TestTeliaEnforceFedLive(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("OW_TEST_ACTIONS_SECRET", "s3cret")
-	sites := []string{"ams01", "fra01", "lon01"}
-	var ours []string
-	for i := range sites {
-		ours = append(ours, fmt.Sprintf("127.0.0.%d", 11+i), fmt.Sprintf("127.0.0.%d", 21+i))
-	}
-	grpcAddr := freeAddr(t)
-	var port int32
-	fmt.Sscan(freeAddr(t)[len("127.0.0.1:"):], &port)
-	quiet := func() server.ServerOption { return server.LoggerOption(&notes{comms: map[string][]string{}}) }
-	telia := &notes{comms: map[string][]string{}}
-	edge := speaker(t, 64500, "192.0.2.1", port, ours, quiet(), server.GrpcListenAddress(grpcAddr))
-	teliaSp := speaker(t, 1299, "198.51.100.1", -1, nil, server.LoggerOption(telia))
-	level3 := speaker(t, 3356, "198.51.100.2", -1, nil, quiet())
-	ctx := context.Background()
-	var cfgSites strings.Builder
-	var allUp []string
-	for i, site := range sites {
-		fmt.Fprintf(&cfgSites, "  %s:\n    transits:\n      - {asn: 1299, name: Telia, sessions: [127.0.1.%d]}\n      - {asn: 3356, name: Level 3, sessions: [127.0.2.%d]}\n", site, 11+i, 21+i)
-		for _, tr := range []struct {
-			s              *server.BgpServer
-			asn            uint32
-			ourIP, theirIP string
-		}{
-			{teliaSp, 1299, fmt.Sprintf("127.0.0.%d", 11+i), fmt.Sprintf("127.0.1.%d", 11+i)},
-			{level3, 3356, fmt.Sprintf("127.0.0.%d", 21+i), fmt.Sprintf("127.0.2.%d", 21+i)},
-		} {
-			allUp = append(allUp, tr.theirIP+" up")
-			timers := &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, IdleHoldTimeAfterReset: 1}}
-			if err := edge.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{Conf: &api.PeerConf{NeighborAddress: tr.theirIP, PeerAsn: tr.asn},
-				Transport: &api.Transport{PassiveMode: true}, Timers: timers}}); err != nil {
-				t.Fatal(err)
-			}
-			if err := tr.s.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{Conf: &api.PeerConf{NeighborAddress: tr.ourIP, PeerAsn: 64500},
-				Transport: &api.Transport{LocalAddress: tr.theirIP, RemotePort: uint32(port)}, Timers: timers}}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-	sort.Strings(allUp)
-	waitSessions(t, edge, allUp)
-
+	lab := newTeliaLab(t)
+	edge, telia, sites, allUp, grpcAddr := lab.edge, lab.telia, lab.sites, lab.allUp, lab.grpc
+	cfgSites := lab.cfgSites
 	addr := freeAddr(t)
 	cfg := filepath.Join(dir, "actions.yaml")
 	writeFile(t, cfg, fmt.Sprintf(`mode: enforce
@@ -153,7 +115,7 @@ serve:
 sinks:
   - {name: page, type: jsonl, path: %s/action-events.jsonl}
 sites:
-%s`, grpcAddr, dir, addr, dir, cfgSites.String()))
+%s`, grpcAddr, dir, addr, dir, cfgSites))
 	startServe(t, addr, "--config", cfg)
 
 	// Between the alerts, live, days pass: after each resolve the hold
@@ -217,4 +179,62 @@ func writeFile(t *testing.T, path, text string) {
 	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// teliaLab is our edge speaker (AS64500, gRPC API on grpc) with a session
+// to Telia (AS1299, 127.0.1.1x) and one to Level 3 (AS3356, 127.0.2.2x) at
+// each of ams01, fra01 and lon01, all on loopback and established;
+// cfgSites is the actions configuration's sites block for them.
+type teliaLab struct {
+	edge     *server.BgpServer
+	telia    *notes
+	sites    []string
+	allUp    []string
+	grpc     string
+	cfgSites string
+}
+
+func newTeliaLab(t *testing.T) *teliaLab {
+	t.Helper()
+	sites := []string{"ams01", "fra01", "lon01"}
+	var ours []string
+	for i := range sites {
+		ours = append(ours, fmt.Sprintf("127.0.0.%d", 11+i), fmt.Sprintf("127.0.0.%d", 21+i))
+	}
+	grpcAddr := freeAddr(t)
+	var port int32
+	fmt.Sscan(freeAddr(t)[len("127.0.0.1:"):], &port)
+	quiet := func() server.ServerOption { return server.LoggerOption(&notes{comms: map[string][]string{}}) }
+	telia := &notes{comms: map[string][]string{}}
+	edge := speaker(t, 64500, "192.0.2.1", port, ours, quiet(), server.GrpcListenAddress(grpcAddr))
+	teliaSp := speaker(t, 1299, "198.51.100.1", -1, nil, server.LoggerOption(telia))
+	level3 := speaker(t, 3356, "198.51.100.2", -1, nil, quiet())
+	ctx := context.Background()
+	var cfgSites strings.Builder
+	var allUp []string
+	for i, site := range sites {
+		fmt.Fprintf(&cfgSites, "  %s:\n    transits:\n      - {asn: 1299, name: Telia, sessions: [127.0.1.%d]}\n      - {asn: 3356, name: Level 3, sessions: [127.0.2.%d]}\n", site, 11+i, 21+i)
+		for _, tr := range []struct {
+			s              *server.BgpServer
+			asn            uint32
+			ourIP, theirIP string
+		}{
+			{teliaSp, 1299, fmt.Sprintf("127.0.0.%d", 11+i), fmt.Sprintf("127.0.1.%d", 11+i)},
+			{level3, 3356, fmt.Sprintf("127.0.0.%d", 21+i), fmt.Sprintf("127.0.2.%d", 21+i)},
+		} {
+			allUp = append(allUp, tr.theirIP+" up")
+			timers := &api.Timers{Config: &api.TimersConfig{ConnectRetry: 1, IdleHoldTimeAfterReset: 1}}
+			if err := edge.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{Conf: &api.PeerConf{NeighborAddress: tr.theirIP, PeerAsn: tr.asn},
+				Transport: &api.Transport{PassiveMode: true}, Timers: timers}}); err != nil {
+				t.Fatal(err)
+			}
+			if err := tr.s.AddPeer(ctx, &api.AddPeerRequest{Peer: &api.Peer{Conf: &api.PeerConf{NeighborAddress: tr.ourIP, PeerAsn: 64500},
+				Transport: &api.Transport{LocalAddress: tr.theirIP, RemotePort: uint32(port)}, Timers: timers}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	sort.Strings(allUp)
+	waitSessions(t, edge, allUp)
+	return &teliaLab{edge: edge, telia: telia, sites: sites, allUp: allUp, grpc: grpcAddr, cfgSites: cfgSites.String()}
 }
