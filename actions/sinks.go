@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/outagewatch/outagewatch/alerting"
 )
 
@@ -119,5 +121,40 @@ func (p *Pager) Close() error {
 func (p *Pager) closeFiles() {
 	for _, f := range p.files {
 		f.Close()
+	}
+}
+
+// Register exports the outboxes' counters, so that an action that pages
+// nobody (a sink down, a queue growing) shows: outagewatch_actions_events_
+// sent_total, _failures_total and _dropped_total, and
+// outagewatch_actions_event_queue_depth, by sink.
+func (p *Pager) Register(reg prometheus.Registerer) {
+	if p != nil {
+		reg.MustRegister(pagerCollector{p.disp})
+	}
+}
+
+var (
+	pagerSent     = prometheus.NewDesc("outagewatch_actions_events_sent_total", "Action events delivered, by sink.", []string{"sink"}, nil)
+	pagerFailures = prometheus.NewDesc("outagewatch_actions_event_failures_total", "Failed attempts to deliver an action event, by sink (each is retried).", []string{"sink"}, nil)
+	pagerDropped  = prometheus.NewDesc("outagewatch_actions_events_dropped_total", "Action events given up on after the outbox's last attempt, by sink.", []string{"sink"}, nil)
+	pagerDepth    = prometheus.NewDesc("outagewatch_actions_event_queue_depth", "Action events waiting for delivery, by sink.", []string{"sink"}, nil)
+)
+
+type pagerCollector struct{ d *alerting.Dispatcher }
+
+func (c pagerCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- pagerSent
+	ch <- pagerFailures
+	ch <- pagerDropped
+	ch <- pagerDepth
+}
+
+func (c pagerCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.d.Stats() {
+		ch <- prometheus.MustNewConstMetric(pagerSent, prometheus.CounterValue, float64(st.Sent), st.Sink)
+		ch <- prometheus.MustNewConstMetric(pagerFailures, prometheus.CounterValue, float64(st.Failures), st.Sink)
+		ch <- prometheus.MustNewConstMetric(pagerDropped, prometheus.CounterValue, float64(st.Dropped), st.Sink)
+		ch <- prometheus.MustNewConstMetric(pagerDepth, prometheus.GaugeValue, float64(st.QueueDepth), st.Sink)
 	}
 }

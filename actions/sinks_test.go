@@ -9,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/outagewatch/outagewatch/alerting"
 )
 
@@ -118,5 +121,16 @@ func TestActionEventsReachTheSinks(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	reg := prometheus.NewRegistry()
+	pager.Register(reg)
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`# HELP outagewatch_actions_events_sent_total Action events delivered, by sink.
+# TYPE outagewatch_actions_events_sent_total counter
+outagewatch_actions_events_sent_total{sink="events"} 6
+# HELP outagewatch_actions_event_queue_depth Action events waiting for delivery, by sink.
+# TYPE outagewatch_actions_event_queue_depth gauge
+outagewatch_actions_event_queue_depth{sink="events"} 0
+`), "outagewatch_actions_events_sent_total", "outagewatch_actions_event_queue_depth"); err != nil {
+		t.Error(err)
 	}
 }

@@ -72,6 +72,7 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 	}
 	reg := prometheus.NewRegistry()
 	tr.Counter = actions.NewCounter(reg)
+	pager.Register(reg)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if cfg.Serve.DeciderTopic != "" {
