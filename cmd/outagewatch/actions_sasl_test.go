@@ -2,10 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,25 +23,53 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
 
 // Every Kafka client of actions serve (the decider, the Traffic Manager's
-// load feed, its plan topic) authenticates with the configuration's kafka
-// block, the service's own keys; a wrong password stops it at start.
+// load feed, its plan topic) dials with the configuration's kafka block,
+// the service's own keys: SASL PLAIN, and TLS verified against a CA file
+// with SCRAM-SHA-512; a wrong password stops it at start.
 func TestActionsServeKafkaSASL(t *testing.T) {
-	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "dcload", "plans"), kfake.SeedTopics(3, "deciders"),
-		kfake.EnableSASL(), kfake.Superuser("PLAIN", "actions", "s3cret"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	dir := t.TempDir()
+	ca, serverCert := testCA(t, dir)
+	serverTLS := &tls.Config{Certificates: []tls.Certificate{serverCert}, MinVersion: tls.VersionTLS12}
+	pool := x509.NewCertPool()
+	b, _ := os.ReadFile(ca)
+	pool.AppendCertsFromPEM(b)
+	for _, tc := range []struct {
+		name string
+		opts []kfake.Opt
+		yaml string
+		kgo  []kgo.Opt
+	}{
+		{"sasl-plain", []kfake.Opt{kfake.EnableSASL(), kfake.Superuser("PLAIN", "actions", "s3cret")},
+			"  sasl: {mechanism: PLAIN, username: actions, password_env: OW_TEST_KAFKA_PASSWORD}\n",
+			[]kgo.Opt{kgo.SASL(plain.Auth{User: "actions", Pass: "s3cret"}.AsMechanism())}},
+		{"tls+scram-sha-512", []kfake.Opt{kfake.TLS(serverTLS), kfake.EnableSASL(), kfake.Superuser("SCRAM-SHA-512", "actions", "s3cret")},
+			"  tls: {ca_file: " + ca + ", server_name: kafka.test}\n  sasl: {mechanism: SCRAM-SHA-512, username: actions, password_env: OW_TEST_KAFKA_PASSWORD}\n",
+			[]kgo.Opt{kgo.DialTLSConfig(&tls.Config{RootCAs: pool, ServerName: "kafka.test", MinVersion: tls.VersionTLS12}),
+				kgo.SASL(scram.Auth{User: "actions", Pass: "s3cret"}.AsSha512Mechanism())}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { serveWithKafkaSecurity(t, tc.opts, tc.yaml, tc.kgo) })
+	}
+}
+
+func serveWithKafkaSecurity(t *testing.T, opts []kfake.Opt, kafkaYAML string, kgoOpts []kgo.Opt) {
+	c, err := kfake.NewCluster(append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(1, "dcload", "plans"), kfake.SeedTopics(3, "deciders"),
+		kfake.GroupMinSessionTimeout(100 * time.Millisecond)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
 	broker := c.ListenAddrs()[0]
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.SASL(plain.Auth{User: "actions", Pass: "s3cret"}.AsMechanism()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(broker)}, kgoOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
 	b, err := os.ReadFile("../../trafficmanager/testdata/sections-and-loss.dcload.jsonl")
+	dir := t.TempDir()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,20 +79,18 @@ func TestActionsServeKafkaSASL(t *testing.T) {
 		}
 	}
 
-	dir := t.TempDir()
 	addr := freeAddr(t)
 	cfg := actionsConfig(t, dir, fmt.Sprintf(`serve:
   listen: %s
   decider_topic: deciders
 kafka:
   brokers: [%s]
-  sasl: {mechanism: PLAIN, username: actions, password_env: OW_TEST_KAFKA_PASSWORD}
-traffic_manager:
+%straffic_manager:
   topology: ../../trafficmanager/testdata/sections-and-loss.yaml
   topic: dcload
   mode: enforce
   plan_topic: plans
-`, addr, broker))
+`, addr, broker, kafkaYAML))
 	// The topology path is relative to the configuration file's directory.
 	b, _ = os.ReadFile(cfg)
 	wd, _ := os.Getwd()
@@ -89,8 +125,8 @@ traffic_manager:
 	// plans 1 to 5, from the windows of 10:05 to 10:25 (the first window
 	// changes nothing, so it is no plan; the last, 10:30, stays open), as
 	// `actions tm` numbers them on the same reports.
-	cons, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.SASL(plain.Auth{User: "actions", Pass: "s3cret"}.AsMechanism()),
-		kgo.ConsumeTopics("plans"), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	cons, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(broker), kgo.ConsumeTopics("plans"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart())}, kgoOpts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,4 +146,33 @@ traffic_manager:
 	if strings.Join(seqs, ",") != "1,2,3,4,5" {
 		t.Fatalf("plan sequence numbers on the topic: %v", seqs)
 	}
+}
+
+// testCA writes a CA certificate to dir and returns its path and a server
+// certificate it signed for kafka.test and 127.0.0.1.
+func testCA(t *testing.T, dir string) (string, tls.Certificate) {
+	t.Helper()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "outagewatch test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	k, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kafka.test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames: []string{"kafka.test"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(p, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p, tls.Certificate{Certificate: [][]byte{der}, PrivateKey: k}
 }
