@@ -97,7 +97,8 @@ kafka:
 	os.WriteFile(cfg, []byte(strings.Replace(string(b), "../../trafficmanager", wd+"/../../trafficmanager", 1)), 0o644)
 
 	t.Setenv("OW_TEST_KAFKA_PASSWORD", "wrong")
-	if _, err := runActions(t, "", "serve", "--config", cfg); err == nil || !strings.Contains(err.Error(), "decider") {
+	if _, err := runActions(t, "", "serve", "--config", cfg); err == nil || !strings.HasPrefix(err.Error(), "decider: could not successfully authenticate") ||
+		!strings.HasSuffix(err.Error(), "SASL Authentication failed") {
 		t.Fatalf("serve with a wrong password: %v", err)
 	}
 
