@@ -178,6 +178,15 @@ func TestActionsServeConfig(t *testing.T) {
 	if resp.StatusCode != http.StatusForbidden || !strings.HasPrefix(string(b), "no webhook secret configured") {
 		t.Fatalf("dry-run without a secret: %d %s", resp.StatusCode, b)
 	}
+	resp, err = http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ = io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || string(b) != "no webhook secret: every alert event posted is refused\n" {
+		t.Fatalf("readyz without a secret: %d %q", resp.StatusCode, b)
+	}
 
 	enforce := actionsConfig(t, t.TempDir(), "serve:\n  secret_env: OW_TEST_NO_SUCH_SECRET\n")
 	b, _ = os.ReadFile(enforce)

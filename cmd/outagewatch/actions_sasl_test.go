@@ -103,6 +103,7 @@ kafka:
 	}
 
 	t.Setenv("OW_TEST_KAFKA_PASSWORD", "s3cret")
+	t.Setenv("OUTAGEWATCH_WEBHOOK_SECRET", "hook")
 	startServe(t, addr, "--config", cfg)
 	get := func(path string) string {
 		resp, err := http.Get("http://" + addr + path)
@@ -121,6 +122,9 @@ kafka:
 			t.Fatalf("metrics:\n%s", get("/metrics"))
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+	if got := get("/readyz"); got != "ready\n" {
+		t.Errorf("readyz with the decider's partitions held: %q", got)
 	}
 	// The plans reached the plan topic through the authenticated writer:
 	// plans 1 to 5, from the windows of 10:05 to 10:25 (the first window

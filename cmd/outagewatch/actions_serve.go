@@ -75,6 +75,7 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 	pager.Register(reg)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	var owned func() int
 	if cfg.Serve.DeciderTopic != "" {
 		d, err := decider.Start(ctx, decider.Config{Brokers: cfg.Kafka.Brokers, Topic: cfg.Serve.DeciderTopic, GroupID: "outagewatch-actions", Dialer: dialer})
 		if err != nil {
@@ -82,6 +83,7 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		}
 		defer d.Close()
 		tr.Owns = d.Owns
+		owned = func() int { _, ps := d.Owned(); return len(ps) }
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "outagewatch_actions_decider_partitions",
 			Help: "Partitions of the decider topic this instance holds: it acts for the sites that hash to them."},
 			func() float64 { _, ps := d.Owned(); return float64(len(ps)) }))
@@ -96,6 +98,14 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		defer closeTM()
 	}
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		if why := notReady(secret, owned); why != "" {
+			http.Error(w, why, http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
 	mux.Handle("/api/", api.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
@@ -125,6 +135,19 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		return err
 	}
 	return nil
+}
+
+// notReady says why actions serve cannot act on what it is sent, or "":
+// without a secret every post is refused; with a decider, an instance that
+// holds no partition acts for no site.
+func notReady(secret string, owned func() int) string {
+	switch {
+	case secret == "":
+		return "no webhook secret: every alert event posted is refused"
+	case owned != nil && owned() == 0:
+		return "the decider holds no partition: this instance acts for no site"
+	}
+	return ""
 }
 
 // startTM runs the Traffic Manager on the topology: the capacity endpoint
