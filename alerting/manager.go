@@ -43,6 +43,11 @@ func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
 		ruleName, severity, receivers = r.Name, r.Severity, r.Receivers
 		labels = maps.Clone(r.Labels)
 	}
+	if f.Unstable {
+		// De-rated: a series oscillating around its bar is news, not an
+		// outage page.
+		severity = "info"
+	}
 	if f.Detector == "feed_health" {
 		// One feed fault per feed, whichever rule saw it.
 		ruleName, severity = "feed-health", "warning"

@@ -61,7 +61,8 @@ func readAtlasSeries(t testing.TB, file string) []atlasSample {
 		if line == 0 {
 			continue // header
 		}
-		parts := strings.Split(sc.Text(), ";")
+		// Five of the files end their lines with CR LF.
+		parts := strings.Split(strings.TrimRight(sc.Text(), "\r"), ";")
 		if len(parts) != 3 {
 			t.Fatalf("%s:%d: want epoch;rtt;cp", file, line+1)
 		}

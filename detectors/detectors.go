@@ -41,8 +41,21 @@ type Finding struct {
 	// Confidence, on a firing finding, says how far past its threshold the
 	// change is, from 0.5 (just at it) towards 1 (see confidence).
 	Confidence float64
-	Details    map[string]any
-	Evidence   []Evidence
+	// Unstable, on a firing finding, says the series keeps crossing its
+	// bar (see flapHold): the alert goes out at severity info.
+	Unstable bool
+	Details  map[string]any
+	Evidence []Evidence
+}
+
+// Unjudgeable is implemented by the detectors that know which series
+// they cannot judge at their rule's threshold (too small, or too noisy,
+// for any change to pass both the threshold and the noise bar). The
+// pipeline reports them, so that a silent series is known to be
+// unwatched rather than fine.
+type Unjudgeable interface {
+	// Unjudgeable returns "signal entity" of each such series, sorted.
+	Unjudgeable() []string
 }
 
 // ReasonRecovered is the resolve reason of an alert whose series came back

@@ -54,14 +54,20 @@ type DNSFailure struct {
 	// how much usable history it needs before the detector judges at all.
 	BaselineWindow Duration `yaml:"baseline_window"`
 	MinHistory     Duration `yaml:"min_history"`
+	// Noise is how many standard deviations of the ratio's own sampling
+	// noise the rise over the baseline must also exceed: of n responses
+	// failing at the baseline's rate p, the share that fails varies by
+	// √(p(1−p)/n) by chance (binomial). 0 turns it off.
+	Noise float64 `yaml:"noise"`
 }
 
-// DefaultDNSFailure returns the defaults that ship.
+// DefaultDNSFailure returns the defaults that ship; Noise is the control
+// limit countSigmas.
 func DefaultDNSFailure() *DNSFailure {
 	return &DNSFailure{
 		Floor: 0.2, Multiple: 3, Delta: 0.1, For: Duration(10 * 60e9), MinQueries: 20,
 		ResolveBelow: 0.1, ResolveMultiple: 1.5, ResolveFor: Duration(15 * 60e9),
-		BaselineWindow: Duration(24 * 3600e9), MinHistory: Duration(3600e9),
+		BaselineWindow: Duration(24 * 3600e9), MinHistory: Duration(3600e9), Noise: countSigmas,
 	}
 }
 
@@ -84,6 +90,8 @@ func (p *DNSFailure) Validate() error {
 		return errors.New("resolve_multiple: must be between 1 and multiple")
 	case p.ResolveFor < 0:
 		return errors.New("resolve_for: must not be negative")
+	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
+		return errors.New("noise: must be a finite number of standard deviations, at least 0")
 	}
 	return validateHistory(p.BaselineWindow, p.MinHistory)
 }
@@ -147,7 +155,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			continue
 		}
 		v := pt.Value
-		anomalous := v >= d.threshold(base)
+		anomalous := v >= d.threshold(base) && v-base >= d.p.Noise*binomialSigma(base, pt.Count)
 		if anomalous || st.Firing {
 			st.exclude(c.Start)
 		}
@@ -183,6 +191,17 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			st.BaseOK = false // the episode's buckets are excluded: recompute now
 		}
 	}
+}
+
+// binomialSigma is the sampling spread of a ratio of n trials at rate p;
+// a rate of 0 counts as half a trial in n (no failure seen is not a rate
+// known to be 0).
+func binomialSigma(p float64, n int64) float64 {
+	if n <= 0 {
+		return 0
+	}
+	p = min(max(p, 0.5/float64(n)), 1)
+	return math.Sqrt(p * (1 - p) / float64(n))
 }
 
 // threshold is the ratio at or above which a bucket is anomalous.

@@ -329,3 +329,25 @@ func BenchmarkDNSFailure(b *testing.B) {
 	}
 	b.ReportMetric(float64(judged)/b.Elapsed().Seconds(), "series-buckets/s")
 }
+
+// A zone that normally fails 1 of 20 responses, judged by an operator's
+// tight rule (5 % floor, 1.5× and 2 points up): 3 of 20 failing passes the
+// rule's bars but is within the count's own binomial noise (σ ≈ 4.9
+// points at 5 % of 20), so it stays silent; 5 of 20 is past three of
+// them and fires. With noise 0 the first fires too.
+func TestDNSFailureBinomialNoise(t *testing.T) {
+	for _, c := range []struct {
+		noise float64
+		fail  int
+		fires bool
+	}{{countSigmas, 3, false}, {countSigmas, 5, true}, {0, 3, true}} {
+		p := DefaultDNSFailure()
+		p.Floor, p.Multiple, p.Delta, p.ResolveBelow, p.ResolveMultiple, p.Noise = 0.05, 1.5, 0.02, 0.02, 1.2, c.noise
+		r := newFailRun(p)
+		r.feed(288, failZones[:1], func(string, int64) failCell { return failCell{20, 1} })
+		r.feed(4, failZones[:1], func(string, int64) failCell { return failCell{20, c.fail} })
+		if fired := len(r.findings) > 0 && r.findings[0].Status == Firing; fired != c.fires {
+			t.Errorf("noise %v, %d of 20 failing: fired %v, want %v (%+v)", c.noise, c.fail, fired, c.fires, r.findings)
+		}
+	}
+}

@@ -1,6 +1,11 @@
 package detectors
 
-import "math"
+import (
+	"fmt"
+	"math"
+
+	"github.com/outagewatch/outagewatch/series"
+)
 
 // noiseModel learns how far a series usually lands from its forecast, per
 // hour of the day (UTC), weekdays apart from weekends: traffic at 4 am is
@@ -57,4 +62,136 @@ func (m *noiseModel) sigmaAt(h int, w int64) (float64, bool) {
 		return 0, false
 	}
 	return 1.2533 * float64(m.Abs[h]), true
+}
+
+// countSigmas is the default noise factor of the detectors that judge a
+// level against the median of a window (prefix_withdrawal on gauges and
+// counts, dns_failure, packet_loss): three standard deviations, Shewhart's
+// control limit, past which an ordinary series strays in about one bucket
+// of 740 (one-sided), and a change held for two buckets in one of half a
+// million.
+const countSigmas = 3
+
+// windowNoise is what a value at t may be by chance, read from the
+// window [t−window, t) of r whose median is base: the value expected at
+// t's hour of the day, and the spread around it. A series with a daily
+// cycle (a telescope's sources follow the day of the machines behind
+// them) is lower at night than its median without anything being wrong,
+// so where the window covers a day and more and the cycle is most of the
+// series' spread, each hour of the day has its own level (the median of
+// the window's buckets at that hour) and the spread is that of every
+// bucket's residual against its hour's level; otherwise the level is base
+// and the spread the window's own. The spread
+// is robust (the scaled median absolute deviation) and, for a Poisson
+// count, at least √level, its sampling noise. The window's outliers were
+// kept out of the history (the baseline stands in their place), so a past
+// outage does not widen it.
+func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma float64) {
+	sc.v, sc.h = sc.v[:0], sc.h[:0]
+	from := max(t-int64(window), r.Oldest())
+	for x := from; x < t; x += w {
+		if v, ok := r.Get(x); ok {
+			sc.v, sc.h = append(sc.v, v), append(sc.h, int8(x%dayNs/3600e9))
+		}
+	}
+	level = base
+	var hourly [24]float64
+	byHour := t-from >= dayNs
+	if byHour {
+		for h := range hourly {
+			sc.tmp = sc.tmp[:0]
+			for i, v := range sc.v {
+				if int(sc.h[i]) == h {
+					sc.tmp = append(sc.tmp, v)
+				}
+			}
+			if len(sc.tmp) < 2 {
+				// An hour the window barely holds: judge the day as one.
+				byHour = false
+				break
+			}
+			hourly[h] = median(sc.tmp)
+		}
+	}
+	sc.tmp = append(sc.tmp[:0], sc.v...)
+	sigma = robustSpread(sc.tmp, base)
+	if byHour {
+		sc.tmp = sc.tmp[:0]
+		for i, v := range sc.v {
+			sc.tmp = append(sc.tmp, v-hourly[sc.h[i]])
+		}
+		// The hours' own levels stand only where the day's cycle is most
+		// of what moves the series (three quarters of its variance): in a
+		// series without one they are the noise of a few buckets each.
+		if s := robustSpread(sc.tmp, 0); s < sigma/2 {
+			level, sigma = hourly[t%dayNs/3600e9], s
+		}
+	}
+	if poisson && level > 0 {
+		sigma = max(sigma, math.Sqrt(level))
+	}
+	return level, sigma
+}
+
+// noiseScratch is windowNoise's room, kept by a detector between buckets.
+type noiseScratch struct {
+	v, tmp []float64
+	h      []int8
+}
+
+// flapHold is Prometheus' keep_firing_for for one series: after an alert
+// resolves, a new drop within the hold is the same alert (it keeps the
+// start it had, which its state still holds) and the same page, and the
+// run of changed buckets that would make a lasting level the new baseline
+// is not restarted by the resolve. Exported fields are checkpointed with
+// their state.
+type flapHold struct {
+	// Until is the end of the hold in Unix seconds (until 2106), 0 for
+	// none: four bytes, as a million series each carry one.
+	Until uint32
+	// Reopened counts the alerts that came back within a hold since the
+	// series was last quiet for a whole hold.
+	Reopened uint16
+}
+
+// unstableAfter is how many returns within the hold make a series
+// unstable rather than out: one or two can be an outage with a brief
+// recovery (power back, then lost again), a third within hours of the
+// last is a series oscillating around its bar. Its alert goes out at
+// severity info, saying so (Finding.Unstable).
+const unstableAfter = 3
+
+// holding reports whether t is inside the hold.
+func (h *flapHold) holding(t int64) bool { return t < int64(h.Until)*1e9 }
+
+// resolved starts the hold of an alert that resolved at t.
+func (h *flapHold) resolved(t int64, hold Duration) {
+	if hold > 0 {
+		h.Until = uint32(min((t+int64(hold)+1e9-1)/1e9, math.MaxUint32))
+	}
+}
+
+// fire returns the start of an alert firing at t whose own run began at
+// runStart: prevStart, that of the alert it continues, when t is inside
+// the hold.
+func (h *flapHold) fire(runStart, prevStart, t int64) (start int64, reopened bool) {
+	if h.holding(t) {
+		h.Reopened = min(h.Reopened+1, math.MaxUint16-1)
+		h.Until = 0
+		return prevStart, true
+	}
+	h.Reopened = 0
+	return runStart, false
+}
+
+// mark says on f that the alert came back within the hold, and how often.
+func (h *flapHold) mark(f *Finding) {
+	if f.Details == nil {
+		f.Details = map[string]any{}
+	}
+	f.Details["reopened"] = int(h.Reopened)
+	if h.Reopened >= unstableAfter {
+		f.Unstable = true
+		f.Summary += fmt.Sprintf("; unstable: back %d times within its hold of a resolve", h.Reopened)
+	}
 }

@@ -91,9 +91,12 @@ func TestTrafficDropLevelShiftBecomesTheBaseline(t *testing.T) {
 	// And the new level stays quiet for the four days after.
 }
 
+// A national shutdown of −96 % for nine days, with the shipped defaults:
+// a collapse past critical is never the new baseline, so the alert fires
+// through all nine days (past adapt_after, a week) and resolves as
+// recovered when the country comes back.
 func TestTrafficDropLongOutageStaysFiring(t *testing.T) {
 	p := DefaultTrafficDrop()
-	p.AdaptAfter = Duration(10 * dayNs) // longer than the outage
 	r := newSeriesRun(p)
 	base := noisy(2, 0.02)
 	r.feed(start, 15*288, []string{"country:XX"}, base)
@@ -110,9 +113,22 @@ func TestTrafficDropLongOutageStaysFiring(t *testing.T) {
 		f[1].Reason != "recovered" || f[1].End != end {
 		t.Fatalf("findings %+v, want one firing at %d and its resolve at %d", f, onset, end)
 	}
-	// The default adapt_after (a week) would have called the ninth day
-	// normal; 0 never adapts.
-	p.AdaptAfter = 0
+	// With adopt_critical, the default adapt_after (a week) calls the
+	// eighth day normal.
+	p.AdoptCritical = true
+	r = newSeriesRun(p)
+	r.feed(start, 15*288, []string{"country:XX"}, base)
+	r.feed(onset, 12*288, []string{"country:XX"}, func(e string, t int64) float64 {
+		if t >= onset && t < end {
+			return 0.04 * base(e, t)
+		}
+		return base(e, t)
+	})
+	if f := r.take(); len(f) < 2 || f[1].Reason != ReasonBaselineAdapted || f[1].At != onset+7*dayNs {
+		t.Fatalf("adopt_critical: %+v, want firing, then baseline_adapted at %d", f, onset+7*dayNs)
+	}
+	// 0 never adapts, whatever the level.
+	p.AdoptCritical, p.Critical, p.AdaptAfter = false, 0, 0
 	r = newSeriesRun(p)
 	r.feed(start, 15*288, []string{"country:XX"}, base)
 	r.feed(onset, 30*288, []string{"country:XX"}, func(e string, t int64) float64 { return 0.04 * base(e, t) })

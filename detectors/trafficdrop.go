@@ -84,15 +84,25 @@ type TrafficDrop struct {
 	// per-entity ones.
 	FeedFaultShare       float64 `yaml:"feed_fault_share"`
 	FeedFaultMinEntities int     `yaml:"feed_fault_min_entities"`
+	// KeepFiringFor is the hold after a resolve inside which a new drop
+	// is the same alert (see flapHold); 0 has none.
+	KeepFiringFor Duration `yaml:"keep_firing_for"`
+	// AdoptCritical lets a drop past Critical become the baseline after
+	// AdaptAfter like any other level. Off by default: a collapse is an
+	// outage however long it lasts, and a country shut down for nine
+	// days is out until it comes back.
+	AdoptCritical bool `yaml:"adopt_critical"`
 }
 
-// DefaultTrafficDrop returns the defaults that ship.
+// DefaultTrafficDrop returns the defaults that ship. The hold of an hour
+// is twice resolve_for: a recovery that lasts that long is a recovery, not
+// a pause in one outage.
 func DefaultTrafficDrop() *TrafficDrop {
 	return &TrafficDrop{
 		Threshold: 0.4, Noise: 4, For: Duration(10 * 60e9), Critical: 0.9,
 		ResolveBelow: 0.2, ResolveFor: Duration(30 * 60e9),
 		MinBaseline: 0, SpikeRatio: 1.0, AdaptAfter: Duration(7 * 24 * 3600e9), MaxDays: 28,
-		FeedFaultShare: 0.8, FeedFaultMinEntities: 5,
+		FeedFaultShare: 0.8, FeedFaultMinEntities: 5, KeepFiringFor: Duration(3600e9),
 	}
 }
 
@@ -107,8 +117,8 @@ func (p *TrafficDrop) Validate() error {
 		return errors.New("critical: must be between threshold and 1, or 0 to disable")
 	case p.ResolveBelow < 0 || p.ResolveBelow >= p.Threshold:
 		return errors.New("resolve_below: must be at least 0 and below threshold")
-	case p.For < 0 || p.ResolveFor < 0 || p.AdaptAfter < 0:
-		return errors.New("for, resolve_for, adapt_after: must not be negative")
+	case p.For < 0 || p.ResolveFor < 0 || p.AdaptAfter < 0 || p.KeepFiringFor < 0:
+		return errors.New("for, resolve_for, adapt_after, keep_firing_for: must not be negative")
 	case p.MinBaseline < 0:
 		return errors.New("min_baseline: must not be negative")
 	case p.SpikeRatio <= 0:
@@ -154,6 +164,7 @@ type dropSeries struct {
 	ahead  hourAhead
 	Recent evidenceRing
 	Firing bool
+	Hold   flapHold
 }
 
 // dropState is a dropSeries as checkpointed, by signal{entity}: the
@@ -168,19 +179,21 @@ type dropState struct {
 	Recent         evidenceLog
 	Similar        []int16
 	SimilarAt      int64
+	Hold           flapHold
 }
 
 // saved is st as checkpointed.
 func (st *dropSeries) saved() *dropState {
 	return &dropState{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
 		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Recent: st.Recent.list(),
-		Similar: st.Similar, SimilarAt: st.SimilarAt}
+		Similar: st.Similar, SimilarAt: st.SimilarAt, Hold: st.Hold}
 }
 
 // restored is the series state a checkpoint's st restores.
 func (st *dropState) restored() *dropSeries {
 	s := &dropSeries{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
-		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Similar: st.Similar, SimilarAt: st.SimilarAt}
+		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Similar: st.Similar, SimilarAt: st.SimilarAt,
+		Hold: st.Hold}
 	s.Recent.set(st.Recent)
 	return s
 }
@@ -279,7 +292,13 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		forN, resolveN := d.p.For.buckets(step), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
 		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop() >= d.p.ResolveBelow)
+		critical := j.anomalous && d.p.Critical > 0 && j.drop() >= d.p.Critical
 		switch {
+		case critical && !d.p.AdoptCritical:
+			// A collapse is an outage, never a new normal: kept out of the
+			// history, it ends any run towards a new level.
+			st.Adapt.reset()
+			pt.Series.Hist.Put(c.Start, j.base)
 		case outlier:
 			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
 				// The new level is the baseline now: rank the days anew.
@@ -291,7 +310,11 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				continue
 			}
 		case !st.Firing:
-			st.Adapt.reset()
+			// A resolve inside the hold does not restart the run: a level
+			// that flapped across the bar still becomes the baseline.
+			if !st.Hold.holding(c.Start) {
+				st.Adapt.reset()
+			}
 			st.Noise.learnAt(slot, math.Log(max(pt.Value, 1e-9)/j.base))
 		}
 		if j.anomalous {
@@ -300,10 +323,14 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 			st.Run++
 			st.Recovered = 0
-			critical := d.p.Critical > 0 && j.drop() >= d.p.Critical
 			if !st.Firing && (int(st.Run) >= forN || critical) {
-				st.Firing, st.FireStart = true, st.RunStart
-				emit(d.finding(Firing, c, j))
+				start, reopened := st.Hold.fire(st.RunStart, st.FireStart, c.Start)
+				st.Firing, st.FireStart = true, start
+				f := d.finding(Firing, c, j)
+				if reopened {
+					st.Hold.mark(&f)
+				}
+				emit(f)
 			}
 			continue
 		}
@@ -321,6 +348,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			f := d.finding(Resolved, c, j)
 			f.End, f.Reason = c.Start-int64(resolveN-1)*step, ReasonRecovered
 			emit(f)
+			st.Hold.resolved(c.End, d.p.KeepFiringFor)
 			st.Recovered = 0
 		}
 	}

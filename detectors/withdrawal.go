@@ -70,14 +70,34 @@ type PrefixWithdrawal struct {
 	// FeedFaultShare and FeedFaultMinEntities: see the type's comment.
 	FeedFaultShare       float64 `yaml:"feed_fault_share"`
 	FeedFaultMinEntities int     `yaml:"feed_fault_min_entities"`
+	// Noise is how many standard deviations of the series' own noise (see
+	// windowNoise: the spread of its baseline window and, for a Poisson
+	// count, √baseline) the shortfall must also exceed; 0 judges the
+	// relative drop alone. A bucket still counts as down while firing
+	// until it is back within one standard deviation (or under
+	// ResolveBelow).
+	Noise float64 `yaml:"noise"`
+	// Critical is a collapse: a drop this deep fires on its first bucket
+	// and is never adopted as the new baseline, however long it lasts (a
+	// country that lost its routes is out until they return). 0 turns it
+	// off.
+	Critical float64 `yaml:"critical"`
+	// KeepFiringFor is the hold after a resolve inside which a new drop
+	// is the same alert (see flapHold); 0 has none.
+	KeepFiringFor Duration `yaml:"keep_firing_for"`
 }
 
-// DefaultPrefixWithdrawal returns the defaults that ship.
+// DefaultPrefixWithdrawal returns the defaults that ship. Noise is the
+// control limit countSigmas. Critical 0.9 is the drop at which IODA and
+// Radar speak of a full outage of an entity rather than a partial one (a
+// tenth of the space or fewer left). The hold of an hour is four times
+// resolve_for: a recovery that lasts that long is a recovery.
 func DefaultPrefixWithdrawal() *PrefixWithdrawal {
 	return &PrefixWithdrawal{
 		Threshold: 0.3, For: Duration(5 * 60e9), ResolveBelow: 0.1, ResolveFor: Duration(15 * 60e9),
 		MinBaseline: 1, BaselineWindow: Duration(6 * 3600e9), MinHistory: Duration(3600e9),
 		AdaptAfter: Duration(7 * 24 * 3600e9), FeedFaultShare: 0.8, FeedFaultMinEntities: 10,
+		Noise: countSigmas, Critical: 0.9, KeepFiringFor: Duration(3600e9),
 	}
 }
 
@@ -92,6 +112,12 @@ func (p *PrefixWithdrawal) Validate() error {
 		return errors.New("for, resolve_for, adapt_after: must not be negative")
 	case p.MinBaseline < 0:
 		return errors.New("min_baseline: must not be negative")
+	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
+		return errors.New("noise: must be a finite number of standard deviations, at least 0")
+	case p.Critical != 0 && (p.Critical < p.Threshold || p.Critical > 1):
+		return errors.New("critical: must be between threshold and 1, or 0 to disable")
+	case p.KeepFiringFor < 0:
+		return errors.New("keep_firing_for: must not be negative")
 	}
 	if err := validateHistory(p.BaselineWindow, p.MinHistory); err != nil {
 		return err
@@ -112,7 +138,39 @@ type prefixWithdrawal struct {
 	states  seriesStates[spaceState]
 	feed    feedFaultState
 	scratch []float64
+	noise   noiseScratch
 	judged  []spaceJudged
+	// unjudgeable holds the series too small or too noisy for any drop to
+	// pass both bars (see Unjudgeable), as of their last judged bucket.
+	unjudgeable map[*aggregate.Series]bool
+}
+
+// Unjudgeable lists, as "signal entity", the series that this rule
+// cannot judge at its threshold: a Poisson count under Noise² (at a
+// baseline of 9, three standard deviations of it are all of it), or a
+// series whose own noise puts a drop to zero inside the noise bar.
+// Such a series is watched by nobody, which the replay summary says
+// instead of paging at random.
+func (d *prefixWithdrawal) Unjudgeable() []string {
+	out := make([]string, 0, len(d.unjudgeable))
+	for s := range d.unjudgeable {
+		out = append(out, s.Signal.String()+" "+s.Entity)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// judgeable records whether a series can be judged, from what this
+// bucket showed of it.
+func (d *prefixWithdrawal) judgeable(s *aggregate.Series, ok bool) {
+	switch {
+	case !ok && d.unjudgeable == nil:
+		d.unjudgeable = map[*aggregate.Series]bool{s: true}
+	case !ok:
+		d.unjudgeable[s] = true
+	default:
+		delete(d.unjudgeable, s)
+	}
 }
 
 // spaceState is one series' state; exported fields are checkpointed.
@@ -126,17 +184,24 @@ type spaceState struct {
 	FireBase, Low float64
 	// Adapt follows the current run of buckets short of space.
 	Adapt  levelRun
+	Hold   flapHold
 	Recent evidenceLog
 	// win keeps the baseline window sorted between buckets.
 	win windowMedian
 }
 
 type spaceJudged struct {
-	p         aggregate.Point
-	st        *spaceState
-	base      float64
-	drop      float64
-	anomalous bool
+	p    aggregate.Point
+	st   *spaceState
+	base float64
+	drop float64
+	// level and sigma are what the series is expected to be at this hour
+	// and its noise (windowNoise), worked out only where they decide: for
+	// a drop past the threshold, or while firing.
+	level, sigma float64
+	// anomalous is past both bars; down is still short of the baseline
+	// by more than resolve_below and one sigma; critical past Critical.
+	anomalous, down, critical bool
 }
 
 func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -160,8 +225,26 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		if base <= 0 || base < d.p.MinBaseline {
 			continue
 		}
-		drop := 1 - pt.Value/base
-		js = append(js, spaceJudged{p: pt, st: st, base: base, drop: drop, anomalous: drop >= d.p.Threshold})
+		j := spaceJudged{p: pt, st: st, base: base, drop: 1 - pt.Value/base}
+		j.anomalous, j.down = j.drop >= d.p.Threshold, j.drop >= d.p.ResolveBelow
+		if d.p.Noise > 0 && (j.anomalous || (st.Firing && j.down)) {
+			j.level, j.sigma = windowNoise(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
+			short := j.level - pt.Value
+			j.anomalous = j.anomalous && short >= d.p.Noise*j.sigma
+			j.down = j.down && short >= j.sigma
+		}
+		j.critical = j.anomalous && d.p.Critical > 0 && j.drop >= d.p.Critical
+		if d.p.Noise > 0 {
+			switch {
+			case pt.Series.Signal.Def().Poisson && base < d.p.Noise*d.p.Noise:
+				d.judgeable(pt.Series, false)
+			case j.sigma > 0:
+				d.judgeable(pt.Series, j.level > d.p.Noise*j.sigma)
+			case d.unjudgeable[pt.Series]:
+				d.judgeable(pt.Series, true)
+			}
+		}
+		js = append(js, j)
 	}
 	bad := 0
 	for _, j := range js {
@@ -184,7 +267,12 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		// Keep the outage out of the baseline until it has lasted
 		// AdaptAfter; then the new level is the baseline.
 		switch {
-		case j.anomalous || (st.Firing && j.drop >= d.p.ResolveBelow):
+		case j.critical:
+			// A collapse is an outage, never a new normal: it is kept out
+			// of the history and ends any run towards a new level.
+			st.Adapt.reset()
+			pt.Series.Hist.Put(c.Start, j.base)
+		case j.anomalous || (st.Firing && j.down):
 			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
 				st.Run, st.Recovered = 0, 0
 				if st.Firing {
@@ -193,7 +281,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 				}
 				continue
 			}
-		case !st.Firing:
+		case !st.Firing && !st.Hold.holding(c.Start):
 			st.Adapt.reset()
 		}
 		if j.anomalous {
@@ -204,9 +292,14 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			st.Recovered = 0
 			if st.Firing {
 				st.Low = min(st.Low, pt.Value)
-			} else if st.Run >= forN {
-				st.Firing, st.FireStart, st.FireBase, st.Low = true, st.RunStart, j.base, pt.Value
-				emit(d.finding(Firing, c, j))
+			} else if st.Run >= forN || j.critical {
+				start, reopened := st.Hold.fire(st.RunStart, st.FireStart, c.Start)
+				st.Firing, st.FireStart, st.FireBase, st.Low = true, start, j.base, pt.Value
+				f := d.finding(Firing, c, j)
+				if reopened {
+					st.Hold.mark(&f)
+				}
+				emit(f)
 			}
 			continue
 		}
@@ -215,7 +308,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			continue
 		}
 		st.Low = min(st.Low, pt.Value)
-		if j.drop < d.p.ResolveBelow {
+		if !j.down {
 			st.Recovered++
 		} else {
 			st.Recovered = 0
@@ -224,6 +317,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			f := d.finding(Resolved, c, j)
 			f.End = c.Start - int64(resolveN-1)*step
 			emit(f)
+			st.Hold.resolved(c.End, d.p.KeepFiringFor)
 			st.Firing, st.Recovered, st.FireBase, st.Low = false, 0, 0, 0
 		}
 	}
@@ -245,6 +339,15 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 			"fired_against":    round(st.FireBase, 3),
 			"baseline_buckets": int(int64(d.p.BaselineWindow) / (c.End - c.Start)),
 		}}
+	if j.sigma > 0 {
+		gate := max(d.p.Threshold*j.base, d.p.Noise*j.sigma)
+		f.Details["noise"] = round(j.sigma, 3)
+		f.Details["expected"] = round(j.level, 3)
+		f.Details["sigmas"] = round(min((j.level-pt.Value)/j.sigma, 999), 1)
+		if status == Firing {
+			f.Confidence = confidence(j.base-pt.Value, gate)
+		}
+	}
 	if status == Firing {
 		f.Summary = fmt.Sprintf("announced space of %s down %.1f%%: %.1f of %.1f %s visible (%s)",
 			f.Entity, -f.ChangePct, pt.Value, j.base, unit, f.Signal)

@@ -133,6 +133,13 @@ type SignalDef struct {
 	// hours, not weeks, keep less, so that a finer precision stays within
 	// the same memory per series.
 	History time.Duration
+	// Poisson says the value is a count of independent events, or a
+	// sample of them (sources a telescope saw, /24s that answered a
+	// probe, queries): whatever else moves it, a count of n moves by
+	// about √n from one bucket to the next by chance alone, so 1 of 20 is
+	// 5 % of noise. Detectors that judge a count against its baseline
+	// never take a change inside that spread for news.
+	Poisson bool
 	// Declared marks a signal declared in a rules or signals file.
 	Declared bool
 }
@@ -211,7 +218,8 @@ func Declare(d SignalDef) (Signal, error) {
 			return 0, fmt.Errorf("signal %s is built in (%s, feed %s): declare another name", d.Name, old.Unit, old.Feed)
 		}
 		if old.Unit != d.Unit || old.Kind != d.Kind || old.Feed != d.Feed || old.Agg != d.Agg ||
-			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent || old.Precision != d.Precision {
+			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent || old.Precision != d.Precision ||
+			old.Poisson != d.Poisson {
 			return 0, fmt.Errorf("signal %s already declared differently (unit %q, kind %s, feed %s, %s, cadence %ds, missing_is_zero %v)",
 				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent)
 		}

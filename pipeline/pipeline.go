@@ -80,6 +80,9 @@ type Stats struct {
 	// OutageEvents counts event notifications (open, grow, resolve).
 	OutageEvents int64
 	Watermark    int64
+	// Unjudgeable lists, by rule, the series the rule cannot judge at its
+	// threshold (detectors.Unjudgeable).
+	Unjudgeable map[string][]string
 }
 
 type formatKey struct{ stream, format string }
@@ -407,9 +410,20 @@ func (p *Pipeline) Stats() Stats {
 	for k, e := range p.decoders {
 		recs[k.stream+"/"+k.format] += e.records
 	}
-	return Stats{Records: recs, DecodeErrors: maps.Clone(p.errs),
+	st := Stats{Records: recs, DecodeErrors: maps.Clone(p.errs),
 		Observations: as.Observations, Late: as.Late, BucketsClosed: as.BucketsClosed, Series: as.Series,
 		Findings: p.findings, Events: p.events, OutageEvents: p.outages, Watermark: p.watermark}
+	for _, b := range p.rules {
+		if u, ok := b.det.(detectors.Unjudgeable); ok {
+			if l := u.Unjudgeable(); len(l) > 0 {
+				if st.Unjudgeable == nil {
+					st.Unjudgeable = map[string][]string{}
+				}
+				st.Unjudgeable[b.rule.Name] = l
+			}
+		}
+	}
+	return st
 }
 
 // Event returns an outage event by ID: open, or among the last resolved.

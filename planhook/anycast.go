@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sort"
 
 	"github.com/outagewatch/outagewatch/actions"
 )
@@ -19,45 +20,77 @@ type AnycastSite struct {
 // Anycast carries a plan's withdrawals and announcements to gobgp: a data
 // center that must be drained entirely stops announcing its anycast
 // prefixes, and announces them again when it comes back.
+//
+// It applies the whole plan, not only its changes: every configured site
+// not in the plan's withdrawn list is announced, every one in it withdrawn.
+// So a retried or repeated message, or one after a restart, leaves the
+// router in the plan's state, and the routes always say what the webhook,
+// the Kafka topic and the metrics say. How many locations may be
+// withdrawn at once is the planner's guardrail (Input.MaxWithdrawn), so
+// that a limit cannot make the routes disagree with the published plan.
 type Anycast struct {
 	Sites map[string]AnycastSite
-	// MaxWithdrawn caps the locations withdrawn at once (default 1), the
-	// counterpart of the transit limit per site: a plan that would drain
-	// more is refused whole, so a bad input cannot take the network down.
-	MaxWithdrawn int
+	// withdrawn is each site's state on the router, once set.
+	withdrawn map[string]bool
 }
 
 // Name implements Publisher.
 func (a *Anycast) Name() string { return "anycast" }
 
-// Publish applies the withdraw and announce changes of m.
+// Start announces every site: the state before any plan withdraws one.
+func (a *Anycast) Start(ctx context.Context) error {
+	return a.apply(ctx, nil)
+}
+
+// Publish brings the router to m's plan. A site named in the plan but not
+// configured is an error, after the configured ones are applied.
 func (a *Anycast) Publish(ctx context.Context, m *Message) error {
-	limit := a.MaxWithdrawn
-	if limit == 0 {
-		limit = 1
+	if err := a.apply(ctx, m.Plan.Withdrawn); err != nil {
+		return err
 	}
-	if n := len(m.Plan.Withdrawn); n > limit {
-		return fmt.Errorf("anycast: refused: plan %d would withdraw %d locations %v, limit %d", m.Seq, n, m.Plan.Withdrawn, limit)
+	for _, l := range m.Plan.Withdrawn {
+		if _, ok := a.Sites[l]; !ok {
+			return fmt.Errorf("anycast: withdraw %s: no prefixes configured for it", l)
+		}
 	}
-	for _, c := range m.Changes {
-		if c.Op != "withdraw" && c.Op != "announce" {
+	return nil
+}
+
+func (a *Anycast) apply(ctx context.Context, withdrawn []string) error {
+	if a.withdrawn == nil {
+		a.withdrawn = map[string]bool{}
+	}
+	want := map[string]bool{}
+	for _, l := range withdrawn {
+		want[l] = true
+	}
+	locs := make([]string, 0, len(a.Sites))
+	for l := range a.Sites {
+		locs = append(locs, l)
+	}
+	sort.Strings(locs)
+	for _, l := range locs {
+		if was, known := a.withdrawn[l]; known && was == want[l] {
 			continue
 		}
-		s, ok := a.Sites[c.Location]
-		if !ok {
-			return fmt.Errorf("anycast: %s %s: no prefixes configured for it", c.Op, c.Location)
+		s := a.Sites[l]
+		op := "announce"
+		if want[l] {
+			op = "withdraw"
 		}
 		for _, p := range s.Prefixes {
 			var err error
-			if c.Op == "withdraw" {
+			if want[l] {
 				err = s.Router.Withdraw(ctx, p, s.NextHop)
 			} else {
 				err = s.Router.Announce(ctx, p, s.NextHop)
 			}
 			if err != nil {
-				return fmt.Errorf("anycast: %s %s: %w", c.Op, c.Location, err)
+				delete(a.withdrawn, l) // unknown now: set again next time
+				return fmt.Errorf("anycast: %s %s: %w", op, l, err)
 			}
 		}
+		a.withdrawn[l] = want[l]
 	}
 	return nil
 }

@@ -44,7 +44,7 @@ outagewatch_tm_threshold_fallback{unit="IAD/s1"} 0
 outagewatch_tm_threshold_fallback{unit="IAD/s2"} 0
 outagewatch_tm_threshold_fallback{unit="IAD/s3"} 0
 outagewatch_tm_threshold_fallback{unit="ORD"} 0
-# HELP outagewatch_tm_withdrawn_locations Locations whose anycast routes the plan withdraws.
+# HELP outagewatch_tm_withdrawn_locations Locations whose anycast routes the plan in force withdraws.
 # TYPE outagewatch_tm_withdrawn_locations gauge
 outagewatch_tm_withdrawn_locations 1
 `

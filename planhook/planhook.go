@@ -137,20 +137,34 @@ func (k *Kafka) Close() error { return k.W.Close() }
 type Driver struct {
 	Mode       string
 	Publishers []Publisher
-	// Metrics, if set, is updated every tick.
+	// Metrics, if set, is updated every tick with the plan in force.
 	Metrics *Metrics
-	state   trafficmanager.State
-	seq     uint64
+	// Predictor, if set, records each withdrawal's effect on the load
+	// reports and replaces hand-written failover rows with learnt ones
+	// once it has seen enough.
+	Predictor *trafficmanager.Predictor
+	state     trafficmanager.State
+	seq       uint64
 }
 
 // Tick plans in against the plan in force and, if anything changed,
 // publishes the change to every publisher. The new plan is kept only when
 // every publisher took it, so a failed delivery is retried as part of the
-// next tick's difference.
+// next tick's difference; the metrics describe the plan kept, so they say
+// what the publishers were told.
 func (d *Driver) Tick(ctx context.Context, at time.Time, in trafficmanager.Input) (*Message, error) {
+	var learnt []string
+	if d.Predictor != nil {
+		d.Predictor.Observe(in, d.state.Withdrawn)
+		in, learnt = d.Predictor.Apply(in)
+	}
 	r := trafficmanager.Tick(in, d.state)
-	d.Metrics.observe(in, r)
+	r.Notes = append(r.Notes, learnt...)
 	if len(r.Changes) == 0 {
+		// Nothing to publish, but a paced step's expectations and the
+		// error trigger's counts carry on.
+		d.state = r.State
+		d.Metrics.observe(in, r, d.state, nil)
 		return nil, nil
 	}
 	m := &Message{Seq: d.seq + 1, At: at, Mode: d.Mode, Changes: r.Changes, Plan: r.State, Notes: r.Notes}
@@ -162,10 +176,13 @@ func (d *Driver) Tick(ctx context.Context, at time.Time, in trafficmanager.Input
 			}
 		}
 		if err := errors.Join(errs...); err != nil {
+			d.Metrics.observe(in, r, d.state, nil)
+			d.Metrics.failed()
 			return m, err
 		}
 	}
 	d.seq, d.state = m.Seq, r.State
+	d.Metrics.observe(in, r, d.state, r.Changes)
 	return m, nil
 }
 

@@ -27,8 +27,12 @@ type rawSignal struct {
 	// Precision is the relative error the history may keep (0.001 =
 	// ±0.1 %): finer than the default ±2 % for a signal judged against
 	// thresholds of a few percent, such as IODA's 99 % of BGP visibility.
-	Precision   float64 `yaml:"precision"`
-	Description string  `yaml:"description"`
+	Precision float64 `yaml:"precision"`
+	// Noise names the sampling noise the values carry beyond their own
+	// history's: "poisson" for counts of independent events or of
+	// sampled units (obs.SignalDef.Poisson); empty for none.
+	Noise       string `yaml:"noise"`
+	Description string `yaml:"description"`
 }
 
 var signalName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -107,6 +111,13 @@ func declareSignal(file string, n *yaml.Node) (obs.Signal, error) {
 		return 0, fail("precision", "precision %g: want a relative error between 0.0001 (±0.01 %%) and 0.02 (±2 %%, the default)", raw.Precision)
 	}
 	d.Precision = raw.Precision
+	switch raw.Noise {
+	case "":
+	case "poisson":
+		d.Poisson = true
+	default:
+		return 0, fail("noise", "noise %q: want poisson (a count of independent events or sampled units) or nothing", raw.Noise)
+	}
 	if d.ZeroWhenAbsent && kind != obs.KindVolume {
 		return 0, fail("missing_is_zero", "only a volume can read a missing value as zero: a %s that was not reported is unknown", kind)
 	}

@@ -38,6 +38,8 @@ type Feed struct {
 	byDC   map[string]int // report dc name → unit index in start
 	cur    int64          // current window start, Unix ns; 0 before the first report
 	latest map[int]dcload.Load
+	errs   map[int]float64 // each unit's last edge error share
+	first  int64           // the first window's start: when silence starts counting
 	hist   map[int][]trafficmanager.Sample
 	learnt map[int]*trafficmanager.Learnt
 }
@@ -51,7 +53,7 @@ func DCName(unitID string) string { return strings.ReplaceAll(unitID, "/", ".") 
 func New(topo *trafficmanager.Scenario) *Feed {
 	start, _ := topo.Inputs()
 	f := &Feed{Width: 5 * time.Minute, History: 2016, LearnEvery: 12, topo: topo, start: start, byDC: map[string]int{},
-		latest: map[int]dcload.Load{}, hist: map[int][]trafficmanager.Sample{}, learnt: map[int]*trafficmanager.Learnt{}}
+		latest: map[int]dcload.Load{}, errs: map[int]float64{}, hist: map[int][]trafficmanager.Sample{}, learnt: map[int]*trafficmanager.Learnt{}}
 	for i := range start.Units {
 		f.byDC[DCName(start.Units[i].ID())] = i
 	}
@@ -83,7 +85,13 @@ func (f *Feed) Add(l dcload.Load) (*Tick, error) {
 		closed = f.close()
 	}
 	f.cur = w
+	if f.first == 0 {
+		f.first = w
+	}
 	f.latest[i] = l
+	if !math.IsNaN(l.ErrShare) {
+		f.errs[i] = l.ErrShare
+	}
 	if !math.IsNaN(l.CPUUtil) && !math.IsNaN(l.SLIp95ms) {
 		h := append(f.hist[i], trafficmanager.Sample{CPU: l.CPUUtil, SLI: l.SLIp95ms})
 		if len(h) > f.History {
@@ -105,12 +113,26 @@ func (f *Feed) Flush() *Tick {
 }
 
 // close builds the input of the current window: a unit without a report
-// keeps its last known values (missing is not zero).
+// keeps its last known values (missing is not zero), and its report's age
+// at the window's end, measured from the first window for a unit that
+// never reported, lets the planner tell a silent unit from a quiet one.
+// The CPU time a report of this window measured is what paced moves wait
+// on; the last edge error share stands until another arrives.
 func (f *Feed) close() *Tick {
 	in := f.start
 	in.Units = append([]trafficmanager.Unit(nil), f.start.Units...)
+	end := f.cur + int64(f.Width)
 	for i := range in.Units {
 		u := &in.Units[i]
+		since := f.first
+		if l, ok := f.latest[i]; ok {
+			since = l.Time
+			if l.Time >= f.cur && !math.IsNaN(l.CPUms) {
+				u.Served, u.ServedKnown = l.CPUms, true
+			}
+		}
+		u.ReportAge = time.Duration(end - since)
+		u.ErrorRate = f.errs[i]
 		if l, ok := f.latest[i]; ok {
 			if !math.IsNaN(l.CPUms) && !math.IsNaN(l.CPUUtil) && l.CPUUtil > 0 {
 				u.Capacity = l.CPUms / l.CPUUtil
@@ -123,7 +145,11 @@ func (f *Feed) close() *Tick {
 		}
 		if f.Learn != nil {
 			if f.learnt[i] == nil || f.ticks%max(1, f.LearnEvery) == 0 {
-				l := trafficmanager.LearnMax(f.hist[i], *f.Learn)
+				cfg := *f.Learn
+				if u.Thresholds.SLO > 0 {
+					cfg.SLO = u.Thresholds.SLO // the unit's own SLO
+				}
+				l := trafficmanager.LearnMax(f.hist[i], cfg)
 				f.learnt[i] = &l
 			}
 			u.Learnt = f.learnt[i]
@@ -135,8 +161,9 @@ func (f *Feed) close() *Tick {
 	f.start.Units = append([]trafficmanager.Unit(nil), in.Units...)
 	for i := range f.start.Units {
 		f.start.Units[i].Learnt = nil
+		f.start.Units[i].ServedKnown = false
 	}
-	return &Tick{At: time.Unix(0, f.cur+int64(f.Width)).UTC(), Input: in}
+	return &Tick{At: time.Unix(0, end).UTC(), Input: in}
 }
 
 // Learnt returns each unit's last learnt threshold, by unit ID.

@@ -29,12 +29,9 @@ type CapacityAnswer struct {
 // own away, or is withdrawn, offers nothing: it must take its own back
 // first.
 func Capacity(in Input, st State, dc string, need float64) (CapacityAnswer, error) {
-	p := &planner{in: in, byID: map[string]*Unit{}, moves: map[string]*Move{}, eff: map[string]float64{}, withdraw: map[string]bool{}}
+	p := newPlanner(in)
 	known := false
-	for i := range in.Units {
-		u := &in.Units[i]
-		p.units = append(p.units, u)
-		p.byID[u.ID()] = u
+	for _, u := range p.units {
 		known = known || u.Location == dc
 	}
 	if !known {
@@ -52,15 +49,15 @@ func Capacity(in Input, st State, dc string, need float64) (CapacityAnswer, erro
 			p.moves[m.key()] = &mm
 		}
 	}
-	p.load()
+	p.load(false)
 	away := map[string]bool{}
 	for _, m := range p.moves {
 		away[p.byID[m.From].Location] = true
 	}
 	room := map[string]float64{}
 	for _, u := range p.units {
-		if !p.withdraw[u.Location] && !away[u.Location] {
-			room[u.Location] += ToAccept(u.Capacity, p.eff[u.ID()], u.Thresholds.Acceptable)
+		if !p.withdraw[u.Location] && !away[u.Location] && !p.stale(u) {
+			room[u.Location] += ToAccept(u.Capacity, p.eff[u.ID()], p.lim[u.ID()].Acceptable)
 		}
 	}
 	a := CapacityAnswer{DC: dc, Need: need, Room: room[dc]}
@@ -113,3 +110,30 @@ func sortOffers(os []Offer) {
 		}
 	}
 }
+
+// Served is what each unit serves under the plan st (its moves and
+// withdrawals, with the failover inflow of the withdrawn locations), ms
+// per second: the load a view of the plan in force colours by.
+func Served(in Input, st State) map[string]float64 {
+	p := newPlanner(in)
+	for _, l := range st.Withdrawn {
+		p.withdraw[l] = true
+	}
+	var ms []Move
+	for _, m := range st.Moves {
+		if p.byID[m.From] != nil && p.byID[m.To] != nil && m.Plan >= 0 && m.Plan < numPlans {
+			ms = append(ms, m)
+		}
+	}
+	q := p.sub(ms)
+	out := map[string]float64{}
+	for _, u := range p.units {
+		if !p.withdraw[u.Location] {
+			out[u.ID()] = q.eff[u.ID()]
+		}
+	}
+	return out
+}
+
+// Stale reports whether u's load report is past in's age limit.
+func (in Input) Stale(u *Unit) bool { return in.MaxAge > 0 && u.ReportAge > in.MaxAge }

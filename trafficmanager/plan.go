@@ -19,6 +19,7 @@ import (
 	"math"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Plan is a customer plan. Lower values are moved first.
@@ -76,12 +77,18 @@ type Thresholds struct {
 	// Acceptable: below it the data center takes its own moved load back,
 	// and, once it has none away, accepts others' load.
 	Acceptable float64
+	// SLO is the p95 SLI (ms) at which the learner puts the maximum; 0
+	// leaves it to LearnConfig. The planner itself does not read it.
+	SLO float64
 }
 
-// Valid reports whether 0 < Acceptable <= Target < Max <= 1.
+// Valid reports whether 0 < Acceptable <= Target < Max <= 1 and SLO >= 0.
 func (t Thresholds) Valid() error {
 	if !(t.Acceptable > 0 && t.Acceptable <= t.Target && t.Target < t.Max && t.Max <= 1) {
 		return fmt.Errorf("thresholds acceptable %.3g, target %.3g, max %.3g: want 0 < acceptable <= target < max <= 1", t.Acceptable, t.Target, t.Max)
+	}
+	if !(t.SLO >= 0) {
+		return fmt.Errorf("thresholds slo %v: want >= 0 (ms)", t.SLO)
 	}
 	return nil
 }
@@ -102,9 +109,20 @@ type Unit struct {
 	// plan: what it costs when served here.
 	Load [numPlans]float64
 	// Thresholds apply to this unit. Learnt, if set and good, replaces
-	// Thresholds.Max.
+	// Thresholds.Max (see Limits for a learnt maximum at or below the
+	// target).
 	Thresholds Thresholds
 	Learnt     *Learnt
+	// ReportAge is how old the unit's latest load report is at this tick;
+	// past Input.MaxAge the unit is stale (see Input.MaxAge).
+	ReportAge time.Duration
+	// Served is the CPU time the unit measured in use (ms per second),
+	// when ServedKnown: what paced moves wait on to show their effect.
+	Served      float64
+	ServedKnown bool
+	// ErrorRate is the share of the unit's requests that failed at the
+	// edge (HTTP 499 and 5xx), in [0, 1]: the error-rate trigger's signal.
+	ErrorRate float64
 }
 
 // ID is "location" or "location/section".
@@ -123,11 +141,25 @@ func (u *Unit) own() float64 {
 	return s
 }
 
-func (u *Unit) max() float64 {
-	if u.Learnt != nil && u.Learnt.OK {
-		return u.Learnt.Max
+// Limits are the thresholds the planner applies to u. A good learnt
+// maximum replaces the static one. A learnt maximum at or below the static
+// target would leave no band to shed into (the unit would shed to a target
+// above the level it may not exceed, and so move nothing): then the target
+// and the acceptable level are scaled by learnt ÷ static maximum, keeping
+// the proportions the operator chose, and reconciled is true.
+func (u *Unit) Limits() (t Thresholds, reconciled bool) {
+	t = u.Thresholds
+	if u.Learnt == nil || !u.Learnt.OK {
+		return t, false
 	}
-	return u.Thresholds.Max
+	t.Max = u.Learnt.Max
+	if t.Max > u.Thresholds.Target+eps || u.Thresholds.Max <= 0 {
+		return t, false
+	}
+	k := u.Learnt.Max / u.Thresholds.Max
+	t.Target *= k
+	t.Acceptable *= k
+	return t, true
 }
 
 // Input is everything the planner knows at one tick.
@@ -140,6 +172,38 @@ type Input struct {
 	// Failover gives, for a location, the share of its traffic that lands
 	// on each other location when its anycast routes are withdrawn.
 	Failover map[string]map[string]float64
+	// MaxWithdrawn is the most locations withdrawn at once; 0 means one,
+	// the limit the anycast actuator used to enforce on its own. A drained
+	// location past it keeps its routes and has its load moved away by
+	// the load balancer instead, so that a bad input (every report saying
+	// zero capacity) cannot take the network off the Internet.
+	MaxWithdrawn int
+	// MaxAge is the age past which a unit's load report is stale; 0 never.
+	// A stale unit is treated as unknown: no move goes into it, the moves
+	// into it are reverted (a destination that cannot be seen may be
+	// failing), and its own moves away are held as they are (bringing them
+	// home blind could overload it, growing them acts on numbers no one
+	// trusts).
+	MaxAge time.Duration
+	// Pace, in (0, 1], is the most of a unit's own traffic whose placement
+	// changes in one tick; 0 applies each plan whole. Paced, the plan is
+	// worked out as if unpaced (State.Target) and the moves in force step
+	// towards it; a unit whose last step has not shown in its load reports
+	// (Unit.Served) waits.
+	Pace float64
+	// Errors is the error-rate trigger; a zero Max turns it off.
+	Errors ErrorTrigger
+}
+
+// ErrorTrigger withdraws a location whose users cannot reach it: its edge
+// error rate (HTTP 499 and 5xx as a share of requests, the traffic-weighted
+// mean of its sections) above Max for Ticks consecutive ticks. It is
+// announced again once the rate is back at or below Max and its capacity
+// can serve its own load below the maximum threshold. Withdrawals it asks
+// for are subject to Input.MaxWithdrawn like any other.
+type ErrorTrigger struct {
+	Max   float64
+	Ticks int
 }
 
 // Move sends Fraction of From's own traffic of Plan to To.
@@ -158,11 +222,30 @@ func (m Move) String() string {
 	return fmt.Sprintf("%s %s %s→%s %s", m.Plan, pct(m.Fraction), m.From, m.To, num(m.CPU))
 }
 
-// State is a plan: the moves and withdrawals in force.
+// State is a plan: the moves and withdrawals in force, and what the next
+// tick needs to carry on from it.
 type State struct {
 	Moves []Move `json:"moves"`
 	// Withdrawn lists locations whose anycast routes are withdrawn.
 	Withdrawn []string `json:"withdrawn"`
+	// Target is, when moves are paced, the plan Moves step towards, in
+	// the order its moves were made.
+	Target []Move `json:"target,omitempty"`
+	// Pending lists the units whose load the last paced step changed, and
+	// what their load reports should read once it has taken effect.
+	Pending []Pending `json:"pending,omitempty"`
+	// Failing counts, per location, the consecutive ticks its error rate
+	// has been above the error-rate trigger.
+	Failing map[string]int `json:"failing,omitempty"`
+}
+
+// Pending is a paced step not yet confirmed: the unit served Before (as
+// predicted) and should serve Expect once the step lands. The step has
+// shown once the measured load is nearer Expect than half the step.
+type Pending struct {
+	Unit   string  `json:"unit"`
+	Before float64 `json:"before_ms"`
+	Expect float64 `json:"expect_ms"`
 }
 
 // Change is one difference between two plans, what an actuator applies.
@@ -190,10 +273,16 @@ type Result struct {
 	State   State
 	Changes []Change
 	// Notes say what the plan could not achieve (load it found nowhere to
-	// put) and which thresholds came from a poor fit.
+	// put), which thresholds came from a poor fit or were reconciled,
+	// which units are stale, where a cascade sent traffic, and what waits.
 	Notes []string
 	// Util is each unit's predicted utilisation once the plan is applied.
 	Util map[string]float64
+	// Stale lists the units treated as unknown; Reconciled those whose
+	// target and acceptable level were scaled to a learnt maximum;
+	// Waiting those whose paced step has not shown yet; HeldBack the
+	// locations that would be withdrawn but for Input.MaxWithdrawn.
+	Stale, Reconciled, Waiting, HeldBack []string
 }
 
 // eps ignores float dust in fractions and CPU time.
@@ -203,45 +292,189 @@ type planner struct {
 	in       Input
 	units    []*Unit
 	byID     map[string]*Unit
+	lim      map[string]Thresholds
 	moves    map[string]*Move
+	seq      map[string]int     // order in which moves were made: how a paced step applies them
+	held     map[string]bool    // moves that must not change (their source is stale)
 	eff      map[string]float64 // load served once moves and predicted inflow apply
 	withdraw map[string]bool
+	failing  map[string]int
 	notes    []string
+	heldBack []string
 }
 
-// Tick computes the plan for in, given the plan in force (prev), and the
-// difference between them.
-func Tick(in Input, prev State) Result {
-	p := &planner{in: in, byID: map[string]*Unit{}, moves: map[string]*Move{}, eff: map[string]float64{}, withdraw: map[string]bool{}}
+func newPlanner(in Input) *planner {
+	p := &planner{in: in, byID: map[string]*Unit{}, lim: map[string]Thresholds{}, moves: map[string]*Move{}, seq: map[string]int{},
+		held: map[string]bool{}, eff: map[string]float64{}, withdraw: map[string]bool{}, failing: map[string]int{}}
 	for i := range in.Units {
 		u := &in.Units[i]
 		p.units = append(p.units, u)
 		p.byID[u.ID()] = u
+		p.lim[u.ID()], _ = u.Limits()
 	}
 	sort.Slice(p.units, func(i, j int) bool { return p.units[i].ID() < p.units[j].ID() })
+	return p
+}
+
+// sub is a planner on the same input and withdrawals with moves ms, for
+// predicting the load a plan other than the one being made leaves.
+func (p *planner) sub(ms []Move) *planner {
+	q := newPlanner(p.in)
+	q.withdraw = p.withdraw
+	for _, m := range ms {
+		mm := m
+		q.moves[m.key()] = &mm
+	}
+	q.load(false)
+	return q
+}
+
+func (p *planner) stale(u *Unit) bool { return p.in.Stale(u) }
+
+// Tick computes the plan for in, given the plan in force (prev), and the
+// difference between them.
+func Tick(in Input, prev State) Result {
+	p := newPlanner(in)
+	var r Result
 	for _, u := range p.units {
 		if u.Learnt != nil && !u.Learnt.OK {
 			p.notes = append(p.notes, fmt.Sprintf("%s: learnt max threshold not used (%s); static %s", u.ID(), u.Learnt.Reason, pct(u.Thresholds.Max)))
 		}
+		if t, ok := u.Limits(); ok {
+			r.Reconciled = append(r.Reconciled, u.ID())
+			p.notes = append(p.notes, fmt.Sprintf("%s: learnt max %s is at or below the target %s: target and acceptable scaled by learnt ÷ static max to %s and %s",
+				u.ID(), pct(t.Max), pct(u.Thresholds.Target), pct(t.Target), pct(t.Acceptable)))
+		}
+		if p.stale(u) {
+			r.Stale = append(r.Stale, u.ID())
+		}
 	}
+	p.countFailing(prev)
 	p.withdrawals(prev)
-	for _, m := range prev.Moves {
+	base := prev.Moves
+	if in.Pace > 0 && prev.Target != nil {
+		base = prev.Target
+	}
+	p.adopt(base)
+	p.load(true)
+	p.revert()
+	p.shed()
+	target := p.list()
+	applied := target
+	if in.Pace > 0 {
+		applied, r.State.Pending, r.Waiting = p.step(prev, target)
+		r.State.Target = p.made()
+	}
+	q := p // unpaced, the plan made is the plan applied
+	if in.Pace > 0 {
+		q = p.sub(applied)
+	}
+	r.Util = map[string]float64{}
+	for _, u := range p.units {
+		if !p.withdraw[u.Location] {
+			r.Util[u.ID()] = q.util(u)
+		}
+	}
+	r.State.Moves = applied
+	r.State.Withdrawn = sortedKeys(p.withdraw)
+	if len(p.failing) > 0 {
+		r.State.Failing = p.failing
+	}
+	r.Notes = p.notes
+	r.HeldBack = p.heldBack
+	r.Changes = Diff(prev, r.State)
+	return r
+}
+
+// adopt takes the moves of the plan in force, except those touching a
+// withdrawn location or going into a stale unit; a stale unit's own moves
+// are held.
+func (p *planner) adopt(base []Move) {
+	heldN, reverted := map[string]int{}, map[string]int{}
+	for _, m := range base {
 		from, to := p.byID[m.From], p.byID[m.To]
 		if from == nil || to == nil || p.withdraw[from.Location] || p.withdraw[to.Location] || m.Plan < 0 || m.Plan >= numPlans {
 			continue
 		}
+		if p.stale(to) {
+			reverted[to.ID()]++
+			continue
+		}
 		mm := m
 		p.moves[m.key()] = &mm
+		p.seq[m.key()] = len(p.seq)
+		if p.stale(from) {
+			p.held[m.key()] = true
+			heldN[from.ID()]++
+		}
 	}
-	p.load()
-	p.revert()
-	p.shed()
-	return p.result(prev)
+	for _, u := range p.units {
+		if p.stale(u) {
+			p.notes = append(p.notes, fmt.Sprintf("%s: load report %s old, older than %s: treated as unknown (no moves into it; %d of its moves held, %d into it reverted)",
+				u.ID(), u.ReportAge, p.in.MaxAge, heldN[u.ID()], reverted[u.ID()]))
+		}
+	}
+}
+
+// made returns the moves in the order the planner made them: kept in
+// that order in State.Target, so that the next tick's steps still fill the
+// nearest destinations with the most important traffic first.
+func (p *planner) made() []Move {
+	ms := p.list()
+	sort.SliceStable(ms, func(i, j int) bool { return p.seq[ms[i].key()] < p.seq[ms[j].key()] })
+	return ms
+}
+
+// list returns the moves as a sorted plan.
+func (p *planner) list() []Move {
+	var ms []Move
+	for _, m := range p.moves {
+		ms = append(ms, *m)
+	}
+	SortMoves(ms)
+	return ms
+}
+
+// rates returns each location's error rate: its sections' rates weighted
+// by their own load (their plain mean when none has load).
+func (p *planner) rates() map[string]float64 {
+	sum, w, plain, n := map[string]float64{}, map[string]float64{}, map[string]float64{}, map[string]float64{}
+	for _, u := range p.units {
+		sum[u.Location] += u.ErrorRate * u.own()
+		w[u.Location] += u.own()
+		plain[u.Location] += u.ErrorRate
+		n[u.Location]++
+	}
+	out := map[string]float64{}
+	for l := range n {
+		if w[l] > eps {
+			out[l] = sum[l] / w[l]
+		} else {
+			out[l] = plain[l] / n[l]
+		}
+	}
+	return out
+}
+
+// countFailing advances each location's count of ticks above the error
+// trigger; a tick at or below it starts the count again.
+func (p *planner) countFailing(prev State) {
+	if p.in.Errors.Max <= 0 {
+		return
+	}
+	for l, r := range p.rates() {
+		if r > p.in.Errors.Max+eps {
+			p.failing[l] = prev.Failing[l] + 1
+		}
+	}
 }
 
 // withdrawals decides which locations are drained: every section without
-// capacity. A drained location comes back once it can serve its own load
-// below its maximum.
+// capacity, or users failing past the error trigger. A drained location
+// comes back once it can serve its own load below its maximum and its
+// error rate is back under the trigger. At most MaxWithdrawn are withdrawn:
+// those already withdrawn keep their place, then locations without
+// capacity, then those failing their users, by name.
 func (p *planner) withdrawals(prev State) {
 	was := map[string]bool{}
 	for _, l := range prev.Withdrawn {
@@ -252,22 +485,131 @@ func (p *planner) withdrawals(prev State) {
 	for _, u := range p.units {
 		capa[u.Location] += u.Capacity
 		own[u.Location] += u.own()
-		maxu[u.Location] += u.max() * u.Capacity
+		maxu[u.Location] += p.lim[u.ID()].Max * u.Capacity
 	}
-	for l := range capa {
+	rates := p.rates()
+	trig := p.in.Errors
+	need := max(1, trig.Ticks)
+	type cand struct {
+		loc, why string
+		rank     int
+	}
+	var cs []cand
+	for _, l := range sortedKeys(capa) {
+		erring := trig.Max > 0 && rates[l] > trig.Max+eps
 		switch {
 		case capa[l] <= eps:
-			p.withdraw[l] = true
+			cs = append(cs, cand{l, "no capacity", 1})
+		case trig.Max > 0 && p.failing[l] >= need:
+			cs = append(cs, cand{l, fmt.Sprintf("error rate %s above %s for %d ticks", pct(rates[l]), pct(trig.Max), p.failing[l]), 2})
 		case was[l] && own[l] > maxu[l]+eps:
-			p.withdraw[l] = true // still short: stay withdrawn
+			cs = append(cs, cand{l, "still short of capacity", 1})
+		case was[l] && erring:
+			cs = append(cs, cand{l, fmt.Sprintf("error rate %s still above %s", pct(rates[l]), pct(trig.Max)), 2})
 		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if was[cs[i].loc] != was[cs[j].loc] {
+			return was[cs[i].loc]
+		}
+		return cs[i].rank < cs[j].rank
+	})
+	limit := max(1, p.in.MaxWithdrawn)
+	for _, c := range cs {
+		if c.rank == 2 && !was[c.loc] && len(p.withdraw) < limit {
+			// Withdrawing a location for its errors must not push a
+			// neighbour past its capacity: its users would fail there too.
+			if n := p.pastCapacity(c.loc, own, capa); n != "" {
+				p.heldBack = append(p.heldBack, c.loc)
+				p.notes = append(p.notes, fmt.Sprintf("%s: not withdrawn (%s): its traffic would push %s past its capacity", c.loc, c.why, n))
+				continue
+			}
+		}
+		if len(p.withdraw) < limit {
+			p.withdraw[c.loc] = true
+			if c.rank == 2 && !was[c.loc] {
+				p.notes = append(p.notes, fmt.Sprintf("%s: withdrawn: %s", c.loc, c.why))
+			}
+			continue
+		}
+		p.heldBack = append(p.heldBack, c.loc)
+		p.notes = append(p.notes, fmt.Sprintf("%s: not withdrawn (%s): %d locations withdrawn already, the most at once", c.loc, c.why, limit))
 	}
 }
 
+// pastCapacity returns the first location (by name) that withdrawing loc,
+// on top of the withdrawals already decided, would push past its capacity,
+// or "".
+func (p *planner) pastCapacity(loc string, own, capa map[string]float64) string {
+	gone := map[string]bool{loc: true}
+	for l := range p.withdraw {
+		gone[l] = true
+	}
+	served := map[string]float64{}
+	for w := range gone {
+		land, _, _ := Landing(p.in.Failover, gone, w)
+		for to, sh := range land {
+			served[to] += own[w] * sh
+		}
+	}
+	for _, l := range sortedKeys(served) {
+		if !gone[l] && own[l]+served[l] > capa[l]+eps {
+			return l
+		}
+	}
+	return ""
+}
+
+// Landing is where from's traffic lands when its routes are withdrawn: its
+// failover row, followed through every withdrawn location on the way (that
+// location's own row, share times share) for as many layers as it takes.
+// A share that reaches a withdrawn location with no row of its own, or one
+// it already passed through, is lost, and why is said. A row adding up to
+// less than one sends the rest off the network, and that is not counted.
+// paths says, for each share that passed through withdrawn locations,
+// where it went and through which.
+func Landing(failover map[string]map[string]float64, withdrawn map[string]bool, from string) (land map[string]float64, paths, lost []string) {
+	land = map[string]float64{}
+	var walk func(at string, share float64, path []string)
+	walk = func(at string, share float64, path []string) {
+		for _, to := range sortedKeys(failover[at]) {
+			s := share * failover[at][to]
+			if s <= eps {
+				continue
+			}
+			switch {
+			case to == from || contains(path, to):
+				lost = append(lost, fmt.Sprintf("%s of its traffic comes back to %s through %s", pct(s), to, strings.Join(path, ", ")))
+			case withdrawn[to] && len(failover[to]) == 0:
+				lost = append(lost, fmt.Sprintf("%s of its traffic is lost: %s is withdrawn too and has no failover of its own", pct(s), to))
+			case withdrawn[to]:
+				walk(to, s, append(append([]string(nil), path...), to))
+			default:
+				land[to] += s
+				if len(path) > 0 {
+					paths = append(paths, fmt.Sprintf("%s of its traffic lands on %s through %s (withdrawn)", pct(s), to, strings.Join(path, ", ")))
+				}
+			}
+		}
+	}
+	walk(from, 1, nil)
+	return land, paths, lost
+}
+
+func contains(ss []string, s string) bool {
+	for _, v := range ss {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
 // load computes what each unit serves once the moves in force and the
-// traffic of withdrawn locations (spread by the failover matrix, and over a
-// location's sections by capacity) land.
-func (p *planner) load() {
+// traffic of withdrawn locations (spread by the failover matrix through as
+// many withdrawn layers as it takes, and over a location's sections by
+// capacity) land. With notes it says where a cascade went.
+func (p *planner) load(notes bool) {
 	for _, u := range p.units {
 		if !p.withdraw[u.Location] {
 			p.eff[u.ID()] += u.own()
@@ -285,22 +627,27 @@ func (p *planner) load() {
 				total += u.own()
 			}
 		}
-		for _, to := range sortedKeys(p.in.Failover[w]) {
-			share := p.in.Failover[w][to]
-			if p.withdraw[to] {
-				p.notes = append(p.notes, fmt.Sprintf("%s: failover share %s lands on %s, which is withdrawn too", w, pct(share), to))
-				continue
-			}
+		land, paths, lost := Landing(p.in.Failover, p.withdraw, w)
+		for _, to := range sortedKeys(land) {
+			var in []*Unit
 			capa := 0.0
 			for _, u := range p.units {
 				if u.Location == to {
+					in = append(in, u)
 					capa += u.Capacity
 				}
 			}
-			for _, u := range p.units {
-				if u.Location == to && capa > 0 {
-					p.eff[u.ID()] += total * share * u.Capacity / capa
+			for _, u := range in {
+				if capa > eps {
+					p.eff[u.ID()] += total * land[to] * u.Capacity / capa
+				} else {
+					p.eff[u.ID()] += total * land[to] / float64(len(in))
 				}
+			}
+		}
+		if notes {
+			for _, l := range append(paths, lost...) {
+				p.notes = append(p.notes, w+": "+l)
 			}
 		}
 	}
@@ -343,10 +690,10 @@ func (p *planner) outgoing(u *Unit) []*Move {
 // farthest comes home first.
 func (p *planner) revert() {
 	for _, u := range p.units {
-		if p.withdraw[u.Location] || u.Capacity <= eps {
+		if p.withdraw[u.Location] || u.Capacity <= eps || p.stale(u) {
 			continue
 		}
-		room := u.Thresholds.Acceptable*u.Capacity - p.eff[u.ID()]
+		room := p.lim[u.ID()].Acceptable*u.Capacity - p.eff[u.ID()]
 		if room <= eps {
 			continue
 		}
@@ -401,14 +748,14 @@ func (p *planner) shed() {
 	for round := 0; round < 2*len(p.units)+1; round++ {
 		var over []*Unit
 		for _, u := range p.units {
-			if !p.withdraw[u.Location] && p.util(u) > u.max()+eps {
+			if !p.withdraw[u.Location] && !p.stale(u) && p.util(u) > p.lim[u.ID()].Max+eps {
 				over = append(over, u)
 			}
 		}
 		sort.SliceStable(over, func(i, j int) bool { return p.util(over[i]) > p.util(over[j]) })
 		changed := false
 		for _, u := range over {
-			need := p.eff[u.ID()] - u.Thresholds.Target*u.Capacity
+			need := p.eff[u.ID()] - p.lim[u.ID()].Target*u.Capacity
 			if b := p.bounce(u, need); b > eps {
 				changed = true
 				need -= b
@@ -424,6 +771,15 @@ func (p *planner) shed() {
 	for _, u := range p.units {
 		if short[u] > 1e-6 {
 			p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s found no destination", u.ID(), num(short[u])))
+			continue
+		}
+		if p.withdraw[u.Location] || p.stale(u) {
+			continue
+		}
+		// What is left above the maximum is not the unit's own to move:
+		// traffic failing over onto it, or moves held.
+		if over := p.eff[u.ID()] - p.lim[u.ID()].Max*u.Capacity; over > 1e-6 {
+			p.notes = append(p.notes, fmt.Sprintf("%s: %s ms/s above its maximum cannot move (failover inflow or held moves)", u.ID(), num(over)))
 		}
 	}
 }
@@ -434,7 +790,7 @@ func (p *planner) shed() {
 func (p *planner) bounce(u *Unit, need float64) float64 {
 	var in []*Move
 	for _, m := range p.moves {
-		if m.To == u.ID() {
+		if m.To == u.ID() && !p.held[m.key()] {
 			in = append(in, m)
 		}
 	}
@@ -491,14 +847,14 @@ func (p *planner) destinations(u *Unit) []dest {
 	}
 	var ds []dest
 	for _, v := range p.units {
-		if v == u || p.withdraw[v.Location] || away[v.ID()] || v.Capacity <= eps {
+		if v == u || p.withdraw[v.Location] || away[v.ID()] || v.Capacity <= eps || p.stale(v) {
 			continue
 		}
 		d := p.distance(u, v)
 		if d < 0 {
 			continue
 		}
-		room := ToAccept(v.Capacity, p.eff[v.ID()], v.Thresholds.Acceptable)
+		room := ToAccept(v.Capacity, p.eff[v.ID()], p.lim[v.ID()].Acceptable)
 		if room <= eps {
 			continue
 		}
@@ -600,27 +956,12 @@ func (p *planner) moveOut(u *Unit, need float64) (moved, rest float64) {
 			m = old
 		} else {
 			p.moves[m.key()] = m
+			p.seq[m.key()] = len(p.seq)
 		}
 		p.shift(m, a.CPU)
 		moved += a.CPU
 	}
 	return moved, rest
-}
-
-func (p *planner) result(prev State) Result {
-	r := Result{Notes: p.notes, Util: map[string]float64{}}
-	for _, u := range p.units {
-		if !p.withdraw[u.Location] {
-			r.Util[u.ID()] = p.util(u)
-		}
-	}
-	for _, m := range p.moves {
-		r.State.Moves = append(r.State.Moves, *m)
-	}
-	SortMoves(r.State.Moves)
-	r.State.Withdrawn = sortedKeys(p.withdraw)
-	r.Changes = Diff(prev, r.State)
-	return r
 }
 
 // SortMoves orders moves by source, plan (most important first) and
@@ -674,6 +1015,7 @@ func Diff(prev, next State) []Change {
 	for i := range gone {
 		cs = append(cs, Change{Op: "revert", Move: &gone[i], Was: old[gone[i].key()].Fraction})
 	}
+	cs = revertsFirst(cs)
 	was, now := map[string]bool{}, map[string]bool{}
 	for _, l := range prev.Withdrawn {
 		was[l] = true
@@ -690,6 +1032,31 @@ func Diff(prev, next State) []Change {
 		}
 	}
 	return cs
+}
+
+// revertsFirst puts every revert of a unit's own moves before the first
+// move into that unit: an actuator applying the list in order brings the
+// unit's own traffic home before it sends others' there. Everything else
+// keeps its order.
+func revertsFirst(cs []Change) []Change {
+	out := make([]Change, 0, len(cs))
+	done := make([]bool, len(cs))
+	for i, c := range cs {
+		if done[i] {
+			continue
+		}
+		if c.Op == "move" {
+			for j := i + 1; j < len(cs); j++ {
+				if !done[j] && cs[j].Op == "revert" && cs[j].Move.From == c.Move.To {
+					out = append(out, cs[j])
+					done[j] = true
+				}
+			}
+		}
+		out = append(out, c)
+		done[i] = true
+	}
+	return out
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -46,6 +46,7 @@ func TestParseScenarioErrors(t *testing.T) {
 func FuzzParseScenario(f *testing.F) {
 	f.Add([]byte("thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A/s1: {capacity: 10, load: {Free: 9}}\n  B: {capacity: 10}\nlatency: {A: {B: 3}}\nticks:\n  - capacity: {A/s1: 0}\n"))
 	f.Add([]byte("units: [\n"))
+	f.Add([]byte("thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\npace: 0.3\nmax_withdrawn: 2\nmax_report_age: 1m\nerrors: {max: 0.1, ticks: 1}\nfailover: {A: {B: 0.5, C: 0.5}, B: {C: 1}}\nunits:\n  A: {capacity: 10, load: {Free: 9}, thresholds: {max: 0.8}}\n  B: {capacity: 10, load: {Pro: 8}}\n  C: {capacity: 30}\nlatency: {A: {B: 3, C: 5}, B: {C: 2}}\nticks:\n  - capacity: {A: 0}\n  - {errors: {B: 0.5}, served: {C: 20}}\n  - {age: {C: 2m}, learnt: {B: 0.5}}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		sc, err := ParseScenario("f.yaml", b)
 		if err != nil {

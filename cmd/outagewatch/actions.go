@@ -342,7 +342,7 @@ outagewatch_tm_* series.`,
 	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode; a rule without one is off (rules_file)")
 	flags(serve)
 
-	c.AddCommand(check, replayC, list, undo, override, serve, planCmd(), tmCmd())
+	c.AddCommand(check, replayC, list, undo, override, serve, planCmd(), tmCmd(), predictCmd())
 	return c
 }
 

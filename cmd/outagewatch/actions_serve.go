@@ -20,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/decider"
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/tmfeed"
+	"github.com/outagewatch/outagewatch/tmmap"
 	"github.com/outagewatch/outagewatch/trafficmanager"
 )
 
@@ -108,6 +109,9 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 	})
 	mux.Handle("/api/", api.Handler())
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	if api.Capacity != nil {
+		mux.Handle("GET /tm/map/", http.StripPrefix("/tm/map", tmmap.Handler("outagewatch", api.Capacity)))
+	}
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	l, err := net.Listen("tcp", cfg.Serve.Listen)
 	if err != nil {
@@ -159,7 +163,8 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 		return nil, err
 	}
 	start, _ := sc.Inputs()
-	api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, trafficmanager.State{} }
+	planned := trafficmanager.Tick(start, trafficmanager.State{}).State
+	api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, planned }
 	var closers []func()
 	closeAll := func() {
 		for i := len(closers) - 1; i >= 0; i-- {
@@ -169,7 +174,7 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 	if tm.Topic == "" {
 		return closeAll, nil
 	}
-	d := &planhook.Driver{Mode: tm.Mode, Metrics: planhook.NewMetrics(reg)}
+	d := tmDriver(sc, tm.Mode, planhook.NewMetrics(reg))
 	if tm.Webhook != "" {
 		wh, err := planhook.NewWebhook(tm.Webhook, secret)
 		if err != nil {
@@ -194,6 +199,12 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 			return nil, err
 		}
 		closers = append(closers, closeAny)
+		if tm.Mode == actions.ModeEnforce {
+			if err := a.Start(ctx); err != nil {
+				closeAll()
+				return nil, err
+			}
+		}
 		d.Publishers = append(d.Publishers, a)
 	}
 	feed := tmfeed.New(sc)

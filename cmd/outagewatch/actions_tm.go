@@ -30,7 +30,9 @@ capacities and loads; see trafficmanager/testdata/sections-and-loss.yaml)
 through the planner and prints, per tick, the changes an actuator would
 apply: moves (plan, fraction, from, to), reverts, anycast withdrawals and
 announcements, and the notes (load that found no destination, learnt
-thresholds not used). Nothing is sent anywhere.`,
+thresholds not used or reconciled with the target, stale units, cascades
+through withdrawn locations, paced steps waiting, withdrawals held back by
+the limit). Nothing is sent anywhere.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := trafficmanager.LoadScenario(args[0])
@@ -75,12 +77,14 @@ func tmCmd() *cobra.Command {
 		Use:   "tm --topology T.yaml [--learn] [--mode M] REPORTS.jsonl[.gz]",
 		Short: "Run the Traffic Manager on recorded data-center load reports (dcload JSON lines); prints each tick's changes",
 		Long: `Reads dcload reports (one JSON object a line: time, dc, cpu_util,
-cpu_ms_per_s, plans, sli_p95_ms), groups them into tick windows, and runs
-the planner on the topology's data centers (a scenario file: units,
-thresholds, latency, failover; its ticks are ignored). A section s1 of IAD
-reports as dc "IAD.s1". Capacity is cpu_ms_per_s / cpu_util when both are
-given, plans give each unit's load; what a report leaves out keeps its last
-value. With --learn each unit's maximum threshold is learnt from its
+cpu_ms_per_s, plans, sli_p95_ms, edge_error_share), groups them into tick
+windows, and runs the planner on the topology's data centers (a scenario
+file: units, thresholds, latency, failover, max_withdrawn, max_report_age,
+pace, errors, learn_failover_after; its ticks are ignored). A section s1
+of IAD reports as dc "IAD.s1". Capacity is cpu_ms_per_s / cpu_util when
+both are given, plans give each unit's load, cpu_ms_per_s is the measured
+load paced steps wait on; what a report leaves out keeps its last value,
+and a unit silent for longer than max_report_age is stale. With --learn each unit's maximum threshold is learnt from its
 reports' SLI against CPU. In enforce mode the changes go to --webhook and
 --kafka-topic; in dry-run (the default) they are only printed. Malformed
 lines are counted, reported and skipped.`,
@@ -98,7 +102,7 @@ lines are counted, reported and skipped.`,
 			if learn {
 				feed.Learn = &trafficmanager.LearnConfig{}
 			}
-			d := &planhook.Driver{Mode: mode}
+			d := tmDriver(sc, mode, nil)
 			if mode == actions.ModeEnforce {
 				if webhookURL != "" {
 					wh, err := planhook.NewWebhook(webhookURL, os.Getenv(secretEnv))
@@ -189,6 +193,17 @@ lines are counted, reported and skipped.`,
 	c.Flags().StringSliceVar(&brokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers")
 	c.Flags().StringVar(&kafkaTopic, "kafka-topic", "", "write plan changes to this topic (enforce)")
 	return c
+}
+
+// tmDriver is the plan driver for a topology: its failover rows are
+// learnt from observed withdrawals once the topology's
+// learn_failover_after is reached.
+func tmDriver(sc *trafficmanager.Scenario, mode string, m *planhook.Metrics) *planhook.Driver {
+	d := &planhook.Driver{Mode: mode, Metrics: m}
+	if sc.LearnFailoverAfter > 0 {
+		d.Predictor = &trafficmanager.Predictor{After: sc.LearnFailoverAfter}
+	}
+	return d
 }
 
 // anycastFromFlags reads --tm-anycast values, LOCATION=PREFIX[,PREFIX]@NEXTHOP,

@@ -73,8 +73,10 @@ func TestRadarExampleScoresAgainstItsLabels(t *testing.T) {
 	}
 }
 
-// Two rule sets on the same export: the second wants the drop to last an
-// hour, so it fires half an hour later, and it has no telescope rule.
+// Two rule sets on the same export: the second wants the drop to last 40
+// minutes, a collapse too (critical 0: by default a collapse fires on its
+// first bucket), so it fires half an hour later, and it has no telescope
+// rule.
 func TestScoreComparesTwoRuleSets(t *testing.T) {
 	captureLog(t)
 	b, err := os.ReadFile("../../examples/ioda/ioda.yaml")
@@ -83,7 +85,7 @@ func TestScoreComparesTwoRuleSets(t *testing.T) {
 	}
 	doc := string(b)
 	doc = strings.Replace(doc, "      threshold: 0.2           # under 80 % of the median\n      for: 10m\n",
-		"      threshold: 0.2           # under 80 % of the median\n      for: 40m\n", 1)
+		"      threshold: 0.2           # under 80 % of the median\n      for: 40m\n      critical: 0\n", 1)
 	doc = doc[:strings.Index(doc, "  - name: ioda-telescope")]
 	rulesB := filepath.Join(t.TempDir(), "slower.yaml")
 	os.WriteFile(rulesB, []byte(doc), 0o644)

@@ -39,7 +39,7 @@ func main() {
 		}
 		return applyMemoryLimit("--memory-limit", memoryLimit)
 	}
-	root.AddCommand(replayCmd(), scoreCmd(), rulesCmd())
+	root.AddCommand(replayCmd(), scoreCmd(), scoreboardCmd(), rulesCmd())
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}

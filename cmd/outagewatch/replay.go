@@ -5,9 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -222,6 +224,11 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	for _, n := range st.DecodeErrors {
 		bad += n
+	}
+	for _, rule := range slices.Sorted(maps.Keys(st.Unjudgeable)) {
+		l := st.Unjudgeable[rule]
+		log.Warn("series too small or too noisy to judge at the rule's threshold", "rule", rule, "series", len(l),
+			"first", l[0])
 	}
 	el := time.Since(start)
 	log.Info("replay done", "records", recs, "decode_errors", bad, "series", st.Series,

@@ -12,9 +12,15 @@
 //	 "cpu_ms_per_s": 18000,            // CPU time in use, ms per second (18 cores busy = 18000)
 //	 "plans": {"free": 2000, "pro": 3000, "business": 5000, "enterprise": 8000},
 //	                                   // CPU ms/s per plan
-//	 "sli_p95_ms": 18.2}               // p95 request latency, ms
+//	 "sli_p95_ms": 18.2,               // p95 request latency, ms
+//	 "edge_error_share": 0.004}        // share of requests answered 499 or 5xx at the edge
 //
-// At least one of cpu_util, cpu_ms_per_s, plans and sli_p95_ms must be
+// edge_error_share is the Traffic Manager's error-rate trigger signal: users
+// who reach a data center but are not served (a client giving up, 499, or a
+// server error, 5xx), as a ratio in [0, 1].
+//
+// At least one of cpu_util, cpu_ms_per_s, plans, sli_p95_ms and
+// edge_error_share must be
 // present; null is the same as absent. Plans other than the four known ones
 // are counted (Stats.UnknownPlans) and skipped, so that a new plan does not
 // turn every report into a decode error before outagewatch knows it.
@@ -118,6 +124,7 @@ type Load struct {
 	CPUms     float64
 	PlanCPUms [NumPlans]float64
 	SLIp95ms  float64
+	ErrShare  float64
 }
 
 // Stats counts what a decoder did, for metrics.
@@ -153,6 +160,7 @@ type wire struct {
 	CPUms   *float64            `json:"cpu_ms_per_s"`
 	Plans   map[string]*float64 `json:"plans"`
 	SLI     *float64            `json:"sli_p95_ms"`
+	Err     *float64            `json:"edge_error_share"`
 }
 
 // Parse decodes and validates one report.
@@ -161,7 +169,7 @@ func (d *Decoder) Parse(value []byte) (Load, error) {
 	if err := json.Unmarshal(value, &w); err != nil {
 		return Load{}, jsonErr(err)
 	}
-	l := Load{CPUUtil: math.NaN(), CPUms: math.NaN(), SLIp95ms: math.NaN()}
+	l := Load{CPUUtil: math.NaN(), CPUms: math.NaN(), SLIp95ms: math.NaN(), ErrShare: math.NaN()}
 	for i := range l.PlanCPUms {
 		l.PlanCPUms[i] = math.NaN()
 	}
@@ -198,6 +206,13 @@ func (d *Decoder) Parse(value []byte) (Load, error) {
 		l.SLIp95ms = *w.SLI
 		n++
 	}
+	if w.Err != nil {
+		if v := *w.Err; !(v >= 0 && v <= 1) {
+			return Load{}, ingest.Errorf("value_range", "edge_error_share %v: want a ratio in [0, 1]", v)
+		}
+		l.ErrShare = *w.Err
+		n++
+	}
 	for name, v := range w.Plans {
 		p, ok := ParsePlan(name)
 		if !ok {
@@ -214,7 +229,7 @@ func (d *Decoder) Parse(value []byte) (Load, error) {
 		n++
 	}
 	if n == 0 {
-		return Load{}, ingest.Errorf("no_measurement", "no cpu_util, cpu_ms_per_s, plans or sli_p95_ms")
+		return Load{}, ingest.Errorf("no_measurement", "no cpu_util, cpu_ms_per_s, plans, sli_p95_ms or edge_error_share")
 	}
 	return l, nil
 }

@@ -1,0 +1,233 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/score"
+)
+
+func scoreboardCmd() *cobra.Command {
+	var data, rulesOverride string
+	var asJSON, verbose bool
+	c := &cobra.Command{
+		Use:          "scoreboard [--data DIR] [--json] [-v] [SET.yaml...]",
+		SilenceUsage: true,
+		Short:        "Score the shipped rules on every real labelled set: windows, detected, alerts, false alerts, pages, false pages, delay",
+		Long: `Scoreboard replays real labelled data (IODA's outage signals with IODA's
+labels, RIPE Atlas RTT traces with hand-labelled change points) through the
+rules each set names, as a user's file would be replayed, and prints one row
+a set. With no SET it scores every set under scoreboard/ in the working
+directory. --data is the directory the sets' files are relative to.
+
+Scoring (README, "Scoreboard"): a window is detected when an alert starts
+between 15 minutes before it and its end; an alert is false when it starts
+more than 15 minutes outside every window; pages (outage events) are scored
+the same way. Atlas traces are scored by their labelled upward level shifts.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				m, _ := filepath.Glob("scoreboard/*.yaml")
+				if len(m) == 0 {
+					return fmt.Errorf("no sets: give set files, or run from the repository root (scoreboard/*.yaml)")
+				}
+				args = m
+			}
+			var rows []score.Row
+			for _, f := range args {
+				s, err := score.LoadBoardSet(f)
+				if err != nil {
+					return err
+				}
+				if rulesOverride != "" {
+					s.Rules, err = filepath.Abs(rulesOverride)
+					if err != nil {
+						return err
+					}
+				}
+				r, err := scoreSet(s, data)
+				if err != nil {
+					return err
+				}
+				rows = append(rows, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			score.PrintBoard(cmd.OutOrStdout(), rows, verbose)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&data, "data", "testdata", "directory the sets' files are relative to")
+	c.Flags().StringVar(&rulesOverride, "rules", "", "score these rules on every set instead of each set's own")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
+	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
+	return c
+}
+
+// scoreSet replays one labelled set through its rules and scores it.
+func scoreSet(s *score.BoardSet, data string) (score.Row, error) {
+	paths, err := s.Paths(data)
+	if err != nil {
+		return score.Row{}, err
+	}
+	dir, err := os.MkdirTemp("", "outagewatch-scoreboard-")
+	if err != nil {
+		return score.Row{}, err
+	}
+	defer os.RemoveAll(dir)
+	o := replayOpts{rules: s.RulesPath(), label: s.Name}
+	replayed := func(input string) ([]alerting.Event, error) {
+		var evs []alerting.Event
+		keep := func(ev *alerting.Event) { evs = append(evs, *ev) }
+		o.events = keep
+		_, err := runReplay([]string{input}, o, keep)
+		return evs, err
+	}
+	switch s.Format {
+	case score.FormatIODACSV:
+		row := score.Row{Set: s.Name}
+		for i, p := range paths {
+			in := filepath.Join(dir, fmt.Sprintf("ioda-%d.csv", i))
+			if err := writeIODAObservations(p, in, s.Entity, s.Columns); err != nil {
+				return score.Row{}, err
+			}
+			evs, err := replayed(in)
+			if err != nil {
+				return score.Row{}, err
+			}
+			row.Add(score.ScoreWindows(s.Name, s.Windows, evs))
+		}
+		return row, nil
+	case score.FormatAtlasRTT:
+		// Every trace in one Atlas file, as a user's download of a
+		// measurement holds every probe; the alerts are then scored probe
+		// by probe.
+		in := filepath.Join(dir, "traces.atlas.jsonl")
+		traces, err := writeAtlasResults(paths, in)
+		if err != nil {
+			return score.Row{}, err
+		}
+		evs, err := replayed(in)
+		if err != nil {
+			return score.Row{}, err
+		}
+		row := score.Row{Set: s.Name}
+		for _, tr := range traces {
+			var mine []alerting.Event
+			for _, ev := range evs {
+				if strings.HasPrefix(ev.Entity, "probe:"+tr.probe+">") {
+					mine = append(mine, ev)
+				}
+			}
+			row.Add(score.ScoreShifts(s.Name, tr.samples, mine))
+		}
+		return row, nil
+	}
+	return score.Row{}, fmt.Errorf("%s: format %q", s.File, s.Format)
+}
+
+// writeIODAObservations writes an IODA CSV's mapped columns as
+// time,entity,signal,value observations, as a user would export them.
+func writeIODAObservations(src, dst, entity string, columns map[string]string) error {
+	rows, err := score.ReadIODACSV(src)
+	if err != nil {
+		return err
+	}
+	f, err := os.Create(dst)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	fmt.Fprintln(w, "time,entity,signal,value")
+	cols := make([]string, 0, len(columns))
+	for c := range columns {
+		cols = append(cols, c)
+	}
+	slices.Sort(cols)
+	for _, r := range rows {
+		for _, c := range cols {
+			v, ok := r.Values[c]
+			if !ok {
+				f.Close()
+				return fmt.Errorf("%s: no column %q", src, c)
+			}
+			if math.IsNaN(v) {
+				continue
+			}
+			fmt.Fprintf(w, "%s,%s,%s,%s\n", r.Time.Format(time.RFC3339), entity, columns[c], strconv.FormatFloat(v, 'f', -1, 64))
+		}
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+type atlasTrace struct {
+	probe   string
+	samples []score.Sample
+}
+
+// atlasDestination is the destination the traces are written towards: the
+// labelled traces name none, and a documentation address (RFC 5737) says
+// plainly that it stands in.
+const atlasDestination = "192.0.2.1"
+
+// writeAtlasResults writes labelled RTT traces as RIPE Atlas ping results,
+// one result a sample (prb_id from the file name), in time order.
+func writeAtlasResults(paths []string, dst string) ([]atlasTrace, error) {
+	type line struct {
+		t   int64
+		txt string
+	}
+	var traces []atlasTrace
+	var lines []line
+	for _, p := range paths {
+		ss, err := score.ReadAtlasRTT(p)
+		if err != nil {
+			return nil, err
+		}
+		probe := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(p), ".gz"), ".csv")
+		if _, err := strconv.Atoi(probe); err != nil {
+			return nil, fmt.Errorf("%s: the file name must be the probe id", p)
+		}
+		traces = append(traces, atlasTrace{probe, ss})
+		for _, s := range ss {
+			res := `[{"x":"*"}]`
+			rcvd := 0
+			if s.RTT >= 0 {
+				res, rcvd = fmt.Sprintf(`[{"rtt":%s}]`, strconv.FormatFloat(s.RTT, 'f', -1, 64)), 1
+			}
+			lines = append(lines, line{s.Time.Unix(), fmt.Sprintf(`{"type":"ping","af":4,"prb_id":%s,"timestamp":%d,"dst_addr":"%s","sent":1,"rcvd":%d,"result":%s}`,
+				probe, s.Time.Unix(), atlasDestination, rcvd, res)})
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return int(a.t - b.t) })
+	f, err := os.Create(dst)
+	if err != nil {
+		return nil, err
+	}
+	w := bufio.NewWriter(f)
+	for _, l := range lines {
+		fmt.Fprintln(w, l.txt)
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return traces, f.Close()
+}

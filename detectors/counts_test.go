@@ -1,0 +1,190 @@
+package detectors_test
+
+import (
+	"bytes"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/ingest/quality"
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// poisson draws a Poisson count of mean lambda (Knuth's method: fine for
+// the small means here).
+func poisson(rng *rand.Rand, lambda float64) float64 {
+	l, k, p := math.Exp(-lambda), 0, 1.0
+	for {
+		p *= rng.Float64()
+		if p <= l {
+			return float64(k)
+		}
+		k++
+	}
+}
+
+// judgeSeries feeds one series, a value every step, through every rule of
+// set that watches it, and returns the firings and resolves in order.
+func judgeSeries(t *testing.T, set *rules.Set, sig obs.Signal, entity string, from time.Time, step time.Duration, vs []float64) []detectors.Finding {
+	t.Helper()
+	agg := aggregate.New(aggregate.Config{})
+	type bound struct {
+		r *rules.Rule
+		d detectors.Detector
+	}
+	var bs []bound
+	for _, r := range set.Rules {
+		if r.Matches(sig, entity) {
+			bs = append(bs, bound{r, r.Params.Build(r.Name)})
+		}
+	}
+	if len(bs) == 0 {
+		t.Fatalf("no rule watches %s of %s", sig, entity)
+	}
+	var out []detectors.Finding
+	judge := func(c *aggregate.Closed) {
+		for _, b := range bs {
+			b.d.Bucket(c, c.Points, func(f detectors.Finding) { out = append(out, f) })
+		}
+	}
+	for i, v := range vs {
+		ts := from.Add(time.Duration(i) * step).UnixNano()
+		agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: entity, Value: v})
+		agg.Advance(ts, judge)
+	}
+	agg.Advance(from.Add(time.Duration(len(vs)+1)*step).UnixNano(), judge)
+	return out
+}
+
+// A region where 2 to 20 /24s answer active probing, with nothing wrong
+// but a count's own Poisson noise, is judged by the shipped IODA rules for
+// two weeks and stays silent: one block more or less is 5 to 50 % of it,
+// and IODA's 20 % bar alone would page at random. The same series falling
+// to 0 for an hour fires.
+func TestIODARulesSilentOnAPoissonCount(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"active_probing_slash24", "telescope_sources"} {
+		sig, ok := obs.Lookup(name)
+		if !ok {
+			t.Fatalf("the IODA rules declare no %s", name)
+		}
+		step := time.Duration(sig.Def().Cadence)
+		rng := rand.New(rand.NewPCG(7, 11))
+		from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+		n := int(14 * 24 * time.Hour / step)
+		var vs []float64
+		lo, hi := math.Inf(1), 0.0
+		for range n {
+			v := poisson(rng, 10)
+			lo, hi = min(lo, v), max(hi, v)
+			vs = append(vs, v)
+		}
+		if lo > 2 || hi < 18 {
+			t.Fatalf("%s: the draws span %v..%v, want about 2..20", name, lo, hi)
+		}
+		if f := judgeSeries(t, set, sig, "region:XX-1", from, step, vs); len(f) != 0 {
+			t.Fatalf("%s: a Poisson count of 10 paged: %+v", name, f[0])
+		}
+		outage := n - int(6*time.Hour/step)
+		for i := outage; i < outage+int(time.Hour/step); i++ {
+			vs[i] = 0
+		}
+		f := judgeSeries(t, set, sig, "region:XX-1", from, step, vs)
+		if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != from.Add(time.Duration(outage)*step).UnixNano() {
+			t.Fatalf("%s: an hour at 0 from %s: findings %+v, want a firing from then", name, from.Add(time.Duration(outage)*step), f)
+		}
+	}
+}
+
+// The real RIPE Atlas sample, decoded as a user's file is, makes series
+// that the shipped rules judge: every probe series of latency_p50 has a
+// rule.
+func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
+	b, err := os.ReadFile("../../shared/testdata/atlas/ping-results.jsonl")
+	if err != nil {
+		t.Fatalf("the real Atlas sample: %v", err)
+	}
+	set, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := quality.NewAtlasDecoder(netmap.New())
+	probes := map[string]bool{}
+	sink := obs.SinkFunc(func(o *obs.Observation) {
+		if o.Signal == quality.LatencyP50 && strings.HasPrefix(o.Entity, "probe:") {
+			probes[o.Entity] = true
+		}
+	})
+	for _, line := range bytes.Split(bytes.TrimSpace(b), []byte("\n")) {
+		if err := d.Decode(line, sink); err != nil {
+			t.Fatalf("decode: %v", err)
+		}
+	}
+	if len(probes) < 3 {
+		t.Fatalf("the sample makes %d probe series, want its three probes' at least", len(probes))
+	}
+	for e := range probes {
+		judged := false
+		for _, r := range set.Rules {
+			judged = judged || r.Matches(quality.LatencyP50, e)
+		}
+		if !judged {
+			t.Errorf("no shipped rule judges latency_p50 of %s", e)
+		}
+	}
+}
+
+// A count of about 4 /24s cannot be judged at three standard deviations
+// of its own Poisson noise (√4 × 3 is more than all of it): the rule says
+// so rather than paging at random, and a real 0 does not page either.
+func TestIODARulesReportATooSmallCount(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("active_probing_slash24")
+	var rule *rules.Rule
+	for _, r := range set.Rules {
+		if r.Name == "ioda-active-probing" {
+			rule = r
+		}
+	}
+	d := rule.Params.Build(rule.Name)
+	agg := aggregate.New(aggregate.Config{})
+	rng := rand.New(rand.NewPCG(3, 5))
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano()
+	step := sig.Def().Cadence
+	var fired []detectors.Finding
+	n := int(3 * 24 * 3600e9 / step)
+	for i := range n {
+		v := poisson(rng, 4)
+		if i >= n-6 {
+			v = 0
+		}
+		ts := from + int64(i)*step
+		agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: "region:XX-2", Value: v})
+		agg.Advance(ts, func(c *aggregate.Closed) {
+			d.Bucket(c, c.Points, func(f detectors.Finding) { fired = append(fired, f) })
+		})
+	}
+	if len(fired) != 0 {
+		t.Fatalf("a count of 4 paged: %+v", fired[0])
+	}
+	u, ok := d.(detectors.Unjudgeable)
+	if !ok {
+		t.Fatal("prefix_withdrawal does not report what it cannot judge")
+	}
+	if got := u.Unjudgeable(); len(got) != 1 || got[0] != "active_probing_slash24 region:XX-2" {
+		t.Fatalf("unjudgeable %v, want the region's series", got)
+	}
+}

@@ -1,0 +1,184 @@
+package score_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/score"
+)
+
+func at(hm string) time.Time {
+	t, err := time.Parse("2006-01-02 15:04", "2024-03-01 "+hm)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestScoreWindows(t *testing.T) {
+	windows := []score.Window{{From: at("10:00"), To: at("11:00")}, {From: at("14:00"), To: at("15:00")}, {From: at("18:00"), To: at("19:00")}}
+	alert := func(id, start, raised string) alerting.Event {
+		return alerting.Event{ID: id, Kind: alerting.KindAlert, Status: alerting.Firing, Detector: "prefix_withdrawal",
+			Rule: "r", Entity: "country:XX", Start: at(start), At: at(raised)}
+	}
+	page := func(id, start, update string) alerting.Event {
+		return alerting.Event{ID: id, Kind: alerting.KindEvent, Status: alerting.Firing, Entity: "country:XX",
+			Start: at(start), At: at(start), Outage: &alerting.Outage{Update: update}}
+	}
+	muted := alert("m", "12:00", "12:05")
+	muted.Muted = "silence s1"
+	feed := alert("f", "12:00", "12:05")
+	feed.Detector = "feed_health"
+	resolved := alert("a", "09:50", "10:40")
+	resolved.Status = alerting.Resolved
+	events := []alerting.Event{
+		alert("a", "09:50", "10:05"), // 10 min before the window: detects it, raised inside
+		page("e1", "09:50", "open"),
+		resolved,
+		alert("a", "09:50", "10:50"), // back inside its hold: the same alert
+		page("e1", "09:50", "grow"),
+		alert("b", "12:00", "12:10"), // outside every window: false
+		page("e2", "12:00", "open"),  // so is its page
+		muted, feed,
+		alert("c", "14:30", "15:10"), // detects the second window, raised after it
+		alert("d", "13:40", "13:50"), // 20 min before a window: false
+	}
+	got := score.ScoreWindows("set", windows, events)
+	want := score.Row{Set: "set", Windows: 3, Detected: 2, Inside: 1, Alerts: 4, False: 2, Pages: 2, FalsePages: 1, Feed: 1,
+		Delay:   5 * time.Minute,
+		Missed:  []time.Time{at("18:00")},
+		FalseAt: []string{"2024-03-01T12:00:00Z r country:XX", "2024-03-01T13:40:00Z r country:XX"}}
+	// As JSON: every field a reader of the board sees.
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	if !bytes.Equal(g, w) {
+		t.Fatalf("got  %s\nwant %s", g, w)
+	}
+}
+
+func TestUpwardShiftsAndTheirScore(t *testing.T) {
+	t0 := at("00:00")
+	var s []score.Sample
+	for m := 0; m < 400; m += 4 {
+		rtt := 100.0
+		switch {
+		case m >= 200 && m < 260:
+			rtt = 130 // +30 %, +30 ms for an hour: an upward shift
+		case m >= 300 && m < 320:
+			rtt = 150 // +50 % for 20 minutes: too short
+		}
+		if m == 96 {
+			rtt = -3 // lost: not in the means
+		}
+		s = append(s, score.Sample{Time: t0.Add(time.Duration(m) * time.Minute), RTT: rtt, CP: m == 200 || m == 260 || m == 300 || m == 320})
+	}
+	// One shift before the warm-up would not count either.
+	s[20].CP = true // at 80 min: inside the first 2 h 40 min
+	shifts := score.UpwardShifts(s)
+	if len(shifts) != 1 || !shifts[0].Equal(t0.Add(200*time.Minute)) {
+		t.Fatalf("shifts %v, want the one at 200 min", shifts)
+	}
+	alert := func(start, raised int) alerting.Event {
+		return alerting.Event{ID: "p", Kind: alerting.KindAlert, Status: alerting.Firing, Entity: "probe:1>192.0.2.0/24",
+			Start: t0.Add(time.Duration(start) * time.Minute), At: t0.Add(time.Duration(raised) * time.Minute)}
+	}
+	r := score.ScoreShifts("atlas", s, []alerting.Event{alert(204, 240), alert(140, 170), alert(305, 330)})
+	if r.Windows != 1 || r.Detected != 1 || r.Inside != 1 || r.Alerts != 3 || r.False != 1 || r.Delay != 40*time.Minute {
+		t.Fatalf("got %+v: want 1 shift detected and raised inside at 40 min, 3 alerts of which the one at 140 min false", r)
+	}
+	// Raised more than an hour after: detected, not inside.
+	if r := score.ScoreShifts("atlas", s, []alerting.Event{alert(204, 261)}); r.Detected != 1 || r.Inside != 0 {
+		t.Fatalf("late alert: %+v", r)
+	}
+}
+
+// The windows of the IODA sets are the runs of their file's LABEL column.
+func TestIODASetWindowsAreTheirLabels(t *testing.T) {
+	sets, _ := filepath.Glob("../scoreboard/ioda-*.yaml")
+	if len(sets) != 3 {
+		t.Fatalf("want the three IODA sets, found %v", sets)
+	}
+	for _, f := range sets {
+		s, err := score.LoadBoardSet(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths, err := s.Paths("../../shared/testdata")
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := score.ReadIODACSV(paths[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := score.LabelWindows(rows); !reflect.DeepEqual(got, s.Windows) {
+			t.Errorf("%s: windows %v, the LABEL column says %v", f, s.Windows, got)
+		}
+	}
+}
+
+func TestLoadBoardSetErrors(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct{ doc, want string }{
+		{"name: x\nrules: r.yaml\nformat: ioda-csv\nfiles: [a.csv]\nentity: country:XX\ncolumns: {bgp: b}\n", "x.yaml:3: format ioda-csv needs windows:"},
+		{"name: x\nrules: r.yaml\nformat: csv\nfiles: [a.csv]\n", `x.yaml:3: format "csv": want ioda-csv or atlas-rtt`},
+		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindows: [{from: 2024-01-01T00:00:00Z, to: 2024-01-02T00:00:00Z}]\n", "x.yaml:5: format atlas-rtt is labelled by its own change points"},
+		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindow: []\n", "x.yaml:5: field window not found"},
+		{"rules: r.yaml\n", "x.yaml:1: missing name"},
+	} {
+		f := filepath.Join(dir, "x.yaml")
+		if err := os.WriteFile(f, []byte(c.doc), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := score.LoadBoardSet(f)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want %q", c.doc, err, c.want)
+		}
+	}
+}
+
+func FuzzParseIODACSV(f *testing.F) {
+	f.Add([]byte("timestamp,bgp,LABEL\n1698333900,560,0\n1698334200,542,1\n"))
+	f.Add([]byte("timestamp,merit-nt,bgp,LABEL\n1,,3,1\n2,0.4,nan,0\n"))
+	f.Add([]byte("timestamp,LABEL\n2,0\n1,0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rows, err := score.ParseIODACSV("fuzz.csv", bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(rows); i++ {
+			if !rows[i].Time.After(rows[i-1].Time) {
+				t.Fatalf("rows out of order: %v then %v", rows[i-1].Time, rows[i].Time)
+			}
+		}
+		for _, w := range score.LabelWindows(rows) {
+			if !w.To.After(w.From) {
+				t.Fatalf("window %v", w)
+			}
+		}
+	})
+}
+
+func FuzzParseAtlasRTT(f *testing.F) {
+	f.Add([]byte("epoch;rtt;cp\n14/10/2016 21:17;178.924995;0\n14/10/2016 21:21;-3;1\n"))
+	f.Add([]byte("epoch;rtt;cp\n2016-10-14 21:17:00;1e400;0\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := score.ParseAtlasRTT("fuzz.csv", bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		for _, x := range s {
+			if x.RTT != x.RTT {
+				t.Fatalf("NaN RTT accepted")
+			}
+		}
+		score.UpwardShifts(s)
+	})
+}

@@ -1,0 +1,301 @@
+package score
+
+import (
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// BoardSet is one real labelled set on the scoreboard: which files, read
+// how, judged by which rules, and its labels.
+//
+//	name: ioda-gaza-2023
+//	rules: ../examples/ioda/ioda.yaml     # relative to this file
+//	format: ioda-csv                      # or atlas-rtt
+//	files: [ioda-labelled/ioda_region_1226_gazastrip.csv.gz]  # relative to the data directory
+//	entity: "region:1226"
+//	columns: {bgp: bgp_visible_slash24, ping-slash24: active_probing_slash24, merit-nt: telescope_sources}
+//	windows:                              # ioda-csv: written from the file's LABEL column
+//	  - {from: 2023-10-27T17:30:00Z, to: 2023-10-29T03:35:00Z}
+type BoardSet struct {
+	Name    string            `yaml:"name"`
+	Rules   string            `yaml:"rules"`
+	Format  string            `yaml:"format"`
+	Files   []string          `yaml:"files"`
+	Entity  string            `yaml:"entity"`
+	Columns map[string]string `yaml:"columns"`
+	Windows []Window          `yaml:"windows"`
+	// File is where the set was read from.
+	File string `yaml:"-"`
+}
+
+// Formats of labelled sets the scoreboard reads.
+const (
+	// FormatIODACSV is IODA's per-entity CSV: a Unix timestamp column, one
+	// column per source, and LABEL (1 inside a labelled outage).
+	FormatIODACSV = "ioda-csv"
+	// FormatAtlasRTT is a labelled RTT trace, `epoch;rtt;cp`: time as
+	// dd/mm/yyyy HH:MM (or yyyy-mm-dd HH:MM:SS) UTC, RTT in ms (negative:
+	// lost), cp 1 at a hand-labelled change point. The file's base name is
+	// the probe id.
+	FormatAtlasRTT = "atlas-rtt"
+)
+
+// LoadBoardSet reads and checks a set file; errors carry file:line.
+func LoadBoardSet(file string) (*BoardSet, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("scoreboard: %w", err)
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var s BoardSet
+	if err := dec.Decode(&s); err != nil {
+		var te *yaml.TypeError
+		msg := err.Error()
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+		}
+		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), "line "))
+	}
+	s.File = file
+	line := func(key string) int {
+		if len(doc.Content) > 0 {
+			top := doc.Content[0]
+			for k := 0; k+1 < len(top.Content); k += 2 {
+				if top.Content[k].Value == key {
+					return top.Content[k].Line
+				}
+			}
+		}
+		return 1
+	}
+	switch {
+	case s.Name == "":
+		return nil, fmt.Errorf("%s:1: missing name", file)
+	case s.Rules == "":
+		return nil, fmt.Errorf("%s:1: missing rules (a rules file or directory, relative to this file)", file)
+	case len(s.Files) == 0:
+		return nil, fmt.Errorf("%s:1: missing files (relative to the data directory)", file)
+	}
+	switch s.Format {
+	case FormatIODACSV:
+		if s.Entity == "" || len(s.Columns) == 0 {
+			return nil, fmt.Errorf("%s:%d: format %s needs entity: and columns: (source column → signal)", file, line("format"), s.Format)
+		}
+		if len(s.Windows) == 0 {
+			return nil, fmt.Errorf("%s:%d: format %s needs windows: (the labelled outages)", file, line("format"), s.Format)
+		}
+	case FormatAtlasRTT:
+		if len(s.Windows) > 0 {
+			return nil, fmt.Errorf("%s:%d: format %s is labelled by its own change points: no windows:", file, line("windows"), s.Format)
+		}
+	default:
+		return nil, fmt.Errorf("%s:%d: format %q: want %s or %s", file, line("format"), s.Format, FormatIODACSV, FormatAtlasRTT)
+	}
+	for i, w := range s.Windows {
+		if !w.To.After(w.From) {
+			return nil, fmt.Errorf("%s:%d: windows[%d]: to must be after from", file, line("windows"), i)
+		}
+	}
+	return &s, nil
+}
+
+// RulesPath is the set's rules relative to the set file.
+func (s *BoardSet) RulesPath() string {
+	if filepath.IsAbs(s.Rules) {
+		return s.Rules
+	}
+	return filepath.Join(filepath.Dir(s.File), s.Rules)
+}
+
+// Paths expands the set's files (globs) under the data directory, sorted.
+func (s *BoardSet) Paths(data string) ([]string, error) {
+	var out []string
+	for _, f := range s.Files {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(data, f)
+		}
+		m, err := filepath.Glob(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: files: %w", s.File, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("%s: files: %s: no such file (is --data the directory of the labelled sets?)", s.File, f)
+		}
+		out = append(out, m...)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+func openMaybeGzip(path string) (io.ReadCloser, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	if !strings.HasSuffix(path, ".gz") {
+		return f, nil
+	}
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return struct {
+		io.Reader
+		io.Closer
+	}{zr, f}, nil
+}
+
+// IODARow is one row of an IODA CSV: its time, the value of each source
+// column (NaN when empty) and its label.
+type IODARow struct {
+	Time   time.Time
+	Values map[string]float64
+	Label  bool
+}
+
+// ReadIODACSV reads an IODA CSV with a timestamp (Unix seconds) and a
+// LABEL column.
+func ReadIODACSV(path string) ([]IODARow, error) {
+	rc, err := openMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return ParseIODACSV(path, rc)
+}
+
+// ParseIODACSV reads an IODA CSV from in; path names it in errors.
+func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
+	r := csv.NewReader(bufio.NewReader(in))
+	head, err := r.Read()
+	if err != nil {
+		return nil, fmt.Errorf("%s: header: %w", path, err)
+	}
+	ts, lab := slices.Index(head, "timestamp"), slices.Index(head, "LABEL")
+	if ts < 0 || lab < 0 {
+		return nil, fmt.Errorf("%s:1: want timestamp and LABEL columns, have %s", path, strings.Join(head, ","))
+	}
+	var rows []IODARow
+	for line := 2; ; line++ {
+		rec, err := r.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		sec, err := strconv.ParseInt(rec[ts], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: timestamp %q: %w", path, line, rec[ts], err)
+		}
+		if len(rows) > 0 && !time.Unix(sec, 0).After(rows[len(rows)-1].Time) {
+			return nil, fmt.Errorf("%s:%d: timestamp %d is not after the row before's", path, line, sec)
+		}
+		row := IODARow{Time: time.Unix(sec, 0).UTC(), Values: map[string]float64{}, Label: rec[lab] == "1"}
+		for i, h := range head {
+			if i == ts || i == lab {
+				continue
+			}
+			v, err := strconv.ParseFloat(rec[i], 64)
+			if err != nil {
+				v = math.NaN()
+			}
+			row.Values[h] = v
+		}
+		rows = append(rows, row)
+	}
+}
+
+// LabelWindows turns a labelled column into windows: each run of labelled
+// rows is [its first row's time, the next row's time); a run that ends
+// the file lasts one step more (the file's first spacing; IODA's 5
+// minutes in a file of one row).
+func LabelWindows(rows []IODARow) []Window {
+	step := 5 * time.Minute
+	if len(rows) > 1 {
+		step = rows[1].Time.Sub(rows[0].Time)
+	}
+	var out []Window
+	for i := 0; i < len(rows); i++ {
+		if !rows[i].Label {
+			continue
+		}
+		j := i
+		for j+1 < len(rows) && rows[j+1].Label {
+			j++
+		}
+		end := rows[j].Time.Add(step)
+		if j+1 < len(rows) {
+			end = rows[j+1].Time
+		}
+		out = append(out, Window{From: rows[i].Time, To: end})
+		i = j
+	}
+	return out
+}
+
+// ReadAtlasRTT reads a labelled RTT trace (FormatAtlasRTT).
+func ReadAtlasRTT(path string) ([]Sample, error) {
+	rc, err := openMaybeGzip(path)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close()
+	return ParseAtlasRTT(path, rc)
+}
+
+// ParseAtlasRTT reads a labelled RTT trace from in; path names it in
+// errors.
+func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
+	sc := bufio.NewScanner(in)
+	var out []Sample
+	for line := 1; sc.Scan(); line++ {
+		if line == 1 {
+			continue // header
+		}
+		// Some of the labelled files end their lines with CR LF.
+		parts := strings.Split(strings.TrimRight(sc.Text(), "\r"), ";")
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("%s:%d: want epoch;rtt;cp", path, line)
+		}
+		t, err := time.Parse("02/01/2006 15:04", parts[0])
+		if err != nil {
+			t, err = time.Parse(time.DateTime, parts[0])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+		}
+		rtt, err := strconv.ParseFloat(parts[1], 64)
+		if err == nil && (math.IsNaN(rtt) || math.IsInf(rtt, 0)) {
+			err = fmt.Errorf("%q is not a number of milliseconds", parts[1])
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: rtt: %w", path, line, err)
+		}
+		out = append(out, Sample{Time: t.UTC(), RTT: rtt, CP: parts[2] == "1"})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return out, nil
+}
