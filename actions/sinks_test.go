@@ -3,9 +3,13 @@ package actions
 import (
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +19,8 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 )
 
-// Every action goes out as an alert event through the configured sinks:
+// Every action goes out as an alert event through the configured sinks (a
+// JSON-lines file and a signed webhook):
 // a shutdown fires and its restore resolves the same ID, a refusal is an
 // alert of its own, an override fires until auto resolves it, and an
 // override set by another process (an operator's shell) pages too, read
@@ -26,8 +31,27 @@ func TestActionEventsReachTheSinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
+	// A paging webhook beside the file: it verifies the signature, as a
+	// receiver should, and keeps the rule and status of what it gets.
+	var mu sync.Mutex
+	var paged []string
+	noc := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if err := alerting.Verify("noc-secret", body, r.Header.Get(alerting.HeaderSignature), r.Header.Get(alerting.HeaderTimestamp), time.Now(), time.Minute); err != nil {
+			http.Error(w, err.Error(), http.StatusUnauthorized)
+			return
+		}
+		var ev alerting.Event
+		_ = json.Unmarshal(body, &ev)
+		mu.Lock()
+		paged = append(paged, ev.Rule+" "+ev.Status)
+		mu.Unlock()
+	}))
+	defer noc.Close()
+	t.Setenv("OW_TEST_NOC_SECRET", "noc-secret")
 	doc := strings.Replace(string(b), "audit: /var/lib/outagewatch/actions.jsonl", "audit: "+dir+"/audit.jsonl", 1)
-	doc = strings.Replace(doc, `sinks: [{name: log, type: jsonl, path: "-"}]`, "sinks:\n  - {name: events, type: jsonl, path: "+dir+"/events.jsonl}", 1)
+	doc = strings.Replace(doc, `sinks: [{name: log, type: jsonl, path: "-"}]`, "sinks:\n  - {name: events, type: jsonl, path: "+dir+"/events.jsonl}\n"+
+		"  - {name: noc, type: webhook, url: \""+noc.URL+"\", secret_env: OW_TEST_NOC_SECRET}", 1)
 	cfg, err := ParseConfig(filepath.Join(dir, "actions.yaml"), []byte(doc))
 	if err != nil {
 		t.Fatal(err)
@@ -122,14 +146,21 @@ func TestActionEventsReachTheSinks(t *testing.T) {
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+	mu.Lock()
+	if got := strings.Join(paged, ", "); got != "transit-shutdown firing, transit-shutdown-refused firing, transit-shutdown resolved, transit-override firing, transit-override resolved, transit-override firing" {
+		t.Errorf("the webhook was paged with: %s", got)
+	}
+	mu.Unlock()
 	reg := prometheus.NewRegistry()
 	pager.Register(reg)
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(`# HELP outagewatch_actions_events_sent_total Action events delivered, by sink.
 # TYPE outagewatch_actions_events_sent_total counter
 outagewatch_actions_events_sent_total{sink="events"} 6
+outagewatch_actions_events_sent_total{sink="noc"} 6
 # HELP outagewatch_actions_event_queue_depth Action events waiting for delivery, by sink.
 # TYPE outagewatch_actions_event_queue_depth gauge
 outagewatch_actions_event_queue_depth{sink="events"} 0
+outagewatch_actions_event_queue_depth{sink="noc"} 0
 `), "outagewatch_actions_events_sent_total", "outagewatch_actions_event_queue_depth"); err != nil {
 		t.Error(err)
 	}
