@@ -45,10 +45,11 @@ type API struct {
 	Capacity func() (trafficmanager.Input, trafficmanager.State)
 
 	mu sync.Mutex
-	// seen holds the signatures accepted while their timestamp is still
-	// within MaxSkew, with the time each stops being acceptable anyway: a
-	// delivery posted again in that window is a replay. The sender signs
-	// every retry anew, so a genuine retry is never one.
+	// seen holds the signatures of the deliveries acted on while their
+	// timestamp is still within MaxSkew, with the time each stops being
+	// acceptable anyway: a delivery posted again in that window is a
+	// replay. The sender signs every retry anew (and one that failed here
+	// is forgotten), so a genuine retry is never one.
 	seen map[string]time.Time
 }
 
@@ -83,7 +84,11 @@ func (a *API) webhook(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := a.Transits.Send(r.Context(), &ev); err != nil {
 		// 5xx: the sender's outbox retries, and a transit already shut is
-		// left alone on the retry.
+		// left alone on the retry. The retry may come within the same
+		// second, so with the same signature: forget this one.
+		a.mu.Lock()
+		delete(a.seen, r.Header.Get(alerting.HeaderSignature))
+		a.mu.Unlock()
 		slog.Error("actions: alert event", "id", ev.ID, "err", err)
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return

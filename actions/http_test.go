@@ -2,12 +2,16 @@ package actions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -216,5 +220,79 @@ func TestWebhookAuthentication(t *testing.T) {
 	}
 	if recs, _ := tr.Records(); len(recs) != 2 {
 		t.Fatalf("no secret: %d records", len(recs))
+	}
+}
+
+// flaky fails its first DisablePeer calls, as a gobgpd restarting would.
+type flaky struct {
+	mu    sync.Mutex
+	fails int
+	calls []string
+}
+
+func (f *flaky) DisablePeer(_ context.Context, n, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "disable "+n)
+	if f.fails > 0 {
+		f.fails--
+		return errors.New("gobgpd restarting")
+	}
+	return nil
+}
+
+func (f *flaky) EnablePeer(_ context.Context, n string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "enable "+n)
+	return nil
+}
+
+// A delivery that failed here (502, the gobgp call failed) is not a
+// replay when the sender tries it again, even within the same second with
+// the same signature; once acted on, it is.
+func TestWebhookRetryAfterFailureIsNoReplay(t *testing.T) {
+	cfg, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mode = ModeEnforce
+	sp := &flaky{fails: 1}
+	speakers := map[string]Speaker{}
+	for _, s := range cfg.SiteNames() {
+		speakers[s] = sp
+	}
+	tr, err := NewTransits(cfg, speakers, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&API{Transits: tr, Secret: "s3cret"}).Handler())
+	defer srv.Close()
+	body := `{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","signal":"packet_loss","entity":"transit:3356@fra01","at":"2019-06-20T12:15:00Z","start":"2019-06-20T12:10:00Z","summary":"loss"}`
+	hdr := signed("s3cret", body)
+	var codes []int
+	for range 3 {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/alerts/webhook", strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[502 204 409]" {
+		t.Fatalf("codes %v, want 502 (gobgp failed), 204 (the retry acts), 409 (a replay)", codes)
+	}
+	recs, _ := tr.Records()
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Op+" "+r.Site)
+	}
+	if strings.Join(got, ", ") != "shutdown fra01, refused fra01, shutdown fra01" ||
+		strings.Join(sp.calls, ", ") != "disable 192.0.2.22, enable 192.0.2.22, disable 192.0.2.22" {
+		t.Fatalf("records %v, speaker calls %v", got, sp.calls)
 	}
 }
