@@ -134,7 +134,7 @@ func TestActionEventsReachTheSinks(t *testing.T) {
 	want := []string{
 		shut + " | alert | firing | transit-shutdown | transit:1299@ams01 | 12:15 | 12:15 | - | " + recs[0].ID + " | dry-run: would have shut AS1299 Telia at ams01 (2 sessions): loss via Telia",
 		alerting.AlertID(RuleRefused, "packet_loss", "transit:3356@ams01/"+recs[1].ID) + " | alert | firing | transit-shutdown-refused | transit:3356@ams01 | 12:20 | 12:20 | - | " + recs[1].ID +
-			" | dry-run: would have refused to shut AS3356 Level 3 at ams01 (1 sessions): AS3356 is the last transit up at ams01",
+			" | dry-run: would have refused to shut AS3356 Level 3 at ams01 (1 session): AS3356 is the last transit up at ams01",
 		shut + " | alert | resolved | transit-shutdown | transit:1299@ams01 | 12:15 | 13:00 | 13:00 | " + recs[2].ID + " | dry-run: would have restored AS1299 Telia at ams01 (2 sessions): override: keep up",
 		keep + " | alert | firing | transit-override | transit:1299@ams01 | 13:00 | 13:00 | - | " + recs[3].ID + " | override by alice: AS1299 Telia at ams01 kept up",
 		keep + " | alert | resolved | transit-override | transit:1299@ams01 | 13:00 | 14:00 | 14:00 | " + recs[4].ID + " | override by alice cleared: AS1299 Telia at ams01 back to automatic actions",

@@ -16,6 +16,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // Rule names of the events the transit actions emit.
@@ -597,7 +598,7 @@ func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time)
 	if r.Mode == ModeDryRun {
 		verb = "dry-run: would have " + verb
 	}
-	ev.Summary = fmt.Sprintf("%s AS%d %s at %s (%d sessions): %s", verb, r.ASN, r.Transit, r.Site, len(r.Sessions), r.Why)
+	ev.Summary = fmt.Sprintf("%s AS%d %s at %s (%s): %s", verb, r.ASN, r.Transit, r.Site, words.Plural(len(r.Sessions), "session"), r.Why)
 	if r.Op == OpOverride {
 		ev.Actions = []string{fmt.Sprintf("override AS%d at %s: keep %s (%s)", r.ASN, r.Site, r.Keep, r.ID)}
 		ev.Details["keep"] = r.Keep

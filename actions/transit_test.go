@@ -394,7 +394,7 @@ func TestTeliaDryRunChangesNothing(t *testing.T) {
 	if len(emitted) != 12 {
 		t.Fatalf("%d events, want 12 (3 shut and 3 restored, twice)", len(emitted))
 	}
-	if s := emitted[0].Summary; !strings.HasPrefix(s, "dry-run: would have shut AS1299 Telia at ams01 (1 sessions): packet loss through AS1299") {
+	if s := emitted[0].Summary; !strings.HasPrefix(s, "dry-run: would have shut AS1299 Telia at ams01 (1 session): packet loss through AS1299") {
 		t.Fatalf("summary %q", s)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"time"
 )
 
@@ -45,6 +46,10 @@ type Event struct {
 	At       time.Time `json:"at"`
 	Observed float64   `json:"observed"`
 	Baseline float64   `json:"baseline"`
+	// ObservedUnit is the unit of Observed and Baseline: "bytes/300s" for
+	// a count over a five-minute bucket, "ms", "Mbit/s", "ratio" (0..1),
+	// "/24 prefixes" (see ObservedUnit).
+	ObservedUnit string `json:"observed_unit,omitempty"`
 	// BaselineMethod says what the baseline was computed from
 	// ("similar_days", "previous_weeks", "previous_day", ...).
 	BaselineMethod string  `json:"baseline_method,omitempty"`
@@ -97,6 +102,14 @@ type Outage struct {
 	// Impact is drop × share affected × duration factor (see
 	// correlate.Impact); Severity is mapped from it.
 	Impact float64 `json:"impact"`
+	// PeakImpact is the highest impact the event reached, judged every
+	// bucket; a resolve's severity is the peak severity.
+	PeakImpact float64 `json:"peak_impact"`
+	// FiguresAt says when the signals' figures (observed, baseline,
+	// change) were taken: "firing" while the event fires, "paged" on a
+	// resolve, whose figures are those the member alerts fired with, not
+	// the recovered level.
+	FiguresAt string `json:"figures_at"`
 	// Members are the IDs of the alerts grouped, firing or resolved.
 	Members []string `json:"members"`
 	// Revision counts notifications of this event: 1 on open, one more
@@ -106,6 +119,10 @@ type Outage struct {
 	// Update says why this notification went out: "open", "grow" or
 	// "resolve".
 	Update string `json:"update"`
+	// Grew, on a growth, says what is new since the last page: "severity
+	// warning → critical", "scope + Euskaltel (AS12338)", "seen in +
+	// quality".
+	Grew []string `json:"grew,omitempty"`
 }
 
 // Scope is the place an outage event covers.
@@ -135,16 +152,30 @@ type ScopeEntity struct {
 // SignalChange is one signal kind of an event at its worst member.
 type SignalChange struct {
 	// Kind is traffic, dns, routing or quality.
-	Kind      string    `json:"kind"`
-	Signal    string    `json:"signal"`
-	Entity    string    `json:"entity"`
-	Detector  string    `json:"detector"`
-	Observed  float64   `json:"observed"`
-	Baseline  float64   `json:"baseline"`
-	ChangePct float64   `json:"change_pct"`
-	Threshold string    `json:"threshold,omitempty"`
-	Start     time.Time `json:"start"`
-	Alerts    int       `json:"alerts"`
+	Kind     string  `json:"kind"`
+	Signal   string  `json:"signal"`
+	Entity   string  `json:"entity"`
+	Detector string  `json:"detector"`
+	Observed float64 `json:"observed"`
+	Baseline float64 `json:"baseline"`
+	// ObservedUnit is the unit of Observed and Baseline, as on an alert.
+	ObservedUnit string    `json:"observed_unit,omitempty"`
+	ChangePct    float64   `json:"change_pct"`
+	Threshold    string    `json:"threshold,omitempty"`
+	Start        time.Time `json:"start"`
+	Alerts       int       `json:"alerts"`
+}
+
+// Kinds lists the signal kinds of an event (traffic, dns, routing,
+// quality), each once, in its signals' order.
+func (o *Outage) Kinds() []string {
+	var out []string
+	for _, s := range o.Signals {
+		if !slices.Contains(out, s.Kind) {
+			out = append(out, s.Kind)
+		}
+	}
+	return out
 }
 
 // IsEvent says whether ev is an outage event rather than an alert.

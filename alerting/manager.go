@@ -61,7 +61,7 @@ func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
 	ev := &Event{
 		ID: id, Status: f.Status, Rule: ruleName, Detector: f.Detector, Signal: f.Signal, Entity: f.Entity,
 		Labels: m.labels(f.Entity, labels), Start: ts(f.Start), At: ts(f.At),
-		Observed: f.Observed, Baseline: f.Baseline, BaselineMethod: f.BaselineMethod, ChangePct: f.ChangePct,
+		Observed: f.Observed, Baseline: f.Baseline, ObservedUnit: ObservedUnit(f.Signal), BaselineMethod: f.BaselineMethod, ChangePct: f.ChangePct,
 		Reason:   f.Reason,
 		Severity: severity, Summary: f.Summary, Actions: []string{}, Details: f.Details, Receivers: receivers,
 	}

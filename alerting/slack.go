@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/slack-go/slack"
+
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // SlackConfig configures the Slack sink.
@@ -298,6 +300,12 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 	}
 	name := slackEscape(displayName(ev))
 	measure := slackEscape(SignalWords(ev.Signal) + " " + Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+	if ev.Status == Resolved && ev.IsEvent() {
+		measure += " when paged"
+	} else if ev.Status == Resolved {
+		// An alert's resolve carries the level it recovered to.
+		measure = slackEscape(SignalWords(ev.Signal) + " now " + Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+	}
 	var blocks []slack.Block
 	var text string
 	if ev.IsEvent() {
@@ -309,6 +317,11 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		text = fmt.Sprintf("%s %s [%s] Outage %s %s: %s", icon, word, ev.Severity, in, name, measure)
 		head := fmt.Sprintf("%s *%s: outage %s %s* (%s)", icon, word, in, name, slackEscape(ev.Severity))
 		var lines []string
+		if ev.Status == Resolved {
+			// The figures are those the member alerts fired with: say so,
+			// or a reader takes them for the level it recovered to.
+			lines = append(lines, "_Figures as paged, when each alert fired:_")
+		}
 		for _, sc := range o.Signals {
 			line := "• *" + slackEscape(SignalWords(sc.Signal)) + "* of " + slackEscape(entityName(ev, sc.Entity)) + ": " +
 				slackEscape(Measure(sc.Signal, sc.Observed, sc.Baseline, sc.ChangePct, ""))
@@ -329,8 +342,9 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		fields := []*slack.TextBlockObject{
 			md("*Scope*\n" + strings.Join(scope, ", ")),
 			md("*Started*\n" + whenText(&ev.Start, ev.Labels["country"])),
-			md("*Severity*\n" + fmt.Sprintf("%s (impact %.2f)", slackEscape(ev.Severity), o.Impact)),
-			md("*Confidence*\n" + fmt.Sprintf("%.2f from %d views", o.Confidence, countKinds(o.Signals))),
+			severityField(ev),
+			md("*Confidence*\n" + fmt.Sprintf("%.2f from %s (%s)", o.Confidence, words.Plural(len(o.Kinds()), "view"),
+				slackEscape(strings.Join(o.Kinds(), ", ")))),
 		}
 		if ev.Status == Resolved && ev.End != nil {
 			fields = append(fields, md("*Ended*\n"+whenText(ev.End, ev.Labels["country"])+", after "+duration(ev)))
@@ -402,12 +416,15 @@ func entityName(ev *Event, entity string) string {
 	return entity
 }
 
-func countKinds(sc []SignalChange) int {
-	seen := map[string]bool{}
-	for _, s := range sc {
-		seen[s.Kind] = true
+// severityField says how bad the event is, with the impact it is judged
+// from; on a resolve, the peak it reached.
+func severityField(ev *Event) *slack.TextBlockObject {
+	o := ev.Outage
+	t := fmt.Sprintf("*Severity*\n%s (impact %.2f)", slackEscape(ev.Severity), o.Impact)
+	if ev.Status == Resolved {
+		t = fmt.Sprintf("*Peak severity*\n%s (peak impact %.2f)", slackEscape(ev.Severity), max(o.PeakImpact, o.Impact))
 	}
-	return len(seen)
+	return slack.NewTextBlockObject(slack.MarkdownType, t, false, false)
 }
 
 // whenText writes a time in UTC and, for what is in a country, its local

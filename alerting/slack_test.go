@@ -175,7 +175,7 @@ func TestSlackResolveUpdatesOriginal(t *testing.T) {
 	eq(t, "update channel", up.form.Get("channel"), slackChannelID)
 	eq(t, "update ts", up.form.Get("ts"), post.ts)
 	eq(t, "update text", up.form.Get("text"),
-		":white_check_mark: RESOLVED [critical] asn:5007: traffic 1.5 Mbit/s vs 1.5 Mbit/s expected, −1.8 % since 2025-04-28 10:35 UTC (11:35 Europe/Lisbon)")
+		":white_check_mark: RESOLVED [critical] asn:5007: traffic now 1.5 Mbit/s vs 1.5 Mbit/s expected, −1.8 % since 2025-04-28 10:35 UTC (11:35 Europe/Lisbon)")
 	if b := strings.Join(blockTexts(t, up.form.Get("blocks")), "|"); !strings.Contains(b, "*Ended*\n2025-04-28 12:10 UTC (13:10 Europe/Lisbon), after 1 h 35 min") {
 		t.Errorf("update blocks lack the end: %s", b)
 	}

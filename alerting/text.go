@@ -11,6 +11,7 @@ import (
 	_ "time/tzdata" // local times need the zone rules even where the system has none
 
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // BucketWidth is the bucket width that per-bucket volumes (bytes, queries)
@@ -20,9 +21,9 @@ var BucketWidth = 5 * time.Minute
 // Human writes a value of signal the way a person reads it: traffic as a
 // bit rate, queries per second, ratios as percentages, latency in ms.
 func Human(signal string, v float64) string {
-	unit := ""
+	unit, perBucket := "", false
 	if s, ok := obs.Lookup(signal); ok {
-		unit = s.Def().Unit
+		unit, perBucket = s.Def().Unit, countsPerBucket(s.Def())
 	}
 	per := BucketWidth.Seconds()
 	switch unit {
@@ -38,12 +39,13 @@ func Human(signal string, v float64) string {
 		return strconv.FormatFloat(round1(v), 'f', -1, 64) + " ms"
 	case "Mbps":
 		return rate(v*1e6, "bit/s")
-	case "slash24":
-		return count(v, "/24s")
-	case "slash48":
-		return count(v, "/48s")
 	}
-	return count(v, unit)
+	if perBucket {
+		// A count per bucket that reads better as a count than as a
+		// rate (567 withdrawals, not 1.9 a second) says its bucket.
+		return count(v, words.Unit(unit)) + " per " + HumanDuration(BucketWidth)
+	}
+	return count(v, words.Unit(unit))
 }
 
 func round1(v float64) float64 { return math.Round(v*10) / 10 }
@@ -59,6 +61,11 @@ func si(v float64) (string, string) {
 	}
 	if math.Abs(v) >= 10 || v == 0 {
 		return strconv.FormatFloat(math.Round(v), 'f', -1, 64), prefixes[i]
+	}
+	if math.Abs(v) < 1 {
+		// Two significant digits, so that a small rate does not read
+		// as none: 0.077 queries/s, not 0.
+		return strconv.FormatFloat(v, 'g', 2, 64), prefixes[i]
 	}
 	return strconv.FormatFloat(round1(v), 'f', -1, 64), prefixes[i]
 }
@@ -117,6 +124,24 @@ func HumanDuration(d time.Duration) string {
 	return fmt.Sprintf("%d min", m)
 }
 
+// ObservedUnit is the unit an event states beside a signal's observed
+// and baseline values (words.JSONUnit): a count per bucket is per
+// BucketWidth.
+func ObservedUnit(signal string) string {
+	s, ok := obs.Lookup(signal)
+	if !ok {
+		return ""
+	}
+	return words.JSONUnit(s.Def().Unit, countsPerBucket(s.Def()), BucketWidth)
+}
+
+// countsPerBucket says whether a signal's value is a count over its bucket
+// (bytes, queries, withdrawals summed; DNS clients counted distinct in
+// the bucket) rather than a level (a latency, a ratio, announced space).
+func countsPerBucket(d *obs.SignalDef) bool {
+	return d.Agg == obs.Sum || d.Unit == "clients"
+}
+
 // BaselineWording says in words what a baseline method compared with.
 func BaselineWording(method string) string {
 	switch method {
@@ -126,6 +151,12 @@ func BaselineWording(method string) string {
 		return "the same time on the previous days"
 	case "previous_weeks":
 		return "the same time in previous weeks"
+	case "same_time_previous_days":
+		return "the same time on the previous days"
+	case "median_recent", "recent_median":
+		return "the median of the recent buckets"
+	case "max_recent":
+		return "the highest of the recent buckets"
 	case "threshold":
 		return "the alert threshold"
 	case "":
@@ -236,4 +267,40 @@ func When(t time.Time, country string) string {
 		s += " (" + lt.Format(f) + " " + loc.String() + ")"
 	}
 	return s
+}
+
+// TextLine is one notification as a line for a person, as `replay --text`
+// prints it: when the pipeline knew, what happened and how bad, in the
+// words of the Slack message.
+//
+//	2025-04-28 10:45 UTC  event open     [critical] Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 %; …
+//	2025-04-28 10:45 UTC  alert firing   [critical] Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 % (traffic_drop; event 9a09…)
+func TextLine(ev *Event) string {
+	at := ev.At.UTC().Format("2006-01-02 15:04 UTC")
+	if ev.IsEvent() {
+		s := fmt.Sprintf("%s  event %-8s [%s] %s", at, ev.Update, ev.Severity, ev.Summary)
+		if len(ev.Grew) > 0 {
+			s += " (grew: " + strings.Join(ev.Grew, "; ") + ")"
+		}
+		return s
+	}
+	name := ev.Entity
+	if d := ev.Labels["display"]; d != "" {
+		name = d
+	}
+	now := ""
+	if ev.Status == Resolved {
+		now = "now "
+	}
+	s := fmt.Sprintf("%s  alert %-8s [%s] %s: %s %s%s", at, ev.Status, ev.Severity, name, SignalWords(ev.Signal), now,
+		Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+	var notes []string
+	notes = append(notes, ev.Detector)
+	if ev.OutageEvent != "" {
+		notes = append(notes, "event "+ev.OutageEvent)
+	}
+	if ev.Muted != "" {
+		notes = append(notes, "muted: "+ev.Muted)
+	}
+	return s + " (" + strings.Join(notes, "; ") + ")"
 }

@@ -14,12 +14,30 @@ func TestHumanWording(t *testing.T) {
 		{Measure("dns_failure_ratio", 0.962, 0, 0, ""), "96.2 % vs 0 % expected"},
 		{Measure("packet_loss", 0.081, 0.1, 0, "threshold"), "8.1 % of packets lost (a destination counts as lossy from 10 %)"},
 		{Human("dns_queries", 3000), "10 queries/s"},
-		{Human("bgp_announced_v6", 97896), "98k /48s"},
+		{Human("dns_queries", 23.05), "0.077 queries/s"},
+		{Human("dns_queries", 0), "0 queries/s"},
+		{Human("bgp_announced_v6", 97896), "98k /48 prefixes"},
+		{Human("bgp_announced_v4", 331), "331 /24 prefixes"},
+		{Human("bandwidth_p50", 8.5), "8.5 Mbit/s"},
+		{Human("bgp_withdrawals", 567), "567 prefixes per 5 min"},
+		{Human("dns_clients", 120), "120 clients per 5 min"},
+		{ObservedUnit("dns_clients"), "clients/300s"},
 		{HumanChange(-4.25), "−4.3 %"},
 		{HumanDuration(116*time.Hour + 35*time.Minute), "4 d 20 h"},
 		{HumanDuration(95 * time.Minute), "1 h 35 min"},
 		{HumanDuration(35 * time.Minute), "35 min"},
 		{BaselineWording("similar_days"), "the same time on similar days"},
+		{BaselineWording("median_recent"), "the median of the recent buckets"},
+		{BaselineWording("same_time_previous_days"), "the same time on the previous days"},
+		// JSON events state the unit beside their values: per-bucket
+		// counts per 300 s, gauges as they are.
+		{ObservedUnit("traffic_bytes"), "bytes/300s"},
+		{ObservedUnit("dns_queries"), "queries/300s"},
+		{ObservedUnit("bgp_announced_v4"), "/24 prefixes"},
+		{ObservedUnit("bgp_withdrawals"), "prefixes/300s"},
+		{ObservedUnit("latency_p50"), "ms"},
+		{ObservedUnit("bandwidth_p50"), "Mbit/s"},
+		{ObservedUnit("dns_failure_ratio"), "ratio"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
@@ -64,5 +82,23 @@ func TestThresholdText(t *testing.T) {
 	}
 	if got := ThresholdText(nil); got != "" {
 		t.Errorf("nil params: %q", got)
+	}
+}
+
+// A line for a person per notification: an event with its summary and
+// what grew, an alert with its measure, detector and event.
+func TestTextLine(t *testing.T) {
+	at := time.Date(2025, 4, 28, 10, 50, 0, 0, time.UTC)
+	ev := &Event{Kind: KindEvent, Status: Firing, Severity: "critical", At: at,
+		Summary: "Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 %",
+		Outage:  &Outage{Update: "grow", Grew: []string{"scope + Euskaltel (AS12338)"}}}
+	if got, want := TextLine(ev), "2025-04-28 10:50 UTC  event grow     [critical] Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 % (grew: scope + Euskaltel (AS12338))"; got != want {
+		t.Errorf("event line\n got %s\nwant %s", got, want)
+	}
+	a := &Event{Kind: KindAlert, Status: Resolved, Severity: "critical", At: at, Detector: "traffic_drop", Signal: "traffic_bytes",
+		Entity: "asn:3352", Labels: map[string]string{"name": "Telefonica de Espana", "display": "Telefonica de Espana (AS3352)"}, Observed: 4.5e10, Baseline: 4.6e10, ChangePct: -2.2,
+		BaselineMethod: "similar_days", OutageEvent: "9a0941bd5fba9f18"}
+	if got, want := TextLine(a), "2025-04-28 10:50 UTC  alert resolved [critical] Telefonica de Espana (AS3352): traffic now 1.2 Gbit/s vs 1.2 Gbit/s expected, −2.2 % (traffic_drop; event 9a0941bd5fba9f18)"; got != want {
+		t.Errorf("alert line\n got %s\nwant %s", got, want)
 	}
 }

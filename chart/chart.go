@@ -23,6 +23,10 @@ import (
 type Series struct {
 	Name   string
 	Values []float64
+	// Lo and Hi, when set, are each point's lowest and highest value
+	// (see Downsample): drawn as a light band under the line, so a
+	// downsampled chart still shows every bucket's extreme.
+	Lo, Hi []float64
 	Color  string // "#rrggbb"
 	Width  float64
 	Dash   bool
@@ -93,9 +97,11 @@ func (c *Chart) End() time.Time {
 func (c *Chart) yRange() (lo, hi float64) {
 	lo, hi = math.Inf(1), math.Inf(-1)
 	for _, s := range c.Series {
-		for _, v := range s.Values {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
-				lo, hi = min(lo, v), max(hi, v)
+		for _, vs := range [][]float64{s.Values, s.Lo, s.Hi} {
+			for _, v := range vs {
+				if !math.IsNaN(v) && !math.IsInf(v, 0) {
+					lo, hi = min(lo, v), max(hi, v)
+				}
 			}
 		}
 	}

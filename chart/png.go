@@ -112,6 +112,12 @@ func (p *pngCanvas) rect(x, y, w, h float64, fill string, opacity float64, strok
 	}
 }
 
+func (p *pngCanvas) polygon(pts []pt, fill string, opacity float64) {
+	if len(pts) > 2 {
+		p.fill(pts, parseColor(fill, opacity))
+	}
+}
+
 // polyline strokes each segment as a thin quadrilateral; dashes cut the
 // segments into 5-on, 3-off pieces.
 func (p *pngCanvas) polyline(pts []pt, col string, width float64, dash bool) {

@@ -19,6 +19,7 @@ const (
 type canvas interface {
 	rect(x, y, w, h float64, fill string, opacity float64, stroke string, dash bool)
 	polyline(pts []pt, color string, width float64, dash bool)
+	polygon(pts []pt, fill string, opacity float64)
 	text(x, y float64, s string, size float64, a anchor, color string, bold bool)
 }
 
@@ -38,6 +39,8 @@ func textWidth(s string, size float64) float64 { return float64(len([]rune(s))) 
 func (c *Chart) draw(cv canvas) {
 	w, h := c.size()
 	x0, x1, y0, y1 := padL, w-padR, padT, h-padB
+	items, rows := c.legend(8, x1)
+	y0 += float64(rows-1) * 14
 	cv.rect(0, 0, w, h, "#ffffff", 1, "", false)
 	cv.text(8, 17, c.Title, 13, anchorStart, "#111111", true)
 
@@ -115,6 +118,7 @@ func (c *Chart) draw(cv canvas) {
 		if width == 0 {
 			width = 1.5
 		}
+		c.band(cv, s, xOf, func(v float64) float64 { return yOf(math.Min(math.Max(v, lo), hi)) })
 		var run []pt
 		flush := func() {
 			if len(run) == 1 {
@@ -136,15 +140,36 @@ func (c *Chart) draw(cv canvas) {
 		flush()
 	}
 
-	// Legend, top right: a line sample and the name of each series, then
-	// the span kinds shown.
-	type item struct {
-		name, color string
-		dash, box   bool
+	// Legend, top right, laid out above.
+	for _, it := range items {
+		if it.box {
+			if it.dash {
+				cv.rect(it.x, it.y-8, 16, 10, "", 0, it.color, true)
+			} else {
+				cv.rect(it.x, it.y-8, 16, 10, it.color, 0.25, "", false)
+			}
+		} else {
+			cv.polyline([]pt{{it.x, it.y - 4}, {it.x + 16, it.y - 4}}, it.color, 2, it.dash)
+		}
+		cv.text(it.x+22, it.y, it.name, fontSize, anchorStart, textGrey, false)
 	}
-	var items []item
+}
+
+// legendItem is one entry of the legend: a line sample or a box, and a
+// name, placed at x (the sample's left) on the baseline y.
+type legendItem struct {
+	name, color string
+	dash, box   bool
+	x, y        float64
+}
+
+// legend lays out the legend right-aligned from x1 at y=36: a line sample
+// and the name of each series, then the span kinds shown. Entries that do
+// not fit between left and x1 wrap to a further row 14 px lower; rows is
+// how many there are.
+func (c *Chart) legend(left, x1 float64) (items []legendItem, rows int) {
 	for _, s := range c.Series {
-		items = append(items, item{s.Name, s.Color, s.Dash, false})
+		items = append(items, legendItem{name: s.Name, color: s.Color, dash: s.Dash})
 	}
 	seen := map[string]bool{}
 	for _, s := range c.Spans {
@@ -158,24 +183,59 @@ func (c *Chart) draw(cv canvas) {
 			if color == "" {
 				color = ColorAlert
 			}
-			items = append(items, item{name, color, s.Outline, true})
+			items = append(items, legendItem{name: name, color: color, dash: s.Outline, box: true})
 		}
 	}
-	x := x1
-	for i := len(items) - 1; i >= 0; i-- {
-		it := items[i]
-		x -= textWidth(it.name, fontSize)
-		cv.text(x, 36, it.name, fontSize, anchorStart, textGrey, false)
-		x -= 22
-		if it.box {
-			if it.dash {
-				cv.rect(x, 28, 16, 10, "", 0, it.color, true)
-			} else {
-				cv.rect(x, 28, 16, 10, it.color, 0.25, "", false)
-			}
-		} else {
-			cv.polyline([]pt{{x, 32}, {x + 16, 32}}, it.color, 2, it.dash)
+	// Fill rows from the first item, each row right-aligned.
+	rows = 1
+	var row []int
+	place := func(y float64) {
+		x := x1
+		for j := len(row) - 1; j >= 0; j-- {
+			it := &items[row[j]]
+			x -= textWidth(it.name, fontSize) + 22
+			it.x, it.y = x, y
+			x -= 14
 		}
-		x -= 14
 	}
+	width := 0.0
+	for i, it := range items {
+		wd := textWidth(it.name, fontSize) + 36
+		if len(row) > 0 && width+wd > x1-left {
+			place(36 + float64(rows-1)*14)
+			rows++
+			row, width = nil, 0
+		}
+		row = append(row, i)
+		width += wd
+	}
+	place(36 + float64(rows-1)*14)
+	return items, rows
+}
+
+// band fills, under series s, the area between its Lo and Hi values, one
+// polygon per run without gaps.
+func (c *Chart) band(cv canvas, s Series, xOf func(time.Time) float64, yOf func(float64) float64) {
+	if len(s.Lo) != len(s.Values) || len(s.Hi) != len(s.Values) {
+		return
+	}
+	var top, bottom []pt
+	flush := func() {
+		if len(top) > 1 {
+			poly := append(top, bottom...)
+			cv.polygon(poly, s.Color, 0.22)
+		}
+		top, bottom = nil, nil
+	}
+	for j := range s.Values {
+		l, h := s.Lo[j], s.Hi[j]
+		if math.IsNaN(l) || math.IsNaN(h) || math.IsInf(l, 0) || math.IsInf(h, 0) {
+			flush()
+			continue
+		}
+		x := xOf(c.Start.Add(time.Duration(j)*c.Step + c.Step/2))
+		top = append(top, pt{x, yOf(h)})
+		bottom = append([]pt{{x, yOf(l)}}, bottom...)
+	}
+	flush()
 }

@@ -58,6 +58,17 @@ func (s *svgCanvas) polyline(pts []pt, color string, width float64, dash bool) {
 	s.w.WriteString("/>")
 }
 
+func (s *svgCanvas) polygon(pts []pt, fill string, opacity float64) {
+	s.w.WriteString(`<polygon points="`)
+	for i, p := range pts {
+		if i > 0 {
+			s.w.WriteByte(' ')
+		}
+		s.w.WriteString(f1(p.X) + "," + f1(p.Y))
+	}
+	fmt.Fprintf(s.w, `" fill="%s" fill-opacity="%g" stroke="none"/>`, fill, opacity)
+}
+
 func (s *svgCanvas) text(x, y float64, t string, size float64, a anchor, color string, bold bool) {
 	fmt.Fprintf(s.w, `<text x="%s" y="%s" font-size="%g" fill="%s"`, f1(x), f1(y), size, color)
 	switch a {

@@ -46,7 +46,26 @@ type Config struct {
 	ZoneOwners map[string]uint32
 	// Mute holds silences; feed-fault inhibition is built in.
 	Mute []Muter
+	// GroupWait holds an event's first page this long in event time after
+	// its first alert, as Alertmanager's group_wait holds a group's, so
+	// that the page names the place as the other views fill it in rather
+	// than the first network whose routes moved. Zero takes
+	// DefaultGroupWait; a negative wait pages at once. Later pages are
+	// not held: growth pages as soon as a bucket shows it.
+	GroupWait time.Duration
 }
+
+// DefaultGroupWait is two five-minute buckets. The routing rules fire on
+// the first bucket that shows a change (for: 5m) while the traffic and
+// DNS rules confirm over two (for: 10m, rules/default/10-traffic.yaml and
+// 20-dns.yaml), and a cut in the middle of a bucket shows in full in the
+// routing table at the bucket's end but only in part in that bucket's
+// traffic, so a drop's first whole bucket of traffic is often the next
+// one. From the first routing alert, the volume rules can therefore need
+// one bucket for the partial bucket and one more for their longer for:
+// ten minutes is the longest a first page waits for the traffic view of
+// the same cut.
+const DefaultGroupWait = 10 * time.Minute
 
 // Thresholds map an event's impact (drop × share × duration factor, each
 // 0..1) to a severity. FullAfter is the duration at which the duration
@@ -139,16 +158,26 @@ type state struct {
 const keepRecent = 200
 
 type incident struct {
-	ID      string
-	Place   string
+	ID    string
+	Place string
+	// First is the event time of its first alert; the first page waits
+	// until First + GroupWait.
+	First   time.Time
 	Members map[string]*alerting.Event
 	// Joined lists member IDs in the order they joined.
 	Joined []string
 	// Notified is what the last notification said, to tell growth.
-	Revision     int
-	NotEntities  int
-	NotKinds     int
-	NotSeverity  int
+	Revision    int
+	NotEntities int
+	NotKinds    int
+	NotSeverity int
+	// PeakImpact is the highest impact the event reached, judged every
+	// bucket.
+	PeakImpact float64
+	// NotScope and NotKindList are the entities and signal kinds the
+	// last notification named, so a growth says what is new.
+	NotScope     []string
+	NotKindList  []string
 	LastEvent    *alerting.Event
 	ResolvedSent bool
 }
@@ -156,6 +185,9 @@ type incident struct {
 // New returns a correlator.
 func New(cfg Config) *Correlator {
 	cfg.Severity = cfg.Severity.withDefaults()
+	if cfg.GroupWait == 0 {
+		cfg.GroupWait = DefaultGroupWait
+	}
 	if cfg.Map == nil {
 		cfg.Map = netmap.New()
 	}
@@ -227,7 +259,7 @@ func (c *Correlator) Add(ev *alerting.Event) {
 			// its event resolved in this very bucket: keep the id unique.
 			id = alerting.AlertID("outage", place, ev.At.UTC().Format(time.RFC3339Nano))
 		}
-		inc = &incident{ID: id, Place: place, Members: map[string]*alerting.Event{}}
+		inc = &incident{ID: id, Place: place, First: ev.At, Members: map[string]*alerting.Event{}}
 		c.st.Open[id] = inc
 	}
 	ev.OutageEvent = inc.ID
@@ -290,6 +322,7 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 	for _, id := range c.order() {
 		inc := c.st.Open[id]
 		ev := c.build(inc, at)
+		inc.PeakImpact = ev.PeakImpact
 		firing := inc.firing()
 		ents, kinds, sev := len(ev.Scope.Entities), len(ev.Signals), sevRank(ev.Severity)
 		if sev < inc.NotSeverity {
@@ -324,10 +357,13 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 				}
 			}
 			delete(c.st.Open, id)
+		case inc.Revision == 0 && at.Before(inc.First.Add(c.cfg.GroupWait)):
+			// Held: its place may still fill in.
 		case inc.Revision == 0:
 			ev.Update = "open"
 		case ents > inc.NotEntities || kinds > inc.NotKinds || sev > inc.NotSeverity:
 			ev.Update = "grow"
+			ev.Grew = c.grew(inc, ev, sev)
 		}
 		if firing > 0 {
 			inc.LastEvent = ev
@@ -341,9 +377,46 @@ func (c *Correlator) Flush(at time.Time) []*alerting.Event {
 		inc.Revision++
 		ev.Revision = inc.Revision
 		inc.NotEntities, inc.NotKinds, inc.NotSeverity = ents, kinds, sev
+		inc.NotScope, inc.NotKindList = scopeIDs(ev), ev.Kinds()
 		out = append(out, ev)
 	}
 	clear(c.st.Changed)
+	return out
+}
+
+// grew says what a growth adds to the last page: the severity it rose
+// from, the entities and the signal kinds that are new.
+func (c *Correlator) grew(inc *incident, ev *alerting.Event, sev int) []string {
+	var out []string
+	if sev > inc.NotSeverity && inc.NotSeverity > 0 {
+		out = append(out, "severity "+severityNames[inc.NotSeverity]+" → "+ev.Severity)
+	}
+	var names []string
+	for _, e := range ev.Scope.Entities {
+		if !slices.Contains(inc.NotScope, e.Entity) {
+			names = append(names, e.Name)
+		}
+	}
+	if len(names) > 0 {
+		out = append(out, "scope + "+strings.Join(names, ", "))
+	}
+	var ks []string
+	for _, k := range ev.Kinds() {
+		if !slices.Contains(inc.NotKindList, k) {
+			ks = append(ks, k)
+		}
+	}
+	if len(ks) > 0 {
+		out = append(out, "seen in + "+strings.Join(ks, ", "))
+	}
+	return out
+}
+
+func scopeIDs(ev *alerting.Event) []string {
+	out := make([]string, len(ev.Scope.Entities))
+	for i, e := range ev.Scope.Entities {
+		out[i] = e.Entity
+	}
 	return out
 }
 

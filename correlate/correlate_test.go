@@ -1,6 +1,7 @@
 package correlate_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -32,7 +33,7 @@ func testMap() *netmap.Map {
 // A collector that loses its peers explains a withdrawal seen through it:
 // the withdrawal is recorded, muted by the fault, and opens no event.
 func TestFeedFaultInhibitsWhatItExplains(t *testing.T) {
-	c := correlate.New(correlate.Config{Map: testMap()})
+	c := correlate.New(correlate.Config{Map: testMap(), GroupWait: -1})
 	fault := alert(alerting.Firing, "feed_health", "bgp_full_feed_peers", "feed:bgp@rrc01", t0, t0.Add(5*time.Minute), -33)
 	c.Add(fault)
 	wd := alert(alerting.Firing, "prefix_withdrawal", "bgp_announced_v4", "asn:5089", t0, t0.Add(5*time.Minute), -40)
@@ -63,7 +64,7 @@ func TestFeedFaultInhibitsWhatItExplains(t *testing.T) {
 // scope is one more notification; the event resolves with its last member
 // and survives a checkpoint in between.
 func TestGroupGrowResolveAcrossCheckpoint(t *testing.T) {
-	c := correlate.New(correlate.Config{Map: testMap()})
+	c := correlate.New(correlate.Config{Map: testMap(), GroupWait: -1})
 	a := alert(alerting.Firing, "prefix_withdrawal", "bgp_announced_v4", "asn:5089", t0, t0.Add(5*time.Minute), -90)
 	c.Add(a)
 	evs := c.Flush(t0.Add(5 * time.Minute))
@@ -84,7 +85,7 @@ func TestGroupGrowResolveAcrossCheckpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c2 := correlate.New(correlate.Config{Map: testMap()})
+	c2 := correlate.New(correlate.Config{Map: testMap(), GroupWait: -1})
 	if err := c2.UnmarshalBinary(cp); err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestImpactAndSeverity(t *testing.T) {
 func TestZoneJoinsItsNetwork(t *testing.T) {
 	m := testMap()
 	m.Countries[2818], m.Names[2818] = "GB", "BBC"
-	c := correlate.New(correlate.Config{Map: m, ZoneOwners: map[string]uint32{"nhs.uk": 2856}})
+	c := correlate.New(correlate.Config{Map: m, GroupWait: -1, ZoneOwners: map[string]uint32{"nhs.uk": 2856}})
 	for zone, want := range map[string]string{"zone:virginmedia.com": "country:GB", "zone:www.bbc.co.uk": "country:GB",
 		"zone:nhs.uk": "country:GB", "zone:example.org": "zone:example.org"} {
 		ev := alert(alerting.Firing, "dns_failure", "dns_failure_ratio", zone, t0, t0.Add(10*time.Minute), 0)
@@ -154,6 +155,50 @@ func TestZoneJoinsItsNetwork(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: place %s, want %s", zone, got, want)
+		}
+	}
+}
+
+// The first page waits GroupWait after the first alert for the place to
+// fill in: a network's withdrawal alone is held, the country's traffic
+// alert a bucket later opens the event as the country; a growth after
+// the first page names what it adds (the country at −40 % is a warning at
+// 10:15, 0.4 × 15/30 = 0.2, and critical at 10:20, 0.4 × 20/30 = 0.27);
+// and an event over before its wait pages nothing at all.
+func TestFirstPageWaitsForItsPlace(t *testing.T) {
+	c := correlate.New(correlate.Config{Map: testMap(), GroupWait: 10 * time.Minute})
+	c.Add(alert(alerting.Firing, "prefix_withdrawal", "bgp_announced_v4", "asn:5089", t0, t0.Add(5*time.Minute), -60))
+	var got []string
+	for m := 5; m <= 20; m += 5 {
+		at := t0.Add(time.Duration(m) * time.Minute)
+		switch m {
+		case 15:
+			c.Add(alert(alerting.Firing, "traffic_drop", "traffic_bytes", "country:GB", t0.Add(5*time.Minute), at, -40))
+		case 20:
+			c.Add(alert(alerting.Firing, "prefix_withdrawal", "bgp_announced_v4", "asn:2856", t0.Add(15*time.Minute), at, -40))
+		}
+		for _, ev := range c.Flush(at) {
+			got = append(got, ev.Update+"@"+at.Format("15:04")+" "+ev.Title+" ["+strings.Join(ev.Grew, "; ")+"]")
+		}
+		if m == 10 && len(c.Active()) != 0 {
+			t.Errorf("held event listed as active at 10:10: %+v", c.Active())
+		}
+	}
+	want := "open@10:15 United Kingdom [] grow@10:20 United Kingdom [severity warning → critical; scope + BT (AS2856)]"
+	if g := strings.Join(got, " "); g != want {
+		t.Errorf("notifications\n got %s\nwant %s", g, want)
+	}
+
+	// A blip: fires and resolves inside the wait, pages nobody.
+	c = correlate.New(correlate.Config{Map: testMap(), GroupWait: 10 * time.Minute})
+	c.Add(alert(alerting.Firing, "prefix_withdrawal", "bgp_announced_v4", "asn:5089", t0, t0.Add(5*time.Minute), -60))
+	for m := 5; m <= 20; m += 5 {
+		at := t0.Add(time.Duration(m) * time.Minute)
+		if m == 10 {
+			c.Add(alert(alerting.Resolved, "prefix_withdrawal", "bgp_announced_v4", "asn:5089", t0, at, 0))
+		}
+		if evs := c.Flush(at); len(evs) != 0 {
+			t.Errorf("blip paged at %s: %s %s", at.Format("15:04"), evs[0].Update, evs[0].Title)
 		}
 	}
 }

@@ -254,7 +254,8 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 			}
 		}
 		o.Signals = append(o.Signals, alerting.SignalChange{Kind: k, Signal: sig, Entity: w.Entity, Detector: w.Detector,
-			Observed: w.Observed, Baseline: w.Baseline, ChangePct: w.ChangePct, Threshold: w.Threshold, Start: first, Alerts: len(ms)})
+			Observed: w.Observed, Baseline: w.Baseline, ObservedUnit: alerting.ObservedUnit(sig), ChangePct: w.ChangePct,
+			Threshold: w.Threshold, Start: first, Alerts: len(ms)})
 	}
 	slices.SortFunc(o.Signals, func(a, b alerting.SignalChange) int {
 		if d := slices.Index(kindOrder, a.Kind) - slices.Index(kindOrder, b.Kind); d != 0 {
@@ -279,6 +280,7 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 	if len(o.Signals) > 0 {
 		h := o.Signals[0]
 		ev.Signal, ev.Entity, ev.Observed, ev.Baseline, ev.ChangePct = h.Signal, h.Entity, h.Observed, h.Baseline, h.ChangePct
+		ev.ObservedUnit = h.ObservedUnit
 		for _, m := range members {
 			if m.Signal == h.Signal && m.Entity == h.Entity {
 				ev.BaselineMethod, ev.Evidence, ev.Details = m.BaselineMethod, m.Evidence, m.Details
@@ -306,6 +308,11 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 		}
 	}
 	o.Impact = round(Impact(drop, share, end.Sub(start), c.cfg.Severity.FullAfter), 3)
+	o.PeakImpact = max(o.Impact, inc.PeakImpact)
+	o.FiguresAt = "firing"
+	if inc.firing() == 0 {
+		o.FiguresAt = "paged"
+	}
 	ev.Severity = c.cfg.Severity.Severity(o.Impact)
 	o.Cause = c.cause(members, shares)
 	ev.Receivers = receivers(members)

@@ -55,6 +55,12 @@ func replayWith(t *testing.T, name string, sinks []alerting.Sink, mute ...correl
 // replayRules replays with a rules set (nil: the shipped rules).
 func replayRules(t *testing.T, name string, set *rules.Set, sinks []alerting.Sink, mute ...correlate.Muter) *run {
 	t.Helper()
+	return replayWait(t, name, set, 0, sinks, mute...)
+}
+
+// replayWait replays with a group wait (0: the default, negative: none).
+func replayWait(t *testing.T, name string, set *rules.Set, groupWait time.Duration, sinks []alerting.Sink, mute ...correlate.Muter) *run {
+	t.Helper()
 	spec, err := scenario.Load(filepath.Join("..", "fixtures", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +136,7 @@ func replayRules(t *testing.T, name string, set *rules.Set, sinks []alerting.Sin
 			t.Fatal(err)
 		}
 	}
-	p, err := pipeline.New(pipeline.Config{Rules: set, Map: spec.Map(), LocalASNs: spec.LocalASNs, Mute: mute,
+	p, err := pipeline.New(pipeline.Config{Rules: set, Map: spec.Map(), LocalASNs: spec.LocalASNs, Mute: mute, GroupWait: groupWait,
 		Events: func(ev *alerting.Event) { r.events = append(r.events, *ev); dispatch(ev) }},
 		func(ev *alerting.Event) { r.alerts = append(r.alerts, *ev); dispatch(ev) })
 	if err != nil {
@@ -266,9 +272,10 @@ func checkSinks(t *testing.T, r *run, want sinks) {
 }
 
 func TestIberiaOneEventPerCountry(t *testing.T) {
-	// A second webhook pages only critical: it misses Spain's info and
-	// warning stages and Portugal's warning open, not the growth (Portugal's
-	// bandwidth joining at 10:50) nor the resolves.
+	// A second webhook pages only critical: both events open critical, as
+	// their first page waits for the traffic view (group wait), and it
+	// gets the growth (each country's bandwidth joining at 10:50) and the
+	// resolves.
 	var mu sync.Mutex
 	var critical []string
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -284,7 +291,7 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := replayWith(t, "iberia-2025-04-28", []alerting.Sink{crit})
-	wantCritical := "country:PT grow critical,country:ES grow critical,country:PT grow critical,country:ES grow critical,country:PT resolve critical,country:ES resolve critical"
+	wantCritical := "country:PT open critical,country:ES open critical,country:PT grow critical,country:ES grow critical,country:PT resolve critical,country:ES resolve critical"
 	if got := strings.Join(critical, ","); got != wantCritical {
 		t.Errorf("critical-only webhook got\n %s\nwant %s", got, wantCritical)
 	}
@@ -293,16 +300,19 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 		t.Fatalf("%d events, want 2: %v", len(ids), ids)
 	}
 	want := map[string]struct {
-		updates  string
-		kinds    []string
-		networks []string
-		members  int
+		updates     string
+		first, grew string
+		kinds       []string
+		networks    []string
+		members     int
 	}{
-		"country:ES": {"open@04-28T10:35/info grow@04-28T10:40/warning grow@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T06:15/critical",
+		"country:ES": {"open@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T06:15/critical",
+			"Outage in Spain: traffic 1.8 Gbit/s vs 4.7 Gbit/s expected, −61 %", "scope + Euskaltel (AS12338)",
 			[]string{"dns", "quality", "routing", "traffic"},
 			[]string{"Telefonica de Espana (AS3352)", "Euskaltel (AS12338)", "Vodafone Spain (AS12430)", "Orange Espagne (AS12479)", "Digi Spain (AS57269)"}, 20},
 		// Portugal's bandwidth alert (quality) joins at 10:50, a growth.
-		"country:PT": {"open@04-28T10:35/warning grow@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T00:30/critical",
+		"country:PT": {"open@04-28T10:45/critical grow@04-28T10:50/critical resolve@04-29T00:30/critical",
+			"Outage in Portugal: traffic 507 Mbit/s vs 1.1 Gbit/s expected, −55 %", "seen in + quality",
 			[]string{"dns", "quality", "routing", "traffic"},
 			[]string{"NOS (AS2860)", "MEO (AS3243)", "NOWO (AS13156)"}, 14},
 	}
@@ -315,6 +325,13 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 		}
 		if got := updates(ns); got != w.updates {
 			t.Errorf("%s notifications:\n got %s\nwant %s", last.Scope.Place, got, w.updates)
+		}
+		// The first page names the country, the growth what it adds.
+		if ns[0].Title != last.Scope.Name || !strings.HasPrefix(ns[0].Summary, w.first) {
+			t.Errorf("%s first page %q: %s", last.Scope.Place, ns[0].Title, ns[0].Summary)
+		}
+		if got := strings.Join(ns[1].Grew, "; "); got != w.grew {
+			t.Errorf("%s growth says %q, want %q", last.Scope.Place, got, w.grew)
 		}
 		if last.Status != alerting.Resolved || last.Severity != "critical" || last.End == nil {
 			t.Errorf("%s last notification %s %s", last.Scope.Place, last.Status, last.Severity)
@@ -335,7 +352,7 @@ func TestIberiaOneEventPerCountry(t *testing.T) {
 			t.Errorf("alert %s %s %s in no event", a.ID, a.Entity, a.Signal)
 		}
 	}
-	checkSinks(t, r, sinks{jsonl: 68 + 9, hook: 9, slackPosts: 2, slackUpdates: 7, am: 77})
+	checkSinks(t, r, sinks{jsonl: 68 + 6, hook: 6, slackPosts: 2, slackUpdates: 4, am: 74})
 }
 
 func TestUgandaOneEvent(t *testing.T) {
@@ -345,7 +362,9 @@ func TestUgandaOneEvent(t *testing.T) {
 		t.Fatalf("%d events, want 1", len(ids))
 	}
 	ns := m[ids[0]]
-	want := "open@01-13T13:35/info grow@01-13T13:40/warning grow@01-13T14:00/critical grow@01-13T17:05/critical grow@01-13T17:10/critical resolve@01-19T16:00/critical"
+	// The first page waits ten minutes after the first alert (13:35)
+	// and opens as a warning; it grows critical at 14:00.
+	want := "open@01-13T13:45/warning grow@01-13T14:00/critical grow@01-13T17:05/critical grow@01-13T17:10/critical resolve@01-19T16:00/critical"
 	if got := updates(ns); got != want {
 		t.Errorf("notifications:\n got %s\nwant %s", got, want)
 	}
@@ -353,7 +372,7 @@ func TestUgandaOneEvent(t *testing.T) {
 	if last.Scope.Name != "Uganda" || len(last.Members) != 21 || last.Confidence != 0.85 {
 		t.Errorf("scope %s, %d members, confidence %v", last.Scope.Name, len(last.Members), last.Confidence)
 	}
-	checkSinks(t, r, sinks{jsonl: 42 + 6, hook: 6, slackPosts: 1, slackUpdates: 5, am: 48})
+	checkSinks(t, r, sinks{jsonl: 42 + 5, hook: 5, slackPosts: 1, slackUpdates: 4, am: 47})
 }
 
 func TestVirginMediaOneEventPerOutage(t *testing.T) {
@@ -363,8 +382,10 @@ func TestVirginMediaOneEventPerOutage(t *testing.T) {
 		t.Fatalf("%d events, want 2", len(ids))
 	}
 	starts := []string{"2023-04-04T00:30", "2023-04-04T15:00"}
-	wantUpdates := []string{"open@04-04T00:35/warning grow@04-04T00:40/warning grow@04-04T01:00/critical resolve@04-04T08:10/critical",
-		"open@04-04T15:05/warning grow@04-04T15:10/warning grow@04-04T15:30/critical resolve@04-04T18:25/critical"}
+	// Each first page waits ten minutes after the first alert, by when
+	// traffic and DNS have joined the routes; then it grows critical.
+	wantUpdates := []string{"open@04-04T00:45/warning grow@04-04T01:00/critical resolve@04-04T08:10/critical",
+		"open@04-04T15:15/warning grow@04-04T15:30/critical resolve@04-04T18:25/critical"}
 	for i, id := range ids {
 		ns := m[id]
 		last := ns[len(ns)-1]
@@ -393,10 +414,11 @@ func TestVirginMediaOneEventPerOutage(t *testing.T) {
 			t.Errorf("event %d share %v", i, last.Scope.Share)
 		}
 	}
-	checkSinks(t, r, sinks{jsonl: 36 + 8, hook: 8, slackPosts: 2, slackUpdates: 6, am: 44})
-	// The documents show the third notification of the first outage.
+	checkSinks(t, r, sinks{jsonl: 36 + 6, hook: 6, slackPosts: 2, slackUpdates: 4, am: 42})
+	// The documents show the second notification of the first outage, the
+	// growth to critical.
 	for i, ev := range r.jsonl {
-		if ev.ID == ids[0] && ev.Revision == 3 {
+		if ev.ID == ids[0] && ev.Revision == 2 {
 			checkDocJSON(t, eventExample, r.lines[i])
 		}
 	}
@@ -414,8 +436,10 @@ func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 	// The 06-17 episode, then the 06-20 one: lossy destinations in
 	// address order (198.18.2.0/24 before 198.18.10.0/24).
 	dests := []int{22, 34}
-	wantUpdates := []string{"open@06-17T08:35/warning grow@06-17T08:45/critical resolve@06-17T09:25/critical",
-		"open@06-20T12:15/warning grow@06-20T12:20/critical resolve@06-20T12:45/critical"}
+	// Each opens critical: by the end of its ten-minute group wait the
+	// loss has lasted long enough to weigh in full.
+	wantUpdates := []string{"open@06-17T08:45/critical resolve@06-17T09:25/critical",
+		"open@06-20T12:25/critical resolve@06-20T12:45/critical"}
 	first := []string{"198.18.0.0/24", "198.18.1.0/24"}
 	for i, id := range ids {
 		last := m[id][len(m[id])-1]
@@ -430,7 +454,7 @@ func TestTeliaOneEventPerTransitIncident(t *testing.T) {
 			t.Errorf("event %d notifications %s", i, got)
 		}
 	}
-	checkSinks(t, r, sinks{jsonl: 4 + 6, hook: 6, slackPosts: 2, slackUpdates: 4, am: 10})
+	checkSinks(t, r, sinks{jsonl: 4 + 4, hook: 4, slackPosts: 2, slackUpdates: 2, am: 8})
 }
 
 func TestNegativeFixturesNoEvent(t *testing.T) {
@@ -491,7 +515,7 @@ func TestSilencedWindowDuringReplay(t *testing.T) {
 			t.Errorf("paged in the window: %s %s %s", ev.Kind, ev.ID, ev.Update)
 		}
 	}
-	checkSinks(t, r, sinks{jsonl: 36 + 4, hook: 4, slackPosts: 1, slackUpdates: 3, am: 22})
+	checkSinks(t, r, sinks{jsonl: 36 + 3, hook: 3, slackPosts: 1, slackUpdates: 2, am: 21})
 }
 
 // A silence of one entity, the network, over the first Virgin Media
@@ -527,8 +551,8 @@ func TestSilencedEntityDuringReplay(t *testing.T) {
 		updates  string
 		networks []string
 	}{
-		{"open@04-04T00:35/warning grow@04-04T00:40/critical resolve@04-04T07:40/critical", nil},
-		{"open@04-04T15:05/warning grow@04-04T15:10/warning grow@04-04T15:30/critical resolve@04-04T18:25/critical", []string{"Virgin Media (AS5089)"}},
+		{"open@04-04T00:45/critical resolve@04-04T07:40/critical", nil},
+		{"open@04-04T15:15/warning grow@04-04T15:30/critical resolve@04-04T18:25/critical", []string{"Virgin Media (AS5089)"}},
 	}
 	if len(ids) != len(wantEvents) {
 		t.Fatalf("events: %s", updates(r.events))
@@ -544,5 +568,5 @@ func TestSilencedEntityDuringReplay(t *testing.T) {
 			t.Errorf("paged in the window naming AS5089: %s %s %s", ev.Kind, ev.ID, ev.Update)
 		}
 	}
-	checkSinks(t, r, sinks{jsonl: 36 + 7, hook: 7, slackPosts: 2, slackUpdates: 5, am: 43 - 10})
+	checkSinks(t, r, sinks{jsonl: 36 + 5, hook: 5, slackPosts: 2, slackUpdates: 3, am: 41 - 10})
 }

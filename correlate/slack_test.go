@@ -88,7 +88,7 @@ func TestSlackOneMessagePerEvent(t *testing.T) {
 	srv.Start()
 	defer srv.Stop()
 	sl, err := alerting.NewSlack(alerting.SlackConfig{Token: "xoxb-test", Channel: "#outages", APIURL: srv.GetAPIURL(),
-		StateDir: filepath.Join(t.TempDir(), "slack"), EventURL: "https://outagewatch.example/events/"})
+		StateDir: filepath.Join(t.TempDir(), "slack"), EventURL: "https://outagewatch.example/incident/"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,14 +121,14 @@ func TestSlackOneMessagePerEvent(t *testing.T) {
 			}
 		}
 	}
-	// Per outage: open posts and puts the chart in the thread; two
-	// growths (traffic and DNS join, then critical) and the resolve update
-	// the message; the resolve also replies in the thread.
-	want := "post chart update update update reply post chart update update update reply"
+	// Per outage: open posts and puts the chart in the thread; the
+	// growth to critical and the resolve update the message; the resolve
+	// also replies in the thread.
+	want := "post chart update update reply post chart update update reply"
 	if got := strings.Join(seq, " "); got != want {
 		t.Errorf("slack calls:\n got %s\nwant %s", got, want)
 	}
-	if len(top) != 2 || len(r.events) != 8 {
+	if len(top) != 2 || len(r.events) != 6 {
 		t.Fatalf("%d messages for %d event notifications", len(top), len(r.events))
 	}
 	var last slackCall
@@ -150,7 +150,7 @@ func TestSlackOneMessagePerEvent(t *testing.T) {
 	t.Logf("resolved message: %s", raw)
 	for _, want := range []string{"Scope*\\nUnited Kingdom, Virgin Media (AS5089) (30 %), virginmedia.com", "DNS failures* of virginmedia.com: 96.2 % vs 0 % expected",
 		"Likely cause*: routes withdrawn by Virgin Media (AS5089) from 15:00 UTC, as traffic fell; DNS failures for virginmedia.com",
-		"Started*\\n2023-04-04 15:00 UTC", "after 2 h 55 min", "the same time on similar days", "https://outagewatch.example/events/" + r.events[4].ID + "|open the event"} {
+		"Started*\\n2023-04-04 15:00 UTC", "after 2 h 55 min", "the same time on similar days", "https://outagewatch.example/incident/" + r.events[3].ID + "|open the event"} {
 		if !strings.Contains(string(raw), want) {
 			t.Errorf("resolved message lacks %q:\n%s", want, raw)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 func parsePrefix(s string) (netip.Prefix, bool) {
@@ -25,6 +26,9 @@ func (c *Correlator) summary(ev *alerting.Event) string {
 	}
 	if ev.Signal != "" {
 		fmt.Fprintf(&b, ": %s %s", alerting.SignalWords(ev.Signal), alerting.Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+		if o.FiguresAt == "paged" {
+			b.WriteString(" when paged")
+		}
 	}
 	var nets []string
 	for _, e := range o.Scope.Entities {
@@ -33,11 +37,7 @@ func (c *Correlator) summary(ev *alerting.Event) string {
 		}
 	}
 	if len(nets) > 0 {
-		fmt.Fprintf(&b, "; %d network", len(nets))
-		if len(nets) > 1 {
-			b.WriteString("s")
-		}
-		fmt.Fprintf(&b, " (%s)", strings.Join(nets, ", "))
+		fmt.Fprintf(&b, "; %s (%s)", words.Plural(len(nets), "network"), strings.Join(nets, ", "))
 		if o.Scope.Share > 0 && o.Scope.Share < 1 {
 			fmt.Fprintf(&b, " carrying %.0f %% of its traffic", o.Scope.Share*100)
 		}
@@ -46,13 +46,9 @@ func (c *Correlator) summary(ev *alerting.Event) string {
 		fmt.Fprintf(&b, "; sites %s", strings.Join(o.Scope.Sites, ", "))
 	}
 	if len(o.Scope.Destinations) > 0 {
-		fmt.Fprintf(&b, "; %d destinations", len(o.Scope.Destinations))
+		fmt.Fprintf(&b, "; %s", words.Plural(len(o.Scope.Destinations), "destination"))
 	}
-	var kinds []string
-	for _, s := range o.Signals {
-		kinds = appendOnce(kinds, s.Kind)
-	}
-	fmt.Fprintf(&b, "; seen in %s (confidence %.2f)", strings.Join(kinds, ", "), o.Confidence)
+	fmt.Fprintf(&b, "; seen in %s (confidence %.2f)", strings.Join(o.Kinds(), ", "), o.Confidence)
 	if o.Cause != "" {
 		fmt.Fprintf(&b, "; likely cause: %s", o.Cause)
 	}

@@ -288,7 +288,7 @@ func TestAtlasLabelledLevelShifts(t *testing.T) {
 	t.Logf("first 12 series: %v", halves[0])
 	t.Logf("last 13 series: %v", halves[1])
 	t.Logf("25 series: %v", all)
-	// The figures the README gives: a change to the detector or the
+	// The figures docs/detectors.md gives: a change to the detector or the
 	// shipped rule changes them, and must be measured again.
 	got := [3]atlasScore{halves[0], halves[1], all}
 	want := [3]atlasCounts{
@@ -298,7 +298,7 @@ func TestAtlasLabelledLevelShifts(t *testing.T) {
 	}
 	for i := range got {
 		if got[i].atlasCounts != want[i] {
-			t.Errorf("%v\nwant %+v (the README's figures)", got[i], want[i])
+			t.Errorf("%v\nwant %+v (the figures of docs/detectors.md)", got[i], want[i])
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/series"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // Names under which rules use the quality-shift detectors.
@@ -304,9 +305,10 @@ func (d *shiftDetector) finding(status string, c *aggregate.Closed, pt aggregate
 	if status == Firing {
 		f.Details = map[string]any{"delta_" + d.unit: round(delta, 2), "samples": pt.Count}
 		f.Summary = fmt.Sprintf("%s of %s %s %.1f %s (%+.1f%%) against the same time on previous days",
-			f.Signal, f.Entity, dir, delta, d.unit, f.ChangePct)
+			f.Signal, f.Entity, dir, delta, words.Unit(d.unit), f.ChangePct)
 	} else {
-		f.Summary = fmt.Sprintf("%s of %s back to %.1f (baseline %.1f)", f.Signal, f.Entity, f.Observed, f.Baseline)
+		f.Summary = fmt.Sprintf("%s of %s back to %.1f %s (baseline %.1f %s)", f.Signal, f.Entity, f.Observed, words.Unit(d.unit),
+			f.Baseline, words.Unit(d.unit))
 	}
 	return f
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // Names rules use for the routing detectors.
@@ -349,11 +350,11 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 		}
 	}
 	if status == Firing {
-		f.Summary = fmt.Sprintf("announced space of %s down %.1f%%: %.1f of %.1f %s visible (%s)",
-			f.Entity, -f.ChangePct, pt.Value, j.base, unit, f.Signal)
+		f.Summary = fmt.Sprintf("announced space of %s down %.1f%%: %.0f of %.0f %s visible (%s)",
+			f.Entity, -f.ChangePct, pt.Value, j.base, words.Unit(unit), f.Signal)
 	} else {
-		f.Summary = fmt.Sprintf("announced space of %s back: %.1f of %.1f %s visible (lowest %.1f)",
-			f.Entity, pt.Value, j.base, unit, st.Low)
+		f.Summary = fmt.Sprintf("announced space of %s back: %.0f of %.0f %s visible (lowest %.0f)",
+			f.Entity, pt.Value, j.base, words.Unit(unit), st.Low)
 	}
 	return f
 }

@@ -51,6 +51,9 @@ type Config struct {
 	Severity correlate.Thresholds
 	// ZoneOwners maps DNS zones to the network whose outage they belong to.
 	ZoneOwners map[string]uint32
+	// GroupWait holds an event's first page (correlate.Config.GroupWait):
+	// zero takes correlate.DefaultGroupWait, negative pages at once.
+	GroupWait time.Duration
 	// Mute holds silences: a muted alert is recorded but joins no event.
 	Mute []correlate.Muter
 	// Rejected, when set, gets each held record (ordered streams, see
@@ -178,7 +181,7 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		return nil, err
 	}
 	p.corr = correlate.New(correlate.Config{Map: cfg.Map, Level: p.level, Severity: sev,
-		ZoneOwners: cfg.ZoneOwners, Mute: cfg.Mute})
+		ZoneOwners: cfg.ZoneOwners, Mute: cfg.Mute, GroupWait: cfg.GroupWait})
 	p.env = &ingest.Env{Map: cfg.Map, LocalASNs: cfg.LocalASNs, BeforeClose: p.pre.BeforeClose, Shared: map[string]any{}}
 	for _, r := range cfg.Rules.Rules {
 		p.rules = append(p.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})

@@ -168,7 +168,7 @@ func TestMergeIsLossless(t *testing.T) {
 // On the real Atlas series, in windows of an hour (15 pings) and a day
 // (360), every quantile is within RelativeAccuracy of the exact one; P²,
 // the estimator the sketch replaced, is measured on the same windows for
-// the README.
+// docs/performance.md.
 func TestAccuracyOnAtlas(t *testing.T) {
 	streams := readAtlas(t)
 	for _, window := range []int{15, 360} {

@@ -1,11 +1,15 @@
-// Package report writes a replay's alerts and the series behind them as one
-// self-contained HTML page: a chart per alerted series with the alert's span
-// shaded, so an operator can see at a glance what fired, when, and against
-// what baseline. No script and no external asset: the page opens offline.
+// Package report writes the review of a replay as one self-contained HTML
+// page: the outage events first, each as the outage page shows it (the
+// same renderer) with its timeline of pages sent (open, each growth,
+// resolve, when and why); then every alert and a chart per alerted series
+// with the alert's span shaded, so an operator can see what fired, when,
+// and against what baseline. No script and no external asset: the page
+// opens offline.
 package report
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -19,6 +23,7 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
 	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 // Recorder keeps the observed value of every series in every closed
@@ -65,6 +70,10 @@ func (r *Recorder) Bucket(c *aggregate.Closed) {
 		}
 	}
 }
+
+// Members returns the series to chart for an alert on series k: see
+// members.
+func (r *Recorder) Members(k string) []string { return r.members(k) }
 
 // members returns the series to chart for an alert on series k: k itself,
 // or, for an alert on a group with no series of its own (packet loss
@@ -133,13 +142,48 @@ func FixtureWindows(spec *scenario.Spec) []Window {
 	return out
 }
 
-// Write renders title, the events (in emission order) and a chart for every
-// series that raised one, over the span from a day before the first alert to
-// a day after the last resolve, with the labelled windows of the series
-// outlined.
+// Write renders title; the outage events among events, oldest first, each
+// with its facts, overlay chart, pages and members; then the alert events
+// (in emission order) and a chart for every series that raised one, over
+// the span from a day before the first alert to a day after the last
+// resolve, with the labelled windows of the series outlined.
 func Write(w io.Writer, title string, events []alerting.Event, rec *Recorder, windows ...Window) error {
-	bySeries, order := group(events)
-	page := pageData{Title: title, Events: rows(events), Generated: len(events)}
+	var alerts []alerting.Event
+	store := statuspage.NewStore()
+	for _, ev := range events {
+		store.Add(ev)
+		if !ev.IsEvent() {
+			alerts = append(alerts, ev)
+		}
+	}
+	bySeries, order := group(alerts)
+	page := pageData{Title: title, Events: rows(alerts), Generated: len(alerts), Style: statuspage.Style()}
+	var ins []statuspage.Incident
+	for _, in := range store.Within(0) {
+		if in.PlaceEntity != "" {
+			ins = append(ins, in)
+		}
+	}
+	slices.SortFunc(ins, func(a, b statuspage.Incident) int {
+		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Place, b.Place), strings.Compare(a.ID, b.ID))
+	})
+	var end time.Time
+	for _, ev := range events {
+		if ev.At.After(end) {
+			end = ev.At
+		}
+	}
+	var charts statuspage.Charts
+	if rec != nil {
+		charts = rec
+	}
+	for _, in := range ins {
+		body, err := statuspage.IncidentHTML(in, charts, statuspage.ViewOptions{Links: true, Now: end})
+		if err != nil {
+			return err
+		}
+		page.Outages = append(page.Outages, outageHTML{ID: in.ID, Place: in.Place, Body: body})
+	}
 	for _, k := range order {
 		for _, m := range rec.members(k) {
 			if len(page.Charts) >= maxCharts {
@@ -183,10 +227,17 @@ func group(events []alerting.Event) (map[string][]alerting.Event, []string) {
 
 type pageData struct {
 	Title     string
+	Style     template.HTML
+	Outages   []outageHTML
 	Events    []eventRow
 	Charts    []chartHTML
 	Generated int
 	Omitted   int
+}
+
+type outageHTML struct {
+	ID, Place string
+	Body      template.HTML
 }
 
 type chartHTML struct {
@@ -212,152 +263,6 @@ func rows(events []alerting.Event) []eventRow {
 	return out
 }
 
-// Chart returns the chart of series k (as "signal{entity}") around its
-// alerts: from a day before the first to a day after the last resolve (or
-// the end of the data), with the observed values, the baseline (the median
-// of the same time on up to four previous weeks, or on the previous days
-// when there is less than a week of history, so it runs through the whole
-// outage), the same time last week, and each alert shaded from start to
-// resolve. It returns nil if nothing was recorded for k.
-func (r *Recorder) Chart(k string, evs []alerting.Event) *chart.Chart {
-	r.mu.RLock()
-	defer r.mu.RUnlock()
-	s := r.series[k]
-	if s == nil || len(s.values) == 0 || r.width <= 0 {
-		return nil
-	}
-	w := r.width
-	last0 := s.start + int64(len(s.values)-1)*w
-	from, to := s.start, last0
-	if len(evs) > 0 {
-		first, last := evs[0].Start.UnixNano(), evs[0].At.UnixNano()
-		for _, ev := range evs {
-			first = min(first, ev.Start.UnixNano())
-			last = max(last, ev.At.UnixNano())
-			if ev.End != nil {
-				last = max(last, ev.End.UnixNano())
-			}
-		}
-		day := int64(24 * time.Hour)
-		from = max(first-day, s.start)
-		to = min(last+day, last0)
-	}
-	from -= (from - s.start) % w
-	if to < from {
-		to = from
-	}
-	n := int((to-from)/w) + 1
-	signal, _, _ := strings.Cut(k, "{")
-	unit, scale := alerting.ChartUnit(signal, time.Duration(w))
-	observed := make([]float64, n)
-	baseline := make([]float64, n)
-	lastWeek := make([]float64, n)
-	wk := int64(week)
-	for i := range n {
-		t := from + int64(i)*w
-		observed[i] = r.at(s, t) * scale
-		lastWeek[i] = r.at(s, t-wk) * scale
-		baseline[i] = r.baselineAt(s, t) * scale
-	}
-	step := time.Duration(w)
-	if n > maxPoints {
-		f := (n + maxPoints - 1) / maxPoints
-		observed, baseline, lastWeek = downsample(observed, f), downsample(baseline, f), downsample(lastWeek, f)
-		step *= time.Duration(f)
-	}
-	c := &chart.Chart{
-		Title: k, Start: time.Unix(0, from).UTC(), Step: step, Unit: unit,
-		Series: []chart.Series{
-			{Name: "observed", Values: observed, Color: chart.ColorObserved, Width: 2},
-			{Name: "baseline (median, same time, previous weeks)", Values: baseline, Color: chart.ColorBaseline},
-			{Name: "same time last week", Values: lastWeek, Color: chart.ColorLastWeek, Dash: true},
-		},
-	}
-	var dets []string
-	for _, ev := range evs {
-		if d := ev.Labels["display"]; d != "" && !strings.Contains(c.Title, d) {
-			c.Title = d + " · " + k
-		}
-		if !slices.Contains(dets, ev.Detector) {
-			dets = append(dets, ev.Detector)
-		}
-		if ev.Status != alerting.Firing {
-			continue
-		}
-		end := time.Time{}
-		for _, r := range evs {
-			if r.ID == ev.ID && r.Status == alerting.Resolved && r.End != nil && !r.End.Before(ev.Start) {
-				end = *r.End
-				break
-			}
-		}
-		c.Spans = append(c.Spans, chart.Span{From: ev.Start, To: end})
-	}
-	if len(dets) > 0 {
-		c.Title += " — " + strings.Join(dets, ", ")
-	}
-	return c
-}
-
-// at returns the value of s at t, NaN when unknown.
-func (r *Recorder) at(s *recorded, t int64) float64 {
-	if t < s.start {
-		return math.NaN()
-	}
-	i := (t - s.start) / r.width
-	if i >= int64(len(s.values)) {
-		return math.NaN()
-	}
-	return s.values[i]
-}
-
-// baselineAt is the median of s at the same time on up to four previous
-// weeks, or, with no week of history yet, on up to six previous days.
-func (r *Recorder) baselineAt(s *recorded, t int64) float64 {
-	var vs []float64
-	for k := int64(1); k <= 4; k++ {
-		if v := r.at(s, t-k*int64(week)); !math.IsNaN(v) {
-			vs = append(vs, v)
-		}
-	}
-	if len(vs) == 0 {
-		for k := int64(1); k <= 6; k++ {
-			if v := r.at(s, t-k*int64(24*time.Hour)); !math.IsNaN(v) {
-				vs = append(vs, v)
-			}
-		}
-	}
-	if len(vs) == 0 {
-		return math.NaN()
-	}
-	slices.Sort(vs)
-	if len(vs)%2 == 1 {
-		return vs[len(vs)/2]
-	}
-	return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
-}
-
-// downsample averages runs of f values, ignoring NaN (a run of only NaN
-// stays a gap).
-func downsample(v []float64, f int) []float64 {
-	out := make([]float64, 0, (len(v)+f-1)/f)
-	for i := 0; i < len(v); i += f {
-		sum, n := 0.0, 0
-		for _, x := range v[i:min(i+f, len(v))] {
-			if !math.IsNaN(x) {
-				sum += x
-				n++
-			}
-		}
-		if n == 0 {
-			out = append(out, math.NaN())
-		} else {
-			out = append(out, sum/float64(n))
-		}
-	}
-	return out
-}
-
 // PNG writes the chart of an alert's series as a PNG image, twice the
 // page size for sharp display: what a chat message attaches.
 func (r *Recorder) PNG(w io.Writer, ev alerting.Event, related []alerting.Event) error {
@@ -374,24 +279,27 @@ func (r *Recorder) PNG(w io.Writer, ev alerting.Event, related []alerting.Event)
 }
 
 var tmpl = template.Must(template.New("report").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<html lang="en"><head><meta charset="utf-8">{{.Style}}
 <title>{{.Title}} — outagewatch</title>
 <style>
-body{font:14px/1.4 system-ui,sans-serif;margin:16px;color:#222;max-width:1200px}
-h1{font-size:20px}h2{font-size:15px;margin:22px 0 4px}
 .events{overflow-x:auto}
-table{border-collapse:collapse;font-size:12px;width:100%}td,th{padding:3px 8px;border-bottom:1px solid #ddd;text-align:left;vertical-align:top}
-td.n{white-space:nowrap}td{overflow-wrap:anywhere}.summary{min-width:14em}small{color:#666}
+table.all{font-size:12px}td.n{white-space:nowrap}.summary{min-width:14em}small{color:#666}
 .firing{color:#b00}.resolved{color:#070}
-figure{margin:0 0 12px;border:1px solid #ddd;background:#fff}
-</style></head><body>
+</style></head><body><main>
 <h1>{{.Title}}</h1>
-<p>{{.Generated}} alert events. Each chart shows the observed series, its baseline (the median of the same time on the previous weeks), the same time a week earlier, and each alert shaded from its start to its resolve; times in UTC.</p>
-<div class="events"><table><tr><th>at (UTC)</th><th>status</th><th>what</th><th>where</th><th>from – to</th><th>change</th><th>summary</th></tr>
+<nav id="toc"><p>{{len .Outages}} outage event{{if ne (len .Outages) 1}}s{{end}}{{range .Outages}} · <a href="#event-{{.ID}}">{{.Place}}</a>{{end}} · <a href="#alerts">{{.Generated}} alert events</a></p></nav>
+{{range .Outages}}<section class="incident event" id="event-{{.ID}}">
+<h1 class="event-place">{{.Place}}</h1>
+{{.Body}}
+</section>
+{{else}}<p>No outage event.</p>{{end}}
+<h1 id="alerts">Alerts</h1>
+<p>{{.Generated}} alert events. Each chart shows the observed series (the band: each point's lowest and highest bucket when points fold several), the baseline the detector judged against inside its alerts and the median of the same time on previous weeks or days elsewhere, the same time a week earlier, and each alert shaded from its start to its resolve; times in UTC.</p>
+<div class="events"><table class="all"><tr><th>at (UTC)</th><th>status</th><th>what</th><th>where</th><th>from – to</th><th>change (at this notification)</th><th>summary</th></tr>
 {{range .Events}}<tr><td>{{.At}}</td><td class="{{.Status}}">{{.Status}}</td><td>{{.Detector}}<br><small>{{.Signal}}</small></td><td>{{if .Name}}{{.Name}}<br>{{end}}<small>{{.Entity}}</small></td><td>{{.Start}}{{if .End}} –<br>{{.End}}{{end}}</td><td class="n">{{.Change}}</td><td class="summary">{{.Summary}}</td></tr>
 {{end}}</table></div>
 {{range .Charts}}<h2>{{.Title}}</h2>
 <figure>{{.SVG}}</figure>
 {{end}}{{if .Omitted}}<p>{{.Omitted}} more alerted series not charted (at most {{len .Charts}} charts a report).</p>{{end}}
-</body></html>
+</main></body></html>
 `))

@@ -107,6 +107,23 @@ type Correlation struct {
 	// ZoneOwners maps a DNS zone to the AS whose outage its failures
 	// belong to; unlisted zones are matched to networks by name.
 	ZoneOwners map[string]uint32 `yaml:"zone_owners"`
+	// GroupWait holds an event's first page this long after its first
+	// alert, so that it names the place once the slower views have fired
+	// (correlate.DefaultGroupWait, ten minutes, says why). Unset takes
+	// the default; 0s pages at once.
+	GroupWait *time.Duration `yaml:"group_wait"`
+}
+
+// groupWait is the pipeline's setting for c.GroupWait: zero for the
+// default, negative for none.
+func (c Correlation) groupWait() time.Duration {
+	switch {
+	case c.GroupWait == nil:
+		return 0
+	case *c.GroupWait <= 0:
+		return -1
+	}
+	return *c.GroupWait
 }
 
 // Sink is one alert destination.
@@ -158,7 +175,16 @@ type HTTP struct {
 	// buckets is 16 KB a series). 0, the default, keeps none: charts then
 	// show the buckets each alert carries as evidence.
 	ChartHistory time.Duration `yaml:"chart_history"`
+	// ExternalLinks, when false, takes the outage page's links out
+	// (RIPEstat, bgp.tools, Cloudflare Radar, IODA, per network and
+	// country) off: for a private deployment whose readers should not be
+	// sent elsewhere. Unset is true: public context is what an operator
+	// checks first.
+	ExternalLinks *bool `yaml:"external_links"`
 }
+
+// Links says whether the outage page links out (see ExternalLinks).
+func (h HTTP) Links() bool { return h.ExternalLinks == nil || *h.ExternalLinks }
 
 // Defaults.
 const (

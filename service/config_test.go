@@ -113,3 +113,27 @@ func TestCheckpointRoundTripAndDamage(t *testing.T) {
 		t.Fatalf("empty dir: %v %v", cp, err)
 	}
 }
+
+// correlation.group_wait: unset takes the correlator's default, 0s pages
+// at once, a duration holds the first page that long, and a negative one
+// fails at load on its line.
+func TestConfigGroupWait(t *testing.T) {
+	base := "kafka:\n  brokers: [b:9092]\n  topics: [{name: flows, stream: flows, format: goflow2-pb}]\ndata_dir: /tmp/x\n"
+	for text, want := range map[string]time.Duration{
+		base: 0,
+		base + "correlation:\n  group_wait: 0s\n":  -1,
+		base + "correlation:\n  group_wait: 15m\n": 15 * time.Minute,
+	} {
+		c, err := ParseConfig("c.yaml", []byte(text))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.Correlation.groupWait(); got != want {
+			t.Errorf("config\n%s\ngroup wait %s, want %s", text, got, want)
+		}
+	}
+	_, err := ParseConfig("c.yaml", []byte(base+"correlation:\n  group_wait: -5m\n"))
+	if err == nil || !strings.HasPrefix(err.Error(), "c.yaml:6: correlation.group_wait: -5m0s is negative (0s pages at once") {
+		t.Errorf("negative group wait: %v", err)
+	}
+}

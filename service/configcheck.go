@@ -31,7 +31,11 @@ func (c *Config) checkLoaded(file string, b []byte) error {
 		return fmt.Errorf("%s: %w", file, err)
 	}
 	if key, d, ok := negativeDuration(reflect.ValueOf(c).Elem(), ""); ok {
-		return at(key, fmt.Errorf("%s: %s is negative (zero keeps the default)", key, d))
+		hint := "zero keeps the default"
+		if key == "correlation.group_wait" {
+			hint = "0s pages at once, unset keeps the default"
+		}
+		return at(key, fmt.Errorf("%s: %s is negative (%s)", key, d, hint))
 	}
 	if c.History < 0 {
 		return at("history_buckets", fmt.Errorf("history_buckets: %d is negative (zero keeps the default)", c.History))

@@ -1,9 +1,28 @@
 package service
 
 import (
+	"net/http"
+	"runtime"
+	"runtime/debug"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/outagewatch/outagewatch/pipeline"
 )
+
+// Version is the release this binary is, for outagewatch_build_info; the
+// command sets it from its link-time version. Empty takes the module
+// version Go stamped into the binary.
+var Version string
+
+// Metric names follow the Prometheus conventions: a counter ends in
+// _total, a point in time in _timestamp_seconds (Unix seconds), a span of
+// time in _seconds or _duration_seconds, and every series with labels is
+// present from the start (at zero) for the labels the configuration
+// knows, so that rate() and absent() work before the first event.
+// docs/CHANGES.md lists the names this replaced.
 
 // metrics are registered on a registry of the service's own, so that two
 // services in one process (tests) do not collide.
@@ -45,7 +64,7 @@ func newMetrics(s *Service) *metrics {
 			Help: "Checkpoints written."}),
 		checkpointErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_checkpoint_errors_total",
 			Help: "Checkpoints that failed (offsets stay uncommitted)."}),
-		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outagewatch_checkpoint_seconds",
+		checkpointSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "outagewatch_checkpoint_duration_seconds",
 			Help: "Time to write a checkpoint.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
 		commits: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_offset_commits_total",
 			Help: "Offset commits to the consumer group."}),
@@ -60,11 +79,49 @@ func newMetrics(s *Service) *metrics {
 	}
 	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
 		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
-		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s},
+		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s}, &pipelineCollector{s.p}, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	// Every configured topic has its records counter from the start.
+	// Decode errors and dead letters are labelled by reason too, an open
+	// set, so those appear with their first record.
+	for _, t := range s.cfg.Kafka.Topics {
+		m.records.WithLabelValues(t.Name)
+	}
 	return m
+}
+
+// buildInfo is outagewatch_build_info: 1, labelled with the version, the
+// VCS revision and the Go version the binary was built from.
+func buildInfo() prometheus.Collector {
+	v, rev := Version, ""
+	if info, ok := debug.ReadBuildInfo(); ok {
+		if v == "" {
+			v = info.Main.Version
+		}
+		for _, st := range info.Settings {
+			if st.Key == "vcs.revision" {
+				rev = st.Value
+			}
+		}
+	}
+	if v == "" {
+		v = "(devel)"
+	}
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "outagewatch_build_info",
+		Help: "1, labelled with the version, VCS revision and Go version of this binary."}, []string{"version", "revision", "goversion"})
+	g.WithLabelValues(v, rev, runtime.Version()).Set(1)
+	return g
+}
+
+// ReplayMetrics serves the metrics of a finished replay (replay --serve):
+// what the pipeline counted, its watermark and the build, in the names
+// the live service uses.
+func ReplayMetrics(p *pipeline.Pipeline) http.Handler {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(&pipelineCollector{p}, buildInfo(), collectors.NewGoCollector())
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 
 var (
@@ -74,13 +131,13 @@ var (
 	descActive   = prometheus.NewDesc("outagewatch_alerts_active", "Alerts firing now.", nil, nil)
 	descSeries   = prometheus.NewDesc("outagewatch_series", "Series tracked.", nil, nil)
 	descLate     = prometheus.NewDesc("outagewatch_late_observations_total", "Observations for buckets already closed (dropped).", nil, nil)
-	descWM       = prometheus.NewDesc("outagewatch_watermark_seconds", "Event-time watermark (Unix seconds).", nil, nil)
+	descWM       = prometheus.NewDesc("outagewatch_watermark_timestamp_seconds", "Event-time watermark (Unix seconds).", nil, nil)
 	descSent     = prometheus.NewDesc("outagewatch_alerts_sent_total", "Alert notifications delivered, per sink.", []string{"sink"}, nil)
 	descFail     = prometheus.NewDesc("outagewatch_sink_failures_total", "Failed delivery attempts, per sink (retried).", []string{"sink"}, nil)
 	descDropped  = prometheus.NewDesc("outagewatch_sink_dropped_total", "Notifications given up on and parked in dead/, per sink.", []string{"sink"}, nil)
 	descDepth    = prometheus.NewDesc("outagewatch_sink_queue_depth", "Notifications waiting in a sink's outbox.", []string{"sink"}, nil)
 	descReady    = prometheus.NewDesc("outagewatch_ready", "1 when consuming (see /readyz).", nil, nil)
-	descLastCP   = prometheus.NewDesc("outagewatch_last_checkpoint_seconds", "Wall time of the last checkpoint (Unix seconds).", nil, nil)
+	descLastCP   = prometheus.NewDesc("outagewatch_last_checkpoint_timestamp_seconds", "Wall time of the last checkpoint (Unix seconds).", nil, nil)
 )
 
 // statsCollector reads the pipeline's and the dispatcher's own counters at
@@ -88,27 +145,45 @@ var (
 type statsCollector struct{ s *Service }
 
 func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate,
-		descWM, descSent, descFail, descDropped, descDepth, descReady, descLastCP} {
+	for _, d := range []*prometheus.Desc{descSent, descFail, descDropped, descDepth, descReady, descLastCP} {
 		ch <- d
 	}
 }
 
+// pipelineCollector reads a pipeline's counters at scrape time: the live
+// service's and a served replay's.
+type pipelineCollector struct{ p *pipeline.Pipeline }
+
+func (c *pipelineCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM} {
+		ch <- d
+	}
+}
+
+func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.p.Stats()
+	cm := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v)
+	}
+	gm := func(d *prometheus.Desc, v float64) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v)
+	}
+	cm(descBuckets, float64(st.BucketsClosed))
+	cm(descFindings, float64(st.Findings))
+	cm(descEvents, float64(st.Events))
+	cm(descLate, float64(st.Late))
+	gm(descActive, float64(len(c.p.ActiveAlerts())))
+	gm(descSeries, float64(st.Series))
+	gm(descWM, float64(st.Watermark)/1e9)
+}
+
 func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	st := c.s.p.Stats()
 	cm := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
 	}
 	gm := func(d *prometheus.Desc, v float64, l ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
 	}
-	cm(descBuckets, float64(st.BucketsClosed))
-	cm(descFindings, float64(st.Findings))
-	cm(descEvents, float64(st.Events))
-	cm(descLate, float64(st.Late))
-	gm(descActive, float64(len(c.s.p.ActiveAlerts())))
-	gm(descSeries, float64(st.Series))
-	gm(descWM, float64(st.Watermark)/1e9)
 	for _, ss := range c.s.disp.Stats() {
 		cm(descSent, float64(ss.Sent), ss.Sink)
 		cm(descFail, float64(ss.Failures), ss.Sink)

@@ -187,7 +187,7 @@ func New(cfg *Config, opts Options) (*Service, error) {
 	pc := pipeline.Config{
 		Aggregate: aggregate.Config{Width: int64(cfg.BucketWidth), Lateness: int64(cfg.Lateness), History: cfg.History},
 		Rules:     set, Map: m, LocalASNs: cfg.LocalASNs, Logger: log,
-		Events: s.dispatch, Severity: cfg.Correlation.Severity, ZoneOwners: cfg.Correlation.ZoneOwners,
+		Events: s.dispatch, Severity: cfg.Correlation.Severity, ZoneOwners: cfg.Correlation.ZoneOwners, GroupWait: cfg.Correlation.groupWait(),
 		Mute: []correlate.Muter{s.silences}, Rejected: s.rejectHeld, OneStage: true,
 	}
 	if cfg.HTTP.ChartHistory > 0 {

@@ -131,7 +131,7 @@ func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
 	pc := pipeline.Config{
 		Aggregate: aggregate.Config{Width: int64(s.cfg.BucketWidth), Lateness: int64(s.cfg.Lateness), History: s.cfg.History},
 		Rules:     s.set, Map: m, LocalASNs: s.cfg.LocalASNs, Logger: s.log,
-		Severity: s.cfg.Correlation.Severity, ZoneOwners: s.cfg.Correlation.ZoneOwners,
+		Severity: s.cfg.Correlation.Severity, ZoneOwners: s.cfg.Correlation.ZoneOwners, GroupWait: s.cfg.Correlation.groupWait(),
 	}
 	if s.mute != nil {
 		pc.Mute = []correlate.Muter{s.mute}

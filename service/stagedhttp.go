@@ -39,7 +39,7 @@ func newStagedStatus() *stagedStatus {
 		stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage2_partitions_held_by_sources",
 			Help: "Stage-two partitions whose buckets wait on stage-one sources that stopped flushing while others went on."}),
 	}
-	st.reg.MustRegister(st.held1, st.held2, st.stalled)
+	st.reg.MustRegister(st.held1, st.held2, st.stalled, buildInfo())
 	return st
 }
 

@@ -28,7 +28,7 @@ func (s *Service) statusPage() http.Handler {
 	if s.charts != nil {
 		charts = s.charts
 	}
-	return statuspage.Handler(liveSource{store, s}, charts, "outagewatch")
+	return statuspage.NewHandler(liveSource{store, s}, charts, statuspage.Options{Title: "outagewatch", Links: s.cfg.HTTP.Links()})
 }
 
 // liveSource judges durations at the service's watermark, the time of the

@@ -136,7 +136,7 @@ func TestStatusPage(t *testing.T) {
 	}
 	b.Shot("service-status-list.png", 1000, 700)
 	b.Do(chromedp.Navigate(base+"/incident/"+body.Incidents[0].ID), chromedp.WaitVisible(chromedp.CSS("#place")))
-	if n := b.Int(`document.querySelectorAll('#alerts tbody tr').length`); n != len(body.Incidents[0].Alerts) {
+	if n := b.Int(`document.querySelectorAll('table.alerts tbody tr').length`); n != len(body.Incidents[0].Alerts) {
 		t.Errorf("incident page lists %d alerts, want %d", n, len(body.Incidents[0].Alerts))
 	}
 	b.Shot("service-status-incident.png", 1000, 700)

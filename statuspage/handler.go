@@ -6,22 +6,43 @@ import (
 	"fmt"
 	"html/template"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
-	"github.com/outagewatch/outagewatch/chart"
 )
 
 // Handler serves the page:
 //
-//	GET /                    the incident list (updates itself every few seconds)
-//	GET /incident/{id}       one incident: its charts and member alerts
-//	GET /api/v1/incidents    the list as JSON, for the page's polling and for scripts
+//	GET /                    the incident list (updates itself every few seconds); ?range=1d|7d|30d|all
+//	GET /incident/{id}       one incident: its facts, charts and member alerts; ?chart=incident|week|all
+//	GET /api/v1/incidents    the list as JSON, for the page's polling and for scripts; ?range= as the list
 //
 // charts may be nil: then each alert is charted from its own evidence.
+// Links out are shown; see NewHandler.
 func Handler(src Source, charts Charts, title string) http.Handler {
-	h := &handler{src: src, charts: charts, title: title}
+	return NewHandler(src, charts, Options{Title: title, Links: true})
+}
+
+// Options configure the page.
+type Options struct {
+	Title string
+	// Links shows links out per network and country (RIPEstat, bgp.tools,
+	// Cloudflare Radar, IODA): off for a private deployment that must not
+	// suggest its readers look elsewhere or leak what they look at.
+	Links bool
+}
+
+// Windowed is a Source that can list incidents ended longer ago than its
+// default: Store is one. Within(0) is every incident it holds.
+type Windowed interface {
+	Within(d time.Duration) []Incident
+}
+
+// NewHandler is Handler with options.
+func NewHandler(src Source, charts Charts, o Options) http.Handler {
+	h := &handler{src: src, charts: charts, title: o.Title, opts: o}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", h.list)
 	mux.HandleFunc("GET /incident/{id}", h.incident)
@@ -33,12 +54,62 @@ type handler struct {
 	src    Source
 	charts Charts
 	title  string
+	opts   Options
+}
+
+// listRange is one choice of how far back the list goes.
+type listRange struct {
+	Key, Name string
+	D         time.Duration // 0: the source's default; <0: all it keeps
+}
+
+// listRanges are the list's choices: the default (ended in the last day),
+// a week, a month (30 days), and everything the service still holds.
+var listRanges = []listRange{
+	{"1d", "the last day", 0},
+	{"7d", "the last week", 7 * 24 * time.Hour},
+	{"30d", "the last 30 days", 30 * 24 * time.Hour},
+	{"all", "all kept", -1},
+}
+
+// incidents returns the incidents of the range the request asks for, or
+// an error naming the ranges there are.
+func (h *handler) incidents(r *http.Request) ([]Incident, listRange, error) {
+	rg := listRanges[0]
+	if q := r.URL.Query().Get("range"); q != "" {
+		i := slices.IndexFunc(listRanges, func(x listRange) bool { return x.Key == q })
+		if i < 0 {
+			var keys []string
+			for _, x := range listRanges {
+				keys = append(keys, x.Key)
+			}
+			return nil, rg, fmt.Errorf("unknown range %q: one of %s", q, strings.Join(keys, ", "))
+		}
+		rg = listRanges[i]
+	}
+	w, ok := h.src.(Windowed)
+	switch {
+	case rg.D == 0 || !ok:
+		return h.src.Incidents(), rg, nil
+	case rg.D < 0:
+		return w.Within(0), rg, nil
+	}
+	return w.Within(rg.D), rg, nil
+}
+
+type rangeLink struct {
+	Key, Name string
+	On        bool
 }
 
 func (h *handler) api(w http.ResponseWriter, r *http.Request) {
+	ins, _, err := h.incidents(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
-	ins := h.src.Incidents()
 	if ins == nil {
 		ins = []Incident{}
 	}
@@ -46,22 +117,47 @@ func (h *handler) api(w http.ResponseWriter, r *http.Request) {
 	type row struct {
 		Incident
 		DurationS float64 `json:"duration_s"`
+		// Worst is the worst change of the incident's first signal, in
+		// words, as the list shows it.
+		Worst string `json:"worst,omitempty"`
 	}
 	body := struct {
 		Now       time.Time `json:"now"`
 		Incidents []row     `json:"incidents"`
 	}{Now: now.UTC()}
 	for _, in := range ins {
-		body.Incidents = append(body.Incidents, row{in, in.Duration(now).Seconds()})
+		body.Incidents = append(body.Incidents, row{in, in.Duration(now).Seconds(), worst(in)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(body)
 }
 
+// worst is the incident's headline change: its first signal's peak.
+func worst(in Incident) string {
+	if len(in.Changes) == 0 {
+		return ""
+	}
+	c := in.Changes[0]
+	if c.Peak.Baseline == 0 || c.Peak.Method == "threshold" {
+		return alerting.SignalWords(c.Signal) + " " + alerting.Human(c.Signal, c.Peak.Observed)
+	}
+	return alerting.SignalWords(c.Signal) + " " + alerting.HumanChange(c.Peak.ChangePct)
+}
+
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
-	ins := h.src.Incidents()
-	page := listPage{Title: h.title, Now: h.src.Now().UTC()}
+	ins, rg, err := h.incidents(r)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	page := listPage{Title: h.title, Now: h.src.Now().UTC(), RangeName: rg.Name}
+	if rg.Key != listRanges[0].Key {
+		page.Query = "?range=" + rg.Key
+	}
+	for _, x := range listRanges {
+		page.Ranges = append(page.Ranges, rangeLink{x.Key, x.Name, x.Key == rg.Key})
+	}
 	for _, in := range ins {
 		page.Rows = append(page.Rows, h.row(in, page.Now))
 	}
@@ -70,67 +166,73 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) row(in Incident, now time.Time) incidentRow {
 	r := incidentRow{Incident: in, StartS: in.Start.UTC().Format("2006-01-02 15:04"),
-		DurationS: human(in.Duration(now)), ConfidenceS: fmt.Sprintf("%.0f %%", in.Confidence*100)}
+		DurationS: human(in.Duration(now)), ConfidenceS: fmt.Sprintf("%.0f %%", in.Confidence*100), WorstS: worst(in)}
 	if in.End != nil {
 		r.EndS = in.End.UTC().Format("2006-01-02 15:04")
 	}
+	r.ScopeS = in.Scope
+	if in.Type != "" {
+		r.ScopeS = strings.TrimPrefix(r.ScopeS+" · "+in.Type, " · ")
+	}
 	return r
+}
+
+// chartRanges are the incident page's choices of chart window: a day
+// either side of the incident, the week before it too, and all the
+// history kept (http.chart_history live, the whole replay).
+var chartRanges = []struct{ Key, Name string }{
+	{"incident", "a day either side"},
+	{"week", "from a week before"},
+	{"all", "all kept"},
 }
 
 func (h *handler) incident(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	var in *Incident
-	for _, x := range h.src.Incidents() {
+	var all []Incident
+	if ws, ok := h.src.(Windowed); ok {
+		all = ws.Within(0)
+	} else {
+		all = h.src.Incidents()
+	}
+	for _, x := range all {
 		if x.ID == id {
 			in = &x
 			break
 		}
 	}
 	if in == nil {
-		http.Error(w, "no such incident (it may have aged out of the list)", http.StatusNotFound)
+		http.Error(w, "no such incident (it may have aged out of what is kept)", http.StatusNotFound)
 		return
 	}
 	now := h.src.Now().UTC()
-	page := incidentPage{Title: h.title, Row: h.row(*in, now), Now: now}
-	for _, ev := range in.Alerts {
-		a := alertRow{Event: ev, StartS: ev.Start.UTC().Format("2006-01-02 15:04"),
-			Change: fmt.Sprintf("%+.1f %%", ev.ChangePct), Name: ev.Labels["display"]}
-		if a.Name == "" {
-			a.Name = ev.Entity
-		}
-		if ev.End != nil {
-			a.EndS = ev.End.UTC().Format("2006-01-02 15:04")
-		}
-		page.Alerts = append(page.Alerts, a)
-		if len(page.Charts) < 24 {
-			if c := h.chart(ev); c != nil {
-				var b bytes.Buffer
-				if err := c.SVG(&b); err == nil {
-					page.Charts = append(page.Charts, chartHTML{Title: c.Title, SVG: template.HTML(b.String())})
-				}
-			}
-		}
+	o := ViewOptions{Links: h.opts.Links, SignalCharts: true, Now: now}
+	key := r.URL.Query().Get("chart")
+	end := now
+	if in.End != nil {
+		end = *in.End
+	}
+	switch key {
+	case "week":
+		o.From, o.To = in.Start.Add(-7*24*time.Hour), end.Add(24*time.Hour)
+	case "all":
+		o.From, o.To = time.Unix(0, 1), now.Add(24*time.Hour)
+	case "", "incident":
+		key = "incident"
+	default:
+		http.Error(w, fmt.Sprintf("unknown chart window %q: one of incident, week, all", key), http.StatusBadRequest)
+		return
+	}
+	body, err := IncidentHTML(*in, h.charts, o)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	page := incidentPage{Title: h.title, Row: h.row(*in, now), Now: now, Body: body}
+	for _, c := range chartRanges {
+		page.Ranges = append(page.Ranges, rangeLink{c.Key, c.Name, c.Key == key})
 	}
 	h.render(w, incidentTmpl, page)
-}
-
-// chart returns the alert's chart from the recorded series, else from the
-// evidence the alert carries.
-func (h *handler) chart(ev alerting.Event) *chart.Chart {
-	var evs []alerting.Event
-	if ev.Status == alerting.Resolved {
-		firing := ev
-		firing.Status, firing.End = alerting.Firing, nil
-		evs = []alerting.Event{firing, ev}
-	} else {
-		evs = []alerting.Event{ev}
-	}
-	if h.charts != nil {
-		if c := h.charts.Chart(ev.Signal+"{"+ev.Entity+"}", evs); c != nil {
-			return c
-		}
-	}
-	return alerting.EvidenceChart(&ev)
 }
 
 func (h *handler) render(w http.ResponseWriter, t *template.Template, data any) {
@@ -140,7 +242,8 @@ func (h *handler) render(w http.ResponseWriter, t *template.Template, data any) 
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	// Nothing from elsewhere: the page must work on an isolated network.
+	// Nothing from elsewhere: the page must work on an isolated network
+	// (links out are links, not loads).
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src 'self' data:")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b.Bytes())
@@ -168,21 +271,19 @@ func human(d time.Duration) string {
 
 type incidentRow struct {
 	Incident
-	StartS, EndS, DurationS, ConfidenceS string
+	StartS, EndS, DurationS, ConfidenceS, ScopeS, WorstS string
 }
 
 func (r incidentRow) NetworksS() string { return strings.Join(r.Networks, ", ") }
 func (r incidentRow) SignalsS() string  { return strings.Join(r.Signals, ", ") }
 
 type listPage struct {
-	Title string
-	Now   time.Time
-	Rows  []incidentRow
-}
-
-type alertRow struct {
-	alerting.Event
-	Name, StartS, EndS, Change string
+	Title     string
+	Now       time.Time
+	Rows      []incidentRow
+	RangeName string
+	Ranges    []rangeLink
+	Query     string // the range, carried into the incident links
 }
 
 type chartHTML struct {
@@ -194,6 +295,7 @@ type incidentPage struct {
 	Title  string
 	Now    time.Time
 	Row    incidentRow
-	Alerts []alertRow
-	Charts []chartHTML
+	Query  string
+	Ranges []rangeLink
+	Body   template.HTML
 }

@@ -1,14 +1,19 @@
 // Package statuspage serves a read-only outage page in the manner of an
-// outage center: the incidents going on now and those just over, each with
-// its place, networks, signals, start, duration, severity and confidence,
-// and a page per incident with its charts and its member alerts. The list
-// updates itself by polling a small JSON endpoint; the pages use no script,
-// font or image from elsewhere, so they work on an isolated network and
-// read well on a phone.
+// outage center (Radar's, IODA's): the incidents going on now and those
+// ended in a chosen range, and a page per incident that says how bad (each
+// signal's worst change and its latest), why (impact, likely cause, type),
+// how wide (scope label, networks and their traffic shares), what was sent
+// (its pages), with one chart overlaying every signal of the place as a
+// share of its baseline, then each signal's chart. The list updates itself
+// by polling a small JSON endpoint; the pages use no script, font or image
+// from elsewhere, so they work on an isolated network and read well on a
+// phone.
 //
 // What it shows comes through Source, one small interface. Store, the one
 // the service and replay use, shows the correlation stage's outage events
 // as incidents, and groups by place whatever alerts belong to no event.
+// IncidentHTML renders one incident; the report (package report) uses it
+// too, so the review reads like the page.
 package statuspage
 
 import (
@@ -19,6 +24,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +48,10 @@ type Incident struct {
 	Confidence float64          `json:"confidence"`
 	Silenced   bool             `json:"silenced"`
 	Alerts     []alerting.Event `json:"alerts"` // the latest event of each member
+
+	// What the correlation stage judged of an outage event (empty for
+	// alerts grouped by place alone): see incident.go.
+	Detail
 }
 
 // Active reports whether the incident is going on.
@@ -78,9 +88,15 @@ type Charts interface {
 type Store struct {
 	mu     sync.RWMutex
 	alerts map[string]alerting.Event
-	// outages holds the latest notification of each outage event.
+	// outages holds the latest notification of each outage event, pages
+	// every notification of it, in revision order (its timeline).
 	outages map[string]alerting.Event
-	now     time.Time
+	pages   map[string][]alerting.Event
+	// peaks holds each alert's worst change over its life, sent its
+	// firing notification and its resolve.
+	peaks map[string]Peak
+	sent  map[string][]alerting.Event
+	now   time.Time
 	// Recent is how long an ended incident stays listed; a day when 0.
 	Recent time.Duration
 	// Active, when set, gives the alerts firing now, from the pipeline:
@@ -90,7 +106,8 @@ type Store struct {
 
 // NewStore returns an empty store.
 func NewStore() *Store {
-	return &Store{alerts: map[string]alerting.Event{}, outages: map[string]alerting.Event{}}
+	return &Store{alerts: map[string]alerting.Event{}, outages: map[string]alerting.Event{},
+		pages: map[string][]alerting.Event{}, peaks: map[string]Peak{}, sent: map[string][]alerting.Event{}}
 }
 
 // Name is the sink name.
@@ -106,14 +123,18 @@ func (s *Store) Send(_ context.Context, ev *alerting.Event) error {
 func (s *Store) Add(ev alerting.Event) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	into := s.alerts
+	into, key := s.alerts, episode(ev)
 	if ev.IsEvent() {
-		into = s.outages
+		into, key = s.outages, ev.ID
+		s.pages[ev.ID] = addPage(s.pages[ev.ID], ev)
+	} else {
+		s.peaks[key] = s.peaks[key].worse(peakOf(ev))
+		s.sent[key] = addSent(s.sent[key], ev)
 	}
-	if old, ok := into[ev.ID]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
+	if old, ok := into[key]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
 		return // an older event delivered late
 	}
-	into[ev.ID] = ev
+	into[key] = ev
 	if ev.At.After(s.now) {
 		s.now = ev.At
 	}
@@ -126,20 +147,34 @@ func (s *Store) Now() time.Time {
 	return s.now
 }
 
-// Incidents groups the stored alerts, see Store.
+// Incidents groups the stored alerts, see Store: those going on and those
+// ended within Recent.
 func (s *Store) Incidents() []Incident {
+	recent := s.Recent
+	if recent == 0 {
+		recent = 24 * time.Hour
+	}
+	return s.Within(recent)
+}
+
+// Within is Incidents with those ended within d of the newest data; every
+// incident the store holds when d is 0 or less.
+func (s *Store) Within(d time.Duration) []Incident {
 	s.mu.RLock()
 	evs := slices.Collect(maps.Values(s.alerts))
 	outs := slices.Collect(maps.Values(s.outages))
+	pages := maps.Clone(s.pages)
+	peaks := maps.Clone(s.peaks)
+	sent := maps.Clone(s.sent)
 	now := s.now
 	s.mu.RUnlock()
 	if s.Active != nil {
 		seen := map[string]bool{}
 		for _, e := range evs {
-			seen[e.ID] = true
+			seen[episode(e)] = true
 		}
 		for _, e := range s.Active() {
-			if !seen[e.ID] {
+			if !seen[episode(e)] {
 				evs = append(evs, e)
 				if e.At.After(now) {
 					now = e.At
@@ -147,12 +182,16 @@ func (s *Store) Incidents() []Incident {
 			}
 		}
 	}
-	recent := s.Recent
-	if recent == 0 {
-		recent = 24 * time.Hour
+	for _, e := range evs {
+		if _, ok := peaks[episode(e)]; !ok {
+			peaks[episode(e)] = peakOf(e) // firing before this store was attached
+		}
 	}
-	out := FromOutages(outs, evs)
-	return slices.DeleteFunc(out, func(in Incident) bool { return in.End != nil && now.Sub(*in.End) > recent })
+	out := build(outs, evs, pages, peaks, sent)
+	if d <= 0 {
+		return out
+	}
+	return slices.DeleteFunc(out, func(in Incident) bool { return in.End != nil && now.Sub(*in.End) > d })
 }
 
 // FromOutages makes an incident of each outage event (its title, scope,
@@ -160,9 +199,31 @@ func (s *Store) Incidents() []Incident {
 // its member alerts from alerts), and groups by place the alerts that
 // belong to no event (feed faults, muted alerts).
 func FromOutages(outages, alerts []alerting.Event) []Incident {
-	byID := map[string]alerting.Event{}
+	peaks := map[string]Peak{}
 	for _, a := range alerts {
-		byID[a.ID] = a
+		peaks[episode(a)] = peaks[episode(a)].worse(peakOf(a))
+	}
+	latest := map[string]alerting.Event{}
+	for _, a := range alerts {
+		if old, ok := latest[episode(a)]; !ok || !old.At.After(a.At) {
+			latest[episode(a)] = a
+		}
+	}
+	return build(outages, slices.Collect(maps.Values(latest)), nil, peaks, nil)
+}
+
+// episode keys one episode of an alert: its ID stays the same each time
+// the same rule fires on the same series (Virgin Media's two outages of
+// one day), its start does not.
+func episode(ev alerting.Event) string {
+	return ev.ID + "@" + strconv.FormatInt(ev.Start.UnixNano(), 10)
+}
+
+// build is FromOutages with each event's pages and each alert's peak.
+func build(outages, alerts []alerting.Event, pages map[string][]alerting.Event, peaks map[string]Peak, sent map[string][]alerting.Event) []Incident {
+	byID := map[string][]alerting.Event{}
+	for _, a := range alerts {
+		byID[a.ID] = append(byID[a.ID], a)
 	}
 	var out []Incident
 	inEvent := map[string]bool{}
@@ -185,20 +246,47 @@ func FromOutages(outages, alerts []alerting.Event) []Incident {
 			}
 		}
 		for _, id := range o.Members {
-			inEvent[id] = true
-			if a, ok := byID[id]; ok {
-				in.Alerts = append(in.Alerts, a)
+			// The episode of the alert that is this event's: the one
+			// that started within it.
+			eps := byID[id]
+			i := slices.IndexFunc(eps, func(a alerting.Event) bool {
+				return !a.Start.Before(o.Start) && (o.End == nil || !a.Start.After(*o.End)) && !inEvent[episode(a)]
+			})
+			if i < 0 && len(eps) > 0 {
+				// No episode started within the event's span as this
+				// store saw it: the latest stands for it.
+				i = slices.IndexFunc(eps, func(a alerting.Event) bool {
+					return !slices.ContainsFunc(eps, func(b alerting.Event) bool { return b.Start.After(a.Start) })
+				})
+			}
+			if i >= 0 {
+				inEvent[episode(eps[i])] = true
+				in.Alerts = append(in.Alerts, eps[i])
 			}
 		}
+		in.Detail = detail(o, in.Alerts, pages[o.ID], peaks, sent)
 		out = append(out, in)
 	}
 	var rest []alerting.Event
 	for _, a := range alerts {
-		if !inEvent[a.ID] {
-			rest = append(rest, a)
+		if inEvent[episode(a)] {
+			continue
 		}
+		// A muted alert of an event's place and time is shown with the
+		// event, apart from its members, not as an incident of its own.
+		if a.Muted != "" {
+			if i := slices.IndexFunc(out, func(in Incident) bool { return in.covers(a) }); i >= 0 {
+				out[i].Muted = append(out[i].Muted, Member{Event: a, Peak: peaks[episode(a)], Sent: sent[episode(a)]})
+				continue
+			}
+		}
+		rest = append(rest, a)
 	}
-	out = append(out, Group(rest)...)
+	for _, in := range Group(rest) {
+		in.Members = members(in.Alerts, peaks, sent)
+		in.Peaks = peakMap(in.Members)
+		out = append(out, in)
+	}
 	sortIncidents(out)
 	return out
 }

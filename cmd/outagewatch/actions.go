@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -21,24 +24,9 @@ import (
 
 func init() { extraCommands = append(extraCommands, actionsCmd) }
 
-// defaultActionsConfig is where docker-compose.yml mounts the actions
-// configuration, and where a package would install it; without it, the
-// commands run from a clone's root read the shipped one.
-const (
-	defaultActionsConfig = "/etc/outagewatch/actions.yaml"
-	cloneActionsConfig   = "deploy/actions.yaml"
-)
-
-// actionsConfigPath is the --config value, or the default.
-func actionsConfigPath(flag string) string {
-	if flag != "" {
-		return flag
-	}
-	if _, err := os.Stat(defaultActionsConfig); err == nil {
-		return defaultActionsConfig
-	}
-	return cloneActionsConfig
-}
+// defaultActionsConfig is where `actions` looks without -c: the example
+// configuration of a clone, relative to the working directory.
+const defaultActionsConfig = "deploy/actions.yaml"
 
 // capModes lets each rule's actions setting cap the mode (see
 // Transits.RuleModes).
@@ -58,7 +46,10 @@ func actionsCmd() *cobra.Command {
 	}
 	var cfgPath, auditPath, who, rulesPath string
 	loadCfg := func() (*actions.Config, error) {
-		cfg, err := actions.LoadConfig(actionsConfigPath(cfgPath))
+		cfg, err := actions.LoadConfig(cfgPath)
+		if errors.Is(err, fs.ErrNotExist) && cfgPath == defaultActionsConfig {
+			return nil, fmt.Errorf("%w (the default --config, relative to the working directory; pass -c FILE)", err)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -68,7 +59,8 @@ func actionsCmd() *cobra.Command {
 		return cfg, nil
 	}
 	flags := func(cmd *cobra.Command) {
-		cmd.Flags().StringVar(&cfgPath, "config", "", "actions configuration (default "+defaultActionsConfig+" if it exists, else "+cloneActionsConfig+", a clone's)")
+		cmd.Flags().StringVarP(&cfgPath, "config", "c", defaultActionsConfig,
+			"actions configuration (the default is relative to the working directory, as in a clone of the repository)")
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
 	}
 	// capByRules applies --rules, else the configuration's rules_file:
@@ -304,8 +296,10 @@ outagewatch_tm_* series.`,
 				return err
 			}
 			f := cmd.Flags()
+			// changed: the flag or its deprecated spelling was given.
+			changed := func(names ...string) bool { return slices.ContainsFunc(names, f.Changed) }
 			set := func(name string, dst *string, v string) {
-				if f.Changed(name) {
+				if changed(name, map[string]string{"mode": "tm-mode"}[name]) {
 					*dst = v
 				}
 			}
@@ -313,11 +307,11 @@ outagewatch_tm_* series.`,
 			set("topology", &cfg.TrafficManager.Topology, topology)
 			set("decider-topic", &cfg.Serve.DeciderTopic, deciderTopic)
 			set("tm-topic", &cfg.TrafficManager.Topic, tmTopic)
-			set("tm-mode", &cfg.TrafficManager.Mode, tmMode)
+			set("mode", &cfg.TrafficManager.Mode, tmMode)
 			set("tm-webhook", &cfg.TrafficManager.Webhook, tmWebhook)
 			set("tm-plan-topic", &cfg.TrafficManager.PlanTopic, tmPlanTopic)
 			set("rules", &cfg.RulesFile, rulesPath)
-			if f.Changed("kafka-brokers") {
+			if changed("brokers", "kafka-brokers") {
 				cfg.Kafka.Brokers = tmBrokers
 			}
 			if f.Changed("learn") {
@@ -333,8 +327,10 @@ outagewatch_tm_* series.`,
 	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology, a scenario file; its starting state answers capacity queries (traffic_manager.topology)")
 	serve.Flags().StringVar(&deciderTopic, "decider-topic", "", "share the sites with other instances: each site's transit actions are taken by the instance owning its partition of this topic (serve.decider_topic)")
 	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic, with a topology (traffic_manager.topic)")
-	serve.Flags().StringSliceVar(&tmBrokers, "kafka-brokers", nil, "Kafka brokers of the decider and the Traffic Manager (kafka.brokers)")
-	serve.Flags().StringVar(&tmMode, "tm-mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce (traffic_manager.mode)")
+	serve.Flags().StringSliceVar(&tmBrokers, "brokers", nil, "Kafka brokers of the decider and the Traffic Manager (kafka.brokers)")
+	serve.Flags().StringVar(&tmMode, "mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce (traffic_manager.mode)")
+	deprecatedAlias(serve.Flags(), "brokers", "kafka-brokers")
+	deprecatedAlias(serve.Flags(), "mode", "tm-mode")
 	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here in enforce mode, signed with the serve secret (traffic_manager.webhook)")
 	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic in enforce mode (traffic_manager.plan_topic)")
 	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU (traffic_manager.learn)")

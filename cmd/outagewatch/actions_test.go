@@ -68,7 +68,7 @@ not json
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if len(lines) != 2 || !strings.HasPrefix(lines[0], "2019-06-20T12:15:00Z  firing    dry-run: would have shut AS1299 Telia at fra01 (1 sessions): loss") ||
+	if len(lines) != 2 || !strings.HasPrefix(lines[0], "2019-06-20T12:15:00Z  firing    dry-run: would have shut AS1299 Telia at fra01 (1 session): loss") ||
 		!strings.HasPrefix(lines[1], "2019-06-20T13:15:00Z  resolved  dry-run: would have restored AS1299 Telia at fra01") {
 		t.Fatalf("output:\n%s", out)
 	}
@@ -195,7 +195,7 @@ func TestActionsServeTrafficManager(t *testing.T) {
 	cmd := actionsCmd()
 	cmd.SetArgs([]string{"serve", "--config", "../../deploy/actions.yaml", "--listen", addr, "--audit", filepath.Join(t.TempDir(), "a.jsonl"),
 		"--topology", "../../trafficmanager/testdata/sections-and-loss.yaml", "--tm-topic", "dcload",
-		"--kafka-brokers", strings.Join(c.ListenAddrs(), ",")})
+		"--brokers", strings.Join(c.ListenAddrs(), ",")})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
 	get := func(path string) string {

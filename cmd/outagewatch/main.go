@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/outagewatch/outagewatch/memlimit"
+	"github.com/outagewatch/outagewatch/service"
 
 	// Input formats register their decoders, file readers and fixture
 	// sections.
@@ -18,12 +21,27 @@ import (
 )
 
 func main() {
+	if err := rootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "outagewatch:", err)
+		os.Exit(exitCode(err))
+	}
+}
+
+// rootCmd is the command with every subcommand.
+func rootCmd() *cobra.Command {
 	root := &cobra.Command{
 		Use:           "outagewatch",
 		Short:         "Streaming Internet outage and anomaly detector",
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints what `outagewatch version` does.
+	info, _ := debug.ReadBuildInfo()
+	var vb strings.Builder
+	printVersion(&vb, info)
+	root.Version = vb.String()
+	root.SetVersionTemplate("{{.Version}}")
+	service.Version = version
 	var verbose bool
 	root.PersistentFlags().BoolVarP(&verbose, "verbose", "v", false, "debug logging")
 	root.PersistentFlags().StringVar(&memoryLimit, "memory-limit", "",
@@ -43,10 +61,7 @@ func main() {
 	for _, c := range extraCommands {
 		root.AddCommand(c())
 	}
-	if err := root.Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "outagewatch:", err)
-		os.Exit(exitCode(err))
-	}
+	return root
 }
 
 // memoryLimit is the --memory-limit flag; when given it wins over the

@@ -115,4 +115,9 @@ func TestReplayWritesAReport(t *testing.T) {
 	if !strings.Contains(string(b), "packet_loss{transit:1299@ams01} — packet_loss") || strings.Count(string(b), "<svg") < 1 {
 		t.Fatalf("report: %d bytes without the Telia chart", len(b))
 	}
+	// The outage event comes first, with its pages.
+	ev, alerts := strings.Index(string(b), `<section class="incident event"`), strings.Index(string(b), `<h1 id="alerts">`)
+	if ev < 0 || ev > alerts || !strings.Contains(string(b), `<table class="pages">`) {
+		t.Fatalf("report: no outage event with its pages before the alerts (event at %d, alerts at %d)", ev, alerts)
+	}
 }

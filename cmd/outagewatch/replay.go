@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,6 +27,7 @@ import (
 	"github.com/outagewatch/outagewatch/report"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/scenario"
+	"github.com/outagewatch/outagewatch/service"
 )
 
 // defaultFixture is what `outagewatch replay` replays with no arguments.
@@ -50,14 +53,15 @@ type replayOpts struct {
 
 func replayCmd() *cobra.Command {
 	var o replayOpts
+	var text bool
 	c := &cobra.Command{
 		Use:   "replay [--rules F] [--map F] [--out F] FIXTURE|FILE...",
 		Short: "Replay incident fixtures or recorded files through the pipeline; prints one JSON alert event per line",
 		Long: `Replay renders fixtures (YAML specs under fixtures/) into real wire formats, reads
 recorded files (outagewatch record, observation exports, MRT, dnstap), merges
 them by event time and runs them through the same pipeline as the live
-service. Alert events go to stdout (or --out) as JSON lines; progress goes to
-stderr. With no argument it replays ` + defaultFixture + `. A fixture
+service. Alert events go to stdout (or --out) as JSON lines, or with --text
+as one line for a person each; progress goes to stderr. With no argument it replays ` + defaultFixture + `. A fixture
 not found on disk is taken from the ones bundled in the binary.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
@@ -72,20 +76,32 @@ not found on disk is taken from the ones bundled in the binary.`,
 				defer f.Close()
 				w = f
 			}
+			// A bad --serve address fails now, not after the replay.
+			var ln net.Listener
+			if o.serve != "" {
+				var err error
+				if ln, err = net.Listen("tcp", o.serve); err != nil {
+					return fmt.Errorf("--serve %s: %w", o.serve, err)
+				}
+				defer ln.Close()
+			}
 			bw := bufio.NewWriter(w)
 			defer bw.Flush()
-			sink := alerting.NewJSONL("replay", bw)
+			var sink alerting.Sink = alerting.NewJSONL("replay", bw)
+			if text {
+				sink = textSink{bw}
+			}
 			var events, outages []alerting.Event
 			if o.report != "" || o.serve != "" {
 				o.recorder = report.NewRecorder()
 			}
 			o.events = func(ev *alerting.Event) {
 				_ = sink.Send(context.Background(), ev)
-				if o.serve != "" {
+				if o.report != "" || o.serve != "" {
 					outages = append(outages, *ev)
 				}
 			}
-			_, err := runReplay(args, o, func(ev *alerting.Event) {
+			p, err := runReplay(args, o, func(ev *alerting.Event) {
 				if err := sink.Send(context.Background(), ev); err != nil {
 					slog.Error("write alert", "err", err)
 				}
@@ -97,13 +113,15 @@ not found on disk is taken from the ones bundled in the binary.`,
 				return err
 			}
 			if o.report != "" {
-				if err := writeReport(o.report, strings.Join(args, ", "), events, o.recorder, fixtureWindows(args)); err != nil {
+				// The outage events first, as the review reads them.
+				if err := writeReport(o.report, strings.Join(args, ", "), append(outages, events...), o.recorder, fixtureWindows(args)); err != nil {
 					return err
 				}
 			}
 			if o.serve != "" {
 				bw.Flush()
-				return serveStatus(cmd.Context(), o.serve, strings.Join(args, ", "), append(events, outages...), o.recorder)
+				return serveStatus(cmd.Context(), ln, strings.Join(args, ", "), append(events, outages...), o.recorder,
+					service.ReplayMetrics(p))
 			}
 			return nil
 		},
@@ -113,8 +131,37 @@ not found on disk is taken from the ones bundled in the binary.`,
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
 	c.Flags().StringVar(&o.report, "report", "", "also write an HTML report: the alerts and a chart of every alerted series")
 	c.Flags().UintSliceVar(&o.localASNs, "local-asn", nil, "your own AS numbers, for recorded flows (repeat or comma-separate)")
-	c.Flags().StringVar(&o.serve, "serve", "", "after the replay, serve the outage page on this address (e.g. 127.0.0.1:9311) until interrupted")
+	c.Flags().StringVar(&o.serve, "serve", "", "after the replay, serve the outage page and /metrics on this address (e.g. 127.0.0.1:9311) until interrupted")
+	c.Flags().BoolVar(&text, "text", false, "one line for a person per alert and event instead of JSON")
 	return c
+}
+
+// textSink writes each notification as a line for a person.
+type textSink struct{ w io.Writer }
+
+func (textSink) Name() string { return "replay-text" }
+
+func (t textSink) Send(_ context.Context, ev *alerting.Event) error {
+	_, err := fmt.Fprintln(t.w, alerting.TextLine(ev))
+	return err
+}
+
+// checkInput fails for an input that is neither a file nor a bundled
+// fixture, naming the fixtures there are.
+func checkInput(in string) error {
+	if _, err := os.Stat(in); err == nil {
+		return nil
+	}
+	if replay.IsFixture(in) {
+		if _, ok := fixtures.Read(in); ok {
+			return nil
+		}
+	}
+	var names []string
+	for _, n := range fixtures.Names() {
+		names = append(names, strings.TrimSuffix(n, ".yaml"))
+	}
+	return fmt.Errorf("%s: no such file, nor a bundled fixture (bundled: %s)", in, strings.Join(names, ", "))
 }
 
 // writeReport writes the HTML report of a replay.
@@ -157,6 +204,9 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	total := 0
 	for _, in := range inputs {
 		in = fixtures.Resolve(in) // a bundled fixture by its bare name
+		if err := checkInput(in); err != nil {
+			return nil, err
+		}
 		if replay.IsFixture(in) {
 			spec, err := loadFixture(in)
 			if err != nil {

@@ -2,6 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"os/signal"
 	"syscall"
@@ -34,6 +37,9 @@ of that topic, --stage both does both in one process; any number of
 instances of each give the alerts of one.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := service.LoadConfig(cfgFile)
+			if errors.Is(err, fs.ErrNotExist) && !cmd.Flags().Changed("config") {
+				return fmt.Errorf("%w (the default --config, relative to the working directory; pass -c FILE, or start from deploy/outagewatch.yaml)", err)
+			}
 			if err != nil {
 				return err
 			}
@@ -59,7 +65,8 @@ instances of each give the alerts of one.`,
 			return svc.Run(ctx)
 		},
 	}
-	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml", "configuration file")
+	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml",
+		"configuration file (the default is relative to the working directory; deploy/outagewatch.yaml is the annotated example)")
 	c.Flags().StringVar(&stage, "stage", "", "run as a stage of a scaled-out service: 1, 2 or both (docs/deployment.md)")
 	return c
 }

@@ -18,24 +18,20 @@ import (
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
-// serveStatus serves the outage page of a finished replay on addr until
+// serveStatus serves the outage page of a finished replay on ln until
 // SIGINT or SIGTERM: the replay's incidents, with charts of the recorded
-// series.
-func serveStatus(ctx context.Context, addr, title string, events []alerting.Event, rec *report.Recorder) error {
+// series, and metrics (nil: none) on /metrics.
+func serveStatus(ctx context.Context, ln net.Listener, title string, events []alerting.Event, rec *report.Recorder, metrics http.Handler) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	store := statuspage.NewStore()
-	// A replay is looked at after the fact: keep every incident listed.
-	store.Recent = 100 * 365 * 24 * time.Hour
-	for _, ev := range events {
-		store.Add(ev)
+	h, store := replayPage(title, events, rec)
+	mux := http.NewServeMux()
+	mux.Handle("/", h)
+	if metrics != nil {
+		mux.Handle("GET /metrics", metrics)
 	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: statuspage.Handler(store, rec, "outagewatch replay: "+title), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {
@@ -49,6 +45,22 @@ func serveStatus(ctx context.Context, addr, title string, events []alerting.Even
 		return err
 	}
 	return nil
+}
+
+// replayPage is the outage page of a finished replay: its alerts and
+// outage events, every one listed (a replay is looked at after the fact),
+// charted from the recorded series, with links out.
+func replayPage(title string, events []alerting.Event, rec *report.Recorder) (http.Handler, *statuspage.Store) {
+	store := statuspage.NewStore()
+	store.Recent = 100 * 365 * 24 * time.Hour
+	for _, ev := range events {
+		store.Add(ev)
+	}
+	var charts statuspage.Charts
+	if rec != nil {
+		charts = rec
+	}
+	return statuspage.NewHandler(store, charts, statuspage.Options{Title: "outagewatch replay: " + title, Links: true}), store
 }
 
 // fixtureWindows returns the labelled windows of the fixtures among args,
