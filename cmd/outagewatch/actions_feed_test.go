@@ -125,12 +125,14 @@ sinks:
 	defer noc.Close()
 	disp := replayTeliaThroughService(t, dir, addr, "  - {name: noc, type: webhook, url: \""+noc.URL+"\"}\n", nil)
 	mu.Lock()
-	if got := strings.Join(paged, ", "); got != "event outage firing, event outage firing, event outage resolved, event outage firing, event outage firing, event outage resolved" {
+	// Each outage event pages twice: its first page (which waits a bucket
+	// for its place to fill in) and its resolve.
+	if got := strings.Join(paged, ", "); got != "event outage firing, event outage resolved, event outage firing, event outage resolved" {
 		t.Errorf("the plain webhook got: %s", got)
 	}
 	mu.Unlock()
 	for _, st := range disp.Stats() {
-		if want := map[string]uint64{"noc": 6, "actions": 4}[st.Sink]; st.Sent != want || st.Failures != 0 {
+		if want := map[string]uint64{"noc": 4, "actions": 4}[st.Sink]; st.Sent != want || st.Failures != 0 {
 			t.Errorf("sink %s sent %d (%d failures), want %d", st.Sink, st.Sent, st.Failures, want)
 		}
 	}
