@@ -87,6 +87,11 @@ type Audit struct {
 	recs    []Record
 	ids     map[string]bool
 	Skipped int
+	// opened is set once the log has been read at open; foreign then
+	// collects what other processes append (an operator's undo or
+	// override), for the actuator to page about.
+	opened  bool
+	foreign []Record
 }
 
 // OpenAudit reads the log at path (creating nothing until the first
@@ -96,6 +101,7 @@ func OpenAudit(path string) (*Audit, error) {
 	if _, err := a.sync(); err != nil {
 		return nil, err
 	}
+	a.opened = true
 	return a, nil
 }
 
@@ -142,6 +148,9 @@ func (a *Audit) sync() ([]Record, error) {
 				a.ids[r.ID] = true
 				a.recs = append(a.recs, r)
 				fresh = append(fresh, r)
+				if a.opened {
+					a.foreign = append(a.foreign, r)
+				}
 			}
 		}
 		if err == io.EOF {
@@ -152,6 +161,51 @@ func (a *Audit) sync() ([]Record, error) {
 		}
 	}
 	return fresh, nil
+}
+
+// write appends r's line under the file lock. A last line without its
+// newline can only be what a crash left of a write (writers hold the lock
+// until their line is on disk), so it is ended first: the fragment then
+// reads back as one malformed line, skipped and counted, and r stays a
+// line of its own instead of being glued to it and lost with it.
+func (a *Audit) write(r *Record) error {
+	b, err := json.Marshal(r)
+	if err != nil {
+		return err
+	}
+	f, err := os.OpenFile(a.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	defer f.Close()
+	if err := lockFile(f); err != nil {
+		return fmt.Errorf("audit log: lock: %w", err)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	line := append(b, '\n')
+	if st.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := f.ReadAt(last, st.Size()-1); err != nil {
+			return fmt.Errorf("audit log: %w", err)
+		}
+		if last[0] != '\n' {
+			slog.Warn("audit log: last line is torn (a write cut short); ending it before the next record", "file", a.path, "offset", st.Size())
+			line = append([]byte{'\n'}, line...)
+		}
+	}
+	if _, err := f.Write(line); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("audit log: %w", err)
+	}
+	return nil
 }
 
 // append assigns r a sequence number and an ID, and writes it (fsynced)
@@ -165,24 +219,8 @@ func (a *Audit) append(r *Record) error {
 		r.Undo = "outagewatch actions undo " + r.ID
 	}
 	if a.path != "" {
-		b, err := json.Marshal(r)
-		if err != nil {
+		if err := a.write(r); err != nil {
 			return err
-		}
-		f, err := os.OpenFile(a.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
-		if err != nil {
-			return fmt.Errorf("audit log: %w", err)
-		}
-		if _, err := f.Write(append(b, '\n')); err != nil {
-			f.Close()
-			return fmt.Errorf("audit log: %w", err)
-		}
-		if err := f.Sync(); err != nil {
-			f.Close()
-			return fmt.Errorf("audit log: %w", err)
-		}
-		if err := f.Close(); err != nil {
-			return fmt.Errorf("audit log: %w", err)
 		}
 	}
 	// Ours first, so that reading it back (after any line another process

@@ -50,8 +50,20 @@ type Config struct {
 	GoBGP string
 	// Audit is the audit log path (JSON lines).
 	Audit string
-	Sites map[string]*Site
-	File  string
+	// RulesFile is a rules file or directory whose actions settings cap
+	// the mode (see Transits.RuleModes); empty leaves the mode uncapped.
+	RulesFile string
+	Sites     map[string]*Site
+	// Serve, Kafka and TrafficManager configure `actions serve`.
+	Serve          Serve
+	Kafka          Kafka
+	TrafficManager TrafficManager
+	// Sinks receive every action as an alert event, through a persisted
+	// outbox per sink under Outbox (default: actions-outbox beside the
+	// audit log).
+	Sinks  []Sink
+	Outbox string
+	File   string
 }
 
 // Site is one point of presence and its transits.
@@ -105,8 +117,13 @@ func ParseConfig(file string, b []byte) (*Config, error) {
 		return &Error{file, n.Line, fmt.Sprintf(format, args...)}
 	}
 	var sites *yaml.Node
+	nodes := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(top.Content); i += 2 {
 		k, v := top.Content[i], top.Content[i+1]
+		if _, dup := nodes[k.Value]; dup {
+			return nil, fail(k, "key %q given twice", k.Value)
+		}
+		nodes[k.Value] = v
 		switch k.Value {
 		case "mode":
 			if !slices.Contains([]string{ModeOff, ModeDryRun, ModeEnforce}, v.Value) {
@@ -137,12 +154,36 @@ func ParseConfig(file string, b []byte) (*Config, error) {
 			c.GoBGP = v.Value
 		case "audit":
 			c.Audit = v.Value
+		case "rules_file":
+			c.RulesFile = v.Value
+		case "outbox":
+			c.Outbox = v.Value
 		case "sites":
 			sites = v
+		case "serve":
+			if err := decodeStrict(file, "serve", v, &c.Serve); err != nil {
+				return nil, err
+			}
+		case "kafka":
+			if err := decodeStrict(file, "kafka", v, &c.Kafka); err != nil {
+				return nil, err
+			}
+		case "traffic_manager":
+			if err := decodeStrict(file, "traffic_manager", v, &c.TrafficManager); err != nil {
+				return nil, err
+			}
+		case "sinks":
+			if v.Kind != yaml.SequenceNode {
+				return nil, fail(v, "sinks: want a list of {name, type, ...}")
+			}
+			if err := decodeStrict(file, "sinks", v, &c.Sinks); err != nil {
+				return nil, err
+			}
 		default:
-			return nil, fail(k, "unknown key %q (want mode, rules, max_down_per_site, cooldown, hold, gobgp, audit, sites)", k.Value)
+			return nil, fail(k, "unknown key %q (want mode, rules, max_down_per_site, cooldown, hold, gobgp, audit, rules_file, sites, serve, kafka, traffic_manager, sinks, outbox)", k.Value)
 		}
 	}
+	c.Audit = c.resolve(c.Audit)
 	if sites == nil || sites.Kind != yaml.MappingNode || len(sites.Content) == 0 {
 		at := top
 		if sites != nil {
@@ -167,6 +208,9 @@ func ParseConfig(file string, b []byte) (*Config, error) {
 			s.GoBGP = c.GoBGP
 		}
 		c.Sites[k.Value] = s
+	}
+	if err := c.finishServe(nodes, top); err != nil {
+		return nil, err
 	}
 	return c, nil
 }

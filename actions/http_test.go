@@ -2,14 +2,21 @@ package actions
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/trafficmanager"
@@ -103,9 +110,13 @@ func FuzzWebhook(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		h := (&API{Transits: tr}).Handler()
+		h := (&API{Transits: tr, Secret: "k"}).Handler()
 		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, httptest.NewRequest("POST", "/api/v1/alerts/webhook", bytes.NewReader(body)))
+		req := httptest.NewRequest("POST", "/api/v1/alerts/webhook", bytes.NewReader(body))
+		for k, v := range signed("k", string(body)) {
+			req.Header.Set(k, v)
+		}
+		h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusNoContent && rec.Code != http.StatusBadRequest {
 			t.Fatalf("status %d: %s", rec.Code, rec.Body)
 		}
@@ -116,4 +127,172 @@ func FuzzWebhook(f *testing.F) {
 func signed(secret, body string) map[string]string {
 	ts := time.Now().Unix()
 	return map[string]string{alerting.HeaderTimestamp: strconv.FormatInt(ts, 10), alerting.HeaderSignature: alerting.Sign(secret, ts, []byte(body))}
+}
+
+// Only a signed, fresh, first delivery acts: unsigned posts, a wrong
+// secret, a timestamp older or newer than the skew and the same delivery
+// posted twice are refused with their reason, counted, and plan nothing;
+// without a secret every post is refused.
+func TestWebhookAuthentication(t *testing.T) {
+	cfg, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := NewTransits(cfg, nil, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	api := &API{Transits: tr, Secret: "s3cret", MaxSkew: 2 * time.Minute, Refused: NewRefusedCounter(reg)}
+	srv := httptest.NewServer(api.Handler())
+	defer srv.Close()
+	post := func(body string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/alerts/webhook", strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(b))
+	}
+	ev := func(site string) string {
+		return `{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","signal":"packet_loss","entity":"transit:1299@` + site + `","at":"2019-06-20T12:15:00Z","start":"2019-06-20T12:10:00Z","summary":"loss"}`
+	}
+	at := func(secret, body string, ts int64) map[string]string {
+		return map[string]string{alerting.HeaderTimestamp: strconv.FormatInt(ts, 10), alerting.HeaderSignature: alerting.Sign(secret, ts, []byte(body))}
+	}
+	now := time.Now().Unix()
+	good := at("s3cret", ev("ams01"), now)
+	for _, c := range []struct {
+		name string
+		body string
+		hdr  map[string]string
+		code int
+		msg  string
+	}{
+		{"unsigned", ev("ams01"), nil, http.StatusUnauthorized, "unsigned alert event: X-Outagewatch-Signature and X-Outagewatch-Timestamp are required"},
+		{"timestamp only", ev("ams01"), map[string]string{alerting.HeaderTimestamp: strconv.FormatInt(now, 10)}, http.StatusUnauthorized, "unsigned alert event"},
+		{"wrong secret", ev("ams01"), at("guess", ev("ams01"), now), http.StatusUnauthorized, "bad signature"},
+		{"body changed", ev("fra01"), good, http.StatusUnauthorized, "bad signature"},
+		{"stale", ev("ams01"), at("s3cret", ev("ams01"), now-181), http.StatusUnauthorized, "stale alert event: signed timestamp " + strconv.FormatInt(now-181, 10) + " is 3m"},
+		{"from the future", ev("ams01"), at("s3cret", ev("ams01"), now+181), http.StatusUnauthorized, "stale alert event"},
+		{"first delivery", ev("ams01"), good, http.StatusNoContent, ""},
+		{"replayed", ev("ams01"), good, http.StatusConflict, "replayed alert event: this signed delivery was already accepted"},
+		{"retry signed anew", ev("lon01"), at("s3cret", ev("lon01"), now+1), http.StatusNoContent, ""},
+	} {
+		code, msg := post(c.body, c.hdr)
+		if code != c.code || !strings.HasPrefix(msg, c.msg) {
+			t.Errorf("%s: %d %q, want %d %q", c.name, code, msg, c.code, c.msg)
+		}
+	}
+	recs, err := tr.Records()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Op+" "+r.Site)
+	}
+	if strings.Join(got, ", ") != "shutdown ams01, shutdown lon01" {
+		t.Fatalf("records: %v", got)
+	}
+	for reason, want := range map[string]float64{"unsigned": 2, "bad-signature": 2, "stale": 2, "replayed": 1, "no-secret": 0} {
+		if n := testutil.ToFloat64(api.Refused.WithLabelValues(reason)); n != want {
+			t.Errorf("refused %s: %v, want %v", reason, n, want)
+		}
+	}
+
+	// No secret: every post is refused, signed or not.
+	open := httptest.NewServer((&API{Transits: tr}).Handler())
+	defer open.Close()
+	req, _ := http.NewRequest("POST", open.URL+"/api/v1/alerts/webhook", strings.NewReader(ev("fra01")))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Fatalf("no secret: %d", resp.StatusCode)
+	}
+	if recs, _ := tr.Records(); len(recs) != 2 {
+		t.Fatalf("no secret: %d records", len(recs))
+	}
+}
+
+// flaky fails its first DisablePeer calls, as a gobgpd restarting would.
+type flaky struct {
+	mu    sync.Mutex
+	fails int
+	calls []string
+}
+
+func (f *flaky) DisablePeer(_ context.Context, n, _ string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "disable "+n)
+	if f.fails > 0 {
+		f.fails--
+		return errors.New("gobgpd restarting")
+	}
+	return nil
+}
+
+func (f *flaky) EnablePeer(_ context.Context, n string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, "enable "+n)
+	return nil
+}
+
+// A delivery that failed here (502, the gobgp call failed) is not a
+// replay when the sender tries it again, even within the same second with
+// the same signature; once acted on, it is.
+func TestWebhookRetryAfterFailureIsNoReplay(t *testing.T) {
+	cfg, err := LoadConfig("../deploy/actions.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Mode = ModeEnforce
+	sp := &flaky{fails: 1}
+	speakers := map[string]Speaker{}
+	for _, s := range cfg.SiteNames() {
+		speakers[s] = sp
+	}
+	tr, err := NewTransits(cfg, speakers, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer((&API{Transits: tr, Secret: "s3cret"}).Handler())
+	defer srv.Close()
+	body := `{"id":"d07c","status":"firing","rule":"transit-packet-loss","detector":"packet_loss","signal":"packet_loss","entity":"transit:3356@fra01","at":"2019-06-20T12:15:00Z","start":"2019-06-20T12:10:00Z","summary":"loss"}`
+	hdr := signed("s3cret", body)
+	var codes []int
+	for range 3 {
+		req, _ := http.NewRequest("POST", srv.URL+"/api/v1/alerts/webhook", strings.NewReader(body))
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		codes = append(codes, resp.StatusCode)
+	}
+	if fmt.Sprint(codes) != "[502 204 409]" {
+		t.Fatalf("codes %v, want 502 (gobgp failed), 204 (the retry acts), 409 (a replay)", codes)
+	}
+	recs, _ := tr.Records()
+	var got []string
+	for _, r := range recs {
+		got = append(got, r.Op+" "+r.Site)
+	}
+	if strings.Join(got, ", ") != "shutdown fra01, refused fra01, shutdown fra01" ||
+		strings.Join(sp.calls, ", ") != "disable 192.0.2.22, enable 192.0.2.22, disable 192.0.2.22" {
+		t.Fatalf("records %v, speaker calls %v", got, sp.calls)
+	}
 }

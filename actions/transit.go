@@ -23,6 +23,7 @@ import (
 const (
 	RuleShutdown = "transit-shutdown"
 	RuleRefused  = "transit-shutdown-refused"
+	RuleOverride = "transit-override"
 )
 
 // Who signs automatic actions in the audit log.
@@ -66,6 +67,10 @@ type tstate struct {
 	alert  string
 	last   time.Time
 	keep   string
+	// keepSince is when the override in force was set.
+	keepSince time.Time
+	// lastShut is the time of the latest shutdown.
+	lastShut time.Time
 	// resolved is when the alert that shut it resolved (zero while it
 	// fires): the start of the hold.
 	resolved time.Time
@@ -104,6 +109,10 @@ func (t *Transits) state() (map[key]*tstate, error) {
 	if _, err := t.audit.sync(); err != nil {
 		return nil, err
 	}
+	// What another process appended (an operator's undo or override)
+	// pages from here, as the actions of this one do.
+	foreign := t.audit.foreign
+	t.audit.foreign = nil
 	st := map[key]*tstate{}
 	get := func(r *Record) *tstate {
 		k := key{r.Site, r.ASN}
@@ -115,6 +124,7 @@ func (t *Transits) state() (map[key]*tstate, error) {
 	for i := range t.audit.recs {
 		r := &t.audit.recs[i]
 		s := get(r)
+		keptFrom := s.keepSince
 		switch r.Op {
 		case OpShutdown:
 			s.before = s.last
@@ -136,7 +146,25 @@ func (t *Transits) state() (map[key]*tstate, error) {
 				s.down, s.last = false, s.before
 			}
 		case OpOverride:
+			if s.keep == "" || s.keep == "auto" || r.Keep == "auto" {
+				s.keepSince = r.Time
+			}
 			s.keep = r.Keep
+		}
+		if r.Op != OpLossResolved && r.Op != OpLossBack && slices.ContainsFunc(foreign, func(f Record) bool { return f.ID == r.ID }) {
+			start := r.Time
+			switch {
+			case r.Op == OpRestore:
+				start = s.lastShut
+			case r.Op == OpOverride && r.Keep != "auto":
+				start = s.keepSince
+			case r.Op == OpOverride:
+				start = keptFrom
+			}
+			t.emitRecord(r, nil, start)
+		}
+		if r.Op == OpShutdown {
+			s.lastShut = r.Time
 		}
 	}
 	return st, nil
@@ -169,6 +197,12 @@ func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 	}
 	switch ev.Status {
 	case alerting.Firing:
+		if ev.Muted != "" {
+			// A silence (maintenance) or a feed fault explains the
+			// loss: nothing to act on.
+			slog.Info("transit actions: alert muted, no shutdown", "alert", ev.ID, "muted", ev.Muted)
+			break
+		}
 		for _, site := range sites {
 			if t.Owns != nil && !t.Owns(site) {
 				continue
@@ -222,6 +256,11 @@ func (t *Transits) Advance(ctx context.Context, now time.Time) error {
 	defer t.mu.Unlock()
 	if now.After(t.now) {
 		t.now = now
+	}
+	// Read what other processes appended even with no hold to serve,
+	// so that their actions page.
+	if _, err := t.state(); err != nil {
+		return err
 	}
 	return t.restoreDue(ctx)
 }
@@ -510,24 +549,47 @@ func (t *Transits) Override(ctx context.Context, site string, asn uint32, keep, 
 	if err := t.audit.append(&rec); err != nil {
 		return Record{}, err
 	}
+	start := now
+	if s := st[key{site, asn}]; s != nil && s.keep != "" && s.keep != "auto" {
+		start = s.keepSince
+	}
+	t.emitRecord(&rec, nil, start)
 	return rec, nil
 }
 
-// emitRecord sends an action as an alert event of its own: a shutdown
-// fires, its restore resolves the same ID; a refusal is a one-off
-// warning.
+// emitRecord sends an action as an alert event of its own, so that it
+// pages like any alert: a shutdown fires (rule transit-shutdown) and its
+// restore resolves the same ID; an override keeping a transit up or down
+// fires (rule transit-override) until "auto" resolves it; each refusal is
+// a one-off warning with an ID of its own. start is when the alert began:
+// the shutdown's or the override's time.
 func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time) {
 	if t.Counter != nil {
 		t.Counter.WithLabelValues(r.Op, r.Mode).Inc()
 	}
 	entity := fmt.Sprintf("transit:%d@%s", r.ASN, r.Site)
-	rule := RuleShutdown
-	if r.Op == OpRefused {
+	rule, status := RuleShutdown, alerting.Firing
+	id := alerting.AlertID(rule, "packet_loss", entity)
+	switch r.Op {
+	case OpRestore:
+		status = alerting.Resolved
+	case OpRefused:
 		rule = RuleRefused
+		id = alerting.AlertID(rule, "packet_loss", entity+"/"+r.ID)
+	case OpOverride:
+		rule = RuleOverride
+		id = alerting.AlertID(rule, "packet_loss", entity)
+		if r.Keep == "auto" {
+			status = alerting.Resolved
+		}
+	}
+	labels := map[string]string{"site": r.Site, "asn": strconv.Itoa(int(r.ASN))}
+	if r.Mode != "" {
+		labels["mode"] = r.Mode
 	}
 	ev := &alerting.Event{
-		ID: alerting.AlertID(rule, "packet_loss", entity), Status: alerting.Firing, Rule: rule, Detector: "action",
-		Signal: "packet_loss", Entity: entity, Labels: map[string]string{"site": r.Site, "asn": strconv.Itoa(int(r.ASN)), "mode": r.Mode},
+		ID: id, Kind: alerting.KindAlert, Status: status, Rule: rule, Detector: "action",
+		Signal: "packet_loss", Entity: entity, Labels: labels,
 		Start: start, At: r.Time, Severity: "warning",
 		Actions: []string{fmt.Sprintf("%s %s AS%d at %s (%s)", r.Mode, r.Op, r.ASN, r.Site, r.ID)},
 		Details: map[string]any{"action": r.ID, "op": r.Op, "who": r.Who, "why": r.Why, "sessions": r.Sessions, "alert": r.Alert},
@@ -537,15 +599,23 @@ func (t *Transits) emitRecord(r *Record, cause *alerting.Event, start time.Time)
 		verb = "dry-run: would have " + verb
 	}
 	ev.Summary = fmt.Sprintf("%s AS%d %s at %s (%s): %s", verb, r.ASN, r.Transit, r.Site, words.Plural(len(r.Sessions), "session"), r.Why)
+	if r.Op == OpOverride {
+		ev.Actions = []string{fmt.Sprintf("override AS%d at %s: keep %s (%s)", r.ASN, r.Site, r.Keep, r.ID)}
+		ev.Details["keep"] = r.Keep
+		ev.Summary = fmt.Sprintf("override by %s: AS%d %s at %s kept %s", r.Who, r.ASN, r.Transit, r.Site, r.Keep)
+		if r.Keep == "auto" {
+			ev.Summary = fmt.Sprintf("override by %s cleared: AS%d %s at %s back to automatic actions", r.Who, r.ASN, r.Transit, r.Site)
+		}
+	}
 	if r.Undo != "" {
 		ev.Details["undo"] = r.Undo
 	}
 	if r.Error != "" {
 		ev.Details["error"] = r.Error
 	}
-	if r.Op == OpRestore {
+	if status == alerting.Resolved {
 		end := r.Time
-		ev.Status, ev.End = alerting.Resolved, &end
+		ev.End = &end
 	}
 	if cause != nil {
 		ev.Observed, ev.Baseline = cause.Observed, cause.Baseline

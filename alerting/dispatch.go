@@ -100,6 +100,14 @@ func (d *Dispatcher) Dispatch(ev *Event) error {
 		return errors.Join(errs...)
 	}
 	seen := make(map[string]bool, len(ev.Receivers))
+	for _, o := range d.ordered {
+		if _, ok := o.sink.(Feed); ok && wants(o.sink, ev) {
+			seen[o.sink.Name()] = true
+			if err := o.Enqueue(ev); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	for _, r := range ev.Receivers {
 		if seen[r] {
 			continue
@@ -174,6 +182,14 @@ func (d *Dispatcher) Stats() []SinkStats {
 		out[i] = o.Stats()
 	}
 	return out
+}
+
+// Feed is implemented by a sink that takes what it Wants whatever the
+// event's Receivers say: the feed of an actions process acts on the
+// alerts of its rules wherever those rules route their pages.
+type Feed interface {
+	Selector
+	Feed()
 }
 
 func wants(s Sink, ev *Event) bool {

@@ -148,3 +148,40 @@ func TestJSONLFileSync(t *testing.T) {
 		t.Error("buffer treated as file")
 	}
 }
+
+// feedSink takes the events whose rule it names, whatever their receivers.
+type feedSink struct {
+	*recSink
+	rule string
+}
+
+func (f *feedSink) Wants(ev *Event) bool { return ev.Rule == f.rule }
+func (f *feedSink) Feed()                {}
+
+// A Feed gets what it wants even when the event names other receivers,
+// once, and nothing it does not want.
+func TestDispatcherFeed(t *testing.T) {
+	clk := newFakeClock()
+	a := &recSink{name: "a"}
+	f := &feedSink{recSink: &recSink{name: "f"}, rule: "r2"}
+	d, err := NewDispatcher(DispatcherConfig{Dir: t.TempDir(), Outbox: clk.config()}, a, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	e1, e2, e3 := testEvent(1), testEvent(2), testEvent(3)
+	e1.Rule, e2.Rule, e3.Rule = "r1", "r2", "r2"
+	e2.Receivers = []string{"a"}
+	e3.Receivers = []string{"f", "a"}
+	for _, e := range []*Event{e1, e2, e3} {
+		if err := d.Dispatch(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := d.Drain(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "a got", strings.Join(a.IDs(), ","), e1.ID+"/firing,"+e2.ID+"/firing,"+e3.ID+"/firing")
+	eq(t, "f got", strings.Join(f.IDs(), ","), e2.ID+"/firing,"+e3.ID+"/firing")
+	eq(t, "stats f", d.Stats()[1], SinkStats{Sink: "f", Enqueued: 2, Sent: 2})
+}

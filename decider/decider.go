@@ -28,6 +28,9 @@ type Config struct {
 	// SessionTimeout is how long a dead instance keeps its sites. Default
 	// 10s.
 	SessionTimeout time.Duration
+	// Dialer carries the client id, TLS and SASL of every connection;
+	// nil dials plaintext without authentication.
+	Dialer *kafka.Dialer
 }
 
 // Decider tracks which partitions, so which sites, this instance owns.
@@ -40,6 +43,7 @@ type Decider struct {
 	gen        int32
 	changed    chan struct{}
 	done       chan struct{}
+	stop       chan struct{}
 }
 
 // Start joins the group and keeps the owned set current until ctx ends or
@@ -51,7 +55,11 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
-	conn, err := kafka.DialContext(ctx, "tcp", cfg.Brokers[0])
+	dialer := cfg.Dialer
+	if dialer == nil {
+		dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
+	}
+	conn, err := dialer.DialContext(ctx, "tcp", cfg.Brokers[0])
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
 	}
@@ -60,7 +68,7 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decider: topic %s: %w", cfg.Topic, err)
 	}
-	d := &Decider{cfg: cfg, owned: map[int]bool{}, changed: make(chan struct{}, 1), done: make(chan struct{})}
+	d := &Decider{cfg: cfg, owned: map[int]bool{}, changed: make(chan struct{}, 1), done: make(chan struct{}), stop: make(chan struct{})}
 	for _, p := range parts {
 		d.partitions = append(d.partitions, p.ID)
 	}
@@ -70,7 +78,7 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	d.group, err = kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
 		ID: cfg.GroupID, Brokers: cfg.Brokers, Topics: []string{cfg.Topic},
 		SessionTimeout: cfg.SessionTimeout, HeartbeatInterval: cfg.SessionTimeout / 5,
-		RebalanceTimeout: cfg.SessionTimeout, JoinGroupBackoff: 100 * time.Millisecond,
+		RebalanceTimeout: cfg.SessionTimeout, JoinGroupBackoff: joinBackoff, Dialer: dialer,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decider: %w", err)
@@ -79,8 +87,29 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	return d, nil
 }
 
+// Join retries back off: kafka-go waits joinBackoff before its next
+// attempt (short, so that a rebalance completes quickly), and the loop
+// doubles its own wait on each failure in a row up to maxJoinBackoff, so a
+// broker that is down costs an attempt and a log line every ten seconds
+// rather than ten a second. kafka-go's group does not retry until the
+// error is taken from it, so the loop's wait paces it.
+const (
+	joinBackoff    = 100 * time.Millisecond
+	maxJoinBackoff = 10 * time.Second
+)
+
+// retryAfter is the wait after the n-th failed join in a row (n >= 1).
+func retryAfter(n int) time.Duration {
+	d := joinBackoff
+	for i := 1; i < n && d < maxJoinBackoff; i++ {
+		d *= 2
+	}
+	return min(d, maxJoinBackoff)
+}
+
 func (d *Decider) loop(ctx context.Context) {
 	defer close(d.done)
+	failures := 0
 	for {
 		gen, err := d.group.Next(ctx)
 		if err != nil {
@@ -88,9 +117,19 @@ func (d *Decider) loop(ctx context.Context) {
 			if errors.Is(err, kafka.ErrGroupClosed) || ctx.Err() != nil {
 				return
 			}
-			slog.Warn("decider: join", "group", d.cfg.GroupID, "err", err)
+			failures++
+			wait := retryAfter(failures)
+			slog.Warn("decider: join failed, retrying", "group", d.cfg.GroupID, "failures", failures, "retry_in", wait, "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-d.stop:
+				return
+			case <-time.After(wait):
+			}
 			continue
 		}
+		failures = 0
 		var mine []int
 		for _, a := range gen.Assignments[d.cfg.Topic] {
 			mine = append(mine, a.ID)
@@ -151,6 +190,7 @@ func (d *Decider) Changed() <-chan struct{} { return d.changed }
 
 // Close leaves the group, so its sites move to another instance at once.
 func (d *Decider) Close() error {
+	close(d.stop)
 	err := d.group.Close()
 	<-d.done
 	return err

@@ -136,3 +136,17 @@ func TestTwoInstancesOneDecider(t *testing.T) {
 		t.Fatalf("after b left, a acted on %v", l3)
 	}
 }
+
+// A join that keeps failing is retried ever less often: 100ms, doubled
+// each time, at most 10s.
+func TestRetryAfter(t *testing.T) {
+	var got []time.Duration
+	for n := 1; n <= 10; n++ {
+		got = append(got, retryAfter(n))
+	}
+	want := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond,
+		1600 * time.Millisecond, 3200 * time.Millisecond, 6400 * time.Millisecond, 10 * time.Second, 10 * time.Second, 10 * time.Second}
+	if !slices.Equal(got, want) {
+		t.Fatalf("retryAfter(1..10) = %v, want %v", got, want)
+	}
+}

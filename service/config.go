@@ -154,6 +154,12 @@ type Sink struct {
 	// TokenEnv and Channel of a slack sink.
 	TokenEnv string `yaml:"token_env"`
 	Channel  string `yaml:"channel"`
+	// ActionRules makes a webhook or jsonl sink the feed of an actions
+	// process (`outagewatch actions serve`): it gets every alert of these
+	// rules, firing and resolved, whatever outage event it joined and
+	// whatever receivers its rule names, and nothing else. A member alert
+	// pages nobody (its event does), but an action acts on the alert.
+	ActionRules []string `yaml:"action_rules"`
 }
 
 // HTTP configures the operations endpoints.
@@ -328,6 +334,14 @@ func (c *Config) validate() error {
 		}
 		if s.MinSeverity != "" && alerting.SeverityRank(s.MinSeverity) == 0 {
 			return fmt.Errorf("sinks[%d] %s: min_severity %q: want info, warning or critical", i, s.Name, s.MinSeverity)
+		}
+		if len(s.ActionRules) > 0 && s.Type != "webhook" && s.Type != "jsonl" {
+			return fmt.Errorf("sinks[%d] %s: action_rules: only a webhook or jsonl sink can feed an actions process", i, s.Name)
+		}
+		for j, r := range s.ActionRules {
+			if r == "" {
+				return fmt.Errorf("sinks[%d] %s: action_rules[%d]: empty rule name", i, s.Name, j)
+			}
 		}
 		if s.RateLimit.PerSecond < 0 || s.RateLimit.Burst < 0 {
 			return fmt.Errorf("sinks[%d] %s: rate_limit: per_second and burst must not be negative", i, s.Name)

@@ -46,6 +46,8 @@ func TestConfigErrors(t *testing.T) {
 		base + "silences: [{entity: 'asn:1', start: 2025-01-01T00:00:00Z, end: 2025-01-02T00:00:00Z, author: a}]\n":             "silences[0]: comment: required",
 		base + "correlation: {severity: {warning: 0.3, critical: 0.2}}\n":                                                       "correlation.severity",
 		base + "correlation: {severity: {full_after: soon}}\n":                                                                  "c.yaml:5: ",
+		base + "sinks: [{name: s, type: slack, token_env: T, channel: c, action_rules: [transit-packet-loss]}]\n":               "sinks[0] s: action_rules: only a webhook or jsonl sink can feed an actions process",
+		base + "sinks: [{name: a, type: jsonl, path: -, action_rules: ['']}]\n":                                                 "sinks[0] a: action_rules[0]: empty rule name",
 	}
 	for text, want := range cases {
 		_, err := ParseConfig("c.yaml", []byte(text))
@@ -69,6 +71,23 @@ sinks: [{name: am, type: alertmanager, url: "http://am:9093", headers: {X-Scope-
 	if c.Correlation.Severity.FullAfter != time.Hour || c.Correlation.ZoneOwners["virginmedia.com"] != 5089 ||
 		c.Sinks[0].Headers["X-Scope-OrgID"] != "noc" || c.rateLimits()["am"].Burst != 5 {
 		t.Errorf("correlation and sink options: %+v", c)
+	}
+}
+
+// A sink's action_rules must name rules that exist, or it would feed the
+// actions process nothing.
+func TestActionRulesMustExist(t *testing.T) {
+	base := "kafka:\n  brokers: [b:9092]\n  topics: [{name: flows, stream: flows, format: goflow2-pb}]\ndata_dir: /tmp/x\n"
+	c, err := ParseConfig("c.yaml", []byte(base+"sinks: [{name: actions, type: jsonl, path: -, action_rules: [transit-packet-loss, transit-packet-los]}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkActionRules(c, nil); err == nil || err.Error() != `sink actions: action_rules: no rule named "transit-packet-los"` {
+		t.Fatalf("err %v", err)
+	}
+	c.Sinks[0].ActionRules = c.Sinks[0].ActionRules[:1]
+	if err := checkActionRules(c, nil); err != nil {
+		t.Fatal(err)
 	}
 }
 

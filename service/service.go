@@ -165,6 +165,9 @@ func New(cfg *Config, opts Options) (*Service, error) {
 		parts:    map[tp]*partition{},
 		kill:     make(chan struct{}),
 	}
+	if err := checkActionRules(cfg, set); err != nil {
+		return nil, err
+	}
 	sinks, err := buildSinks(cfg, filepath.Join(cfg.DataDir, "outbox"))
 	if err != nil {
 		return nil, err

@@ -6,7 +6,51 @@ import (
 	"path/filepath"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/rules"
 )
+
+// BuildSinks makes the sinks of cfg as the service does, for a caller that
+// dispatches to them itself (a test of what the service delivers).
+func BuildSinks(cfg *Config) ([]alerting.Sink, error) {
+	return buildSinks(cfg, filepath.Join(cfg.DataDir, "outbox"))
+}
+
+// actionFeed is a sink with action_rules: the alerts of those rules,
+// member of an event or not, and nothing else.
+type actionFeed struct {
+	alerting.Sink
+	rules map[string]bool
+}
+
+// Wants implements alerting.Selector.
+func (a *actionFeed) Wants(ev *alerting.Event) bool { return !ev.IsEvent() && a.rules[ev.Rule] }
+
+// Feed marks it as a sink that takes what it wants whatever receivers
+// the alert's rule names (alerting.Feed).
+func (a *actionFeed) Feed() {}
+
+// checkActionRules fails at start when a sink's action_rules names a rule
+// the rules do not have: that sink would never receive anything.
+func checkActionRules(cfg *Config, set *rules.Set) error {
+	if set == nil {
+		var err error
+		if set, err = rules.Default(); err != nil {
+			return err
+		}
+	}
+	for _, sc := range cfg.Sinks {
+		for _, name := range sc.ActionRules {
+			found := false
+			for _, r := range set.Rules {
+				found = found || r.Name == name
+			}
+			if !found {
+				return fmt.Errorf("sink %s: action_rules: no rule named %q", sc.Name, name)
+			}
+		}
+	}
+	return nil
+}
 
 // buildSinks makes the configured sinks. Secrets come from the environment
 // variables the config names; a missing one is an error at start, not a
@@ -28,7 +72,7 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 				}
 				w = f
 			}
-			out = append(out, alerting.NewJSONL(sc.Name, w))
+			out = append(out, feed(sc, alerting.NewJSONL(sc.Name, w)))
 		case "webhook":
 			secret := ""
 			if sc.SecretEnv != "" {
@@ -41,7 +85,7 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, w)
+			out = append(out, feed(sc, w))
 		case "slack":
 			tok := os.Getenv(sc.TokenEnv)
 			if tok == "" {
@@ -63,4 +107,16 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 		}
 	}
 	return out, nil
+}
+
+// feed wraps s as an actions feed when the sink names action_rules.
+func feed(sc Sink, s alerting.Sink) alerting.Sink {
+	if len(sc.ActionRules) == 0 {
+		return s
+	}
+	f := &actionFeed{Sink: s, rules: map[string]bool{}}
+	for _, r := range sc.ActionRules {
+		f.rules[r] = true
+	}
+	return f
 }

@@ -101,6 +101,9 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	if s.two {
+		if err := checkActionRules(cfg, s.set); err != nil {
+			return nil, err
+		}
 		sinks, err := buildSinks(cfg, filepath.Join(cfg.DataDir, "outbox"))
 		if err != nil {
 			return nil, err

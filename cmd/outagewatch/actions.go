@@ -8,29 +8,18 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
-	"net/http"
 	"os"
-	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/segmentio/kafka-go"
 	"github.com/spf13/cobra"
 
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/alerting"
-	"github.com/outagewatch/outagewatch/decider"
-	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/rules"
-	"github.com/outagewatch/outagewatch/tmfeed"
-	"github.com/outagewatch/outagewatch/tmmap"
-	"github.com/outagewatch/outagewatch/trafficmanager"
 )
 
 func init() { extraCommands = append(extraCommands, actionsCmd) }
@@ -38,6 +27,17 @@ func init() { extraCommands = append(extraCommands, actionsCmd) }
 // defaultActionsConfig is where `actions` looks without -c: the example
 // configuration of a clone, relative to the working directory.
 const defaultActionsConfig = "deploy/actions.yaml"
+
+// capModes lets each rule's actions setting cap the mode (see
+// Transits.RuleModes).
+func capModes(tr *actions.Transits, path string) error {
+	set, err := rules.LoadAll(path)
+	if err != nil {
+		return err
+	}
+	tr.RuleModes = actions.ModesFromRules(set)
+	return nil
+}
 
 func actionsCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -63,17 +63,17 @@ func actionsCmd() *cobra.Command {
 			"actions configuration (the default is relative to the working directory, as in a clone of the repository)")
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
 	}
-	// capByRules applies --rules: each rule's actions setting caps the mode.
-	capByRules := func(tr *actions.Transits) error {
-		if rulesPath == "" {
+	// capByRules applies --rules, else the configuration's rules_file:
+	// each rule's actions setting caps the mode.
+	capByRules := func(tr *actions.Transits, cfg *actions.Config) error {
+		path := rulesPath
+		if path == "" {
+			path = cfg.RulesFile
+		}
+		if path == "" {
 			return nil
 		}
-		set, err := rules.LoadAll(rulesPath)
-		if err != nil {
-			return err
-		}
-		tr.RuleModes = actions.ModesFromRules(set)
-		return nil
+		return capModes(tr, path)
 	}
 
 	check := &cobra.Command{
@@ -140,7 +140,7 @@ memory unless --audit is given.`,
 				return err
 			}
 			defer closeAll()
-			if err := capByRules(tr); err != nil {
+			if err := capByRules(tr, cfg); err != nil {
 				return err
 			}
 			ctx := cmd.Context()
@@ -269,155 +269,73 @@ memory unless --audit is given.`,
 	var tmLearn bool
 	serve := &cobra.Command{
 		Use:   "serve [--config F] [--listen ADDR] [--topology SCENARIO.yaml [--tm-topic dcload ...]]",
-		Short: "Act on alert events posted by outagewatch's webhook sink; serve the audit log, undo and capacity",
-		Long: `Listens for alert events from outagewatch run's webhook sink (POST
-/api/v1/alerts/webhook, HMAC-signed with $OUTAGEWATCH_WEBHOOK_SECRET) and
-runs the transit actions on them; restores fall due on the wall clock. It
-also serves GET /api/v1/actions (the audit log), POST
-/api/v1/actions/{id}/undo (bearer $OUTAGEWATCH_API_TOKEN), /metrics
-(outagewatch_actions_total) and, with --topology, GET
-/api/v1/capacity?dc=X&need=MS.
+		Short: "Act on alert events posted by outagewatch's actions sink; serve the audit log, undo and capacity",
+		Long: `Listens for alert events from outagewatch run's actions sink (POST
+/api/v1/alerts/webhook, HMAC-SHA256 signed with the secret in the variable
+serve.secret_env names, $OUTAGEWATCH_WEBHOOK_SECRET by default) and runs
+the transit actions on them; unsigned posts, posts whose signed timestamp
+is more than serve.max_skew (5m) from this host's clock and a delivery
+posted twice are refused. Enforce mode does not start without the secret.
+Restores fall due on the wall clock. Every action goes out as an alert
+event through the configuration's sinks. It also serves GET
+/api/v1/actions (the audit log), POST /api/v1/actions/{id}/undo (bearer
+token from serve.token_env), /metrics and, with a Traffic Manager
+topology, GET /api/v1/capacity?dc=X&need=MS.
 
-With --tm-topic it also runs the Traffic Manager live: dcload reports from
-that Kafka topic (consumer group outagewatch-tm) are planned on the
-topology every window, the changes go to --tm-webhook and --tm-plan-topic
-in enforce mode (--mode), the capacity endpoint answers from the latest
-window, and /metrics carries the outagewatch_tm_* series.`,
+Everything is read from the configuration file (docs/actions.md lists
+its keys); the flags override it. With traffic_manager.topic it also runs
+the Traffic Manager live: dcload reports from that Kafka topic (consumer
+group outagewatch-tm) are planned on the topology every window, the
+changes go to the webhook and plan topic in enforce mode, the capacity
+endpoint answers from the latest window, and /metrics carries the
+outagewatch_tm_* series.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := loadCfg()
 			if err != nil {
 				return err
 			}
-			tr, closeAll, err := newTransits(cfg, func(ev *alerting.Event) {
-				slog.Info("action", "summary", ev.Summary, "status", ev.Status, "id", ev.Details["action"])
-			})
-			if err != nil {
-				return err
-			}
-			defer closeAll()
-			if err := capByRules(tr); err != nil {
-				return err
-			}
-			reg := prometheus.NewRegistry()
-			tr.Counter = actions.NewCounter(reg)
-			if deciderTopic != "" {
-				d, err := decider.Start(cmd.Context(), decider.Config{Brokers: tmBrokers, Topic: deciderTopic, GroupID: "outagewatch-actions"})
-				if err != nil {
-					return err
-				}
-				defer d.Close()
-				tr.Owns = d.Owns
-			}
-			api := &actions.API{Transits: tr, Secret: os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"), Token: os.Getenv("OUTAGEWATCH_API_TOKEN")}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			if topology != "" {
-				sc, err := trafficmanager.LoadScenario(topology)
-				if err != nil {
-					return err
-				}
-				start, _ := sc.Inputs()
-				planned := trafficmanager.Tick(start, trafficmanager.State{}).State
-				api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, planned }
-				if tmTopic != "" {
-					if tmMode != actions.ModeDryRun && tmMode != actions.ModeEnforce {
-						return fmt.Errorf("--mode %q: want dry-run or enforce", tmMode)
-					}
-					d := tmDriver(sc, tmMode, planhook.NewMetrics(reg))
-					if tmWebhook != "" {
-						wh, err := planhook.NewWebhook(tmWebhook, os.Getenv("OUTAGEWATCH_WEBHOOK_SECRET"))
-						if err != nil {
-							return err
-						}
-						d.Publishers = append(d.Publishers, wh)
-					}
-					if tmPlanTopic != "" {
-						kp, err := planhook.NewKafka(tmBrokers, tmPlanTopic)
-						if err != nil {
-							return err
-						}
-						defer kp.Close()
-						d.Publishers = append(d.Publishers, kp)
-					}
-					if len(tmAnycast) > 0 {
-						a, closeAny, err := anycastFromFlags(tmAnycast, cfg.GoBGP)
-						if err != nil {
-							return err
-						}
-						defer closeAny()
-						if tmMode == actions.ModeEnforce {
-							if err := a.Start(ctx); err != nil {
-								return err
-							}
-						}
-						d.Publishers = append(d.Publishers, a)
-					}
-					feed := tmfeed.New(sc)
-					if tmLearn {
-						feed.Learn = &trafficmanager.LearnConfig{}
-					}
-					live := tmfeed.NewLive(feed, func(ctx context.Context, tk *tmfeed.Tick) (trafficmanager.State, error) {
-						m, err := d.Tick(ctx, tk.At, tk.Input)
-						if m != nil && err == nil {
-							slog.Info("tm: plan", "seq", m.Seq, "mode", m.Mode, "changes", len(m.Changes), "notes", m.Notes)
-						}
-						return d.State(), err
-					})
-					api.Capacity = live.Capacity
-					r := kafka.NewReader(kafka.ReaderConfig{Brokers: tmBrokers, Topic: tmTopic, GroupID: "outagewatch-tm"})
-					defer r.Close()
-					go func() {
-						if err := live.Run(ctx, r); err != nil {
-							slog.Error("tm: stopped", "err", err)
-						}
-					}()
+			f := cmd.Flags()
+			// changed: the flag or its deprecated spelling was given.
+			changed := func(names ...string) bool { return slices.ContainsFunc(names, f.Changed) }
+			set := func(name string, dst *string, v string) {
+				if changed(name, map[string]string{"mode": "tm-mode"}[name]) {
+					*dst = v
 				}
 			}
-			mux := http.NewServeMux()
-			mux.Handle("/api/", api.Handler())
-			mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-			if api.Capacity != nil {
-				mux.Handle("GET /tm/map/", http.StripPrefix("/tm/map", tmmap.Handler("outagewatch", api.Capacity)))
+			set("listen", &cfg.Serve.Listen, listen)
+			set("topology", &cfg.TrafficManager.Topology, topology)
+			set("decider-topic", &cfg.Serve.DeciderTopic, deciderTopic)
+			set("tm-topic", &cfg.TrafficManager.Topic, tmTopic)
+			set("mode", &cfg.TrafficManager.Mode, tmMode)
+			set("tm-webhook", &cfg.TrafficManager.Webhook, tmWebhook)
+			set("tm-plan-topic", &cfg.TrafficManager.PlanTopic, tmPlanTopic)
+			set("rules", &cfg.RulesFile, rulesPath)
+			if changed("brokers", "kafka-brokers") {
+				cfg.Kafka.Brokers = tmBrokers
 			}
-			srv := &http.Server{Addr: listen, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-			go func() {
-				tick := time.NewTicker(30 * time.Second)
-				defer tick.Stop()
-				for {
-					select {
-					case <-ctx.Done():
-						shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-						_ = srv.Shutdown(shut)
-						cancel()
-						return
-					case now := <-tick.C:
-						if err := tr.Advance(ctx, now.UTC()); err != nil {
-							slog.Error("actions: restore", "err", err)
-						}
-					}
-				}
-			}()
-			slog.Info("actions: listening", "addr", listen, "mode", cfg.Mode, "sites", len(cfg.Sites))
-			if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				return err
+			if f.Changed("learn") {
+				cfg.TrafficManager.Learn = tmLearn
 			}
-			return nil
+			if f.Changed("tm-anycast") {
+				cfg.TrafficManager.Anycast = tmAnycast
+			}
+			return serveActions(cmd.Context(), cfg)
 		},
 	}
-	serve.Flags().StringVar(&listen, "listen", "127.0.0.1:9320", "HTTP listen address")
-	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology (a scenario file); its starting state answers capacity queries")
-	serve.Flags().StringVar(&deciderTopic, "decider-topic", "", "share the sites with other instances: each site's transit actions are taken by the instance owning its partition of this topic")
-	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic (needs --topology)")
-	serve.Flags().StringSliceVar(&tmBrokers, "brokers", []string{"localhost:9092"}, "Kafka brokers for --tm-topic and --tm-plan-topic")
-	serve.Flags().StringVar(&tmMode, "mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce")
+	serve.Flags().StringVar(&listen, "listen", actions.DefaultListen, "HTTP listen address (serve.listen)")
+	serve.Flags().StringVar(&topology, "topology", "", "Traffic Manager topology, a scenario file; its starting state answers capacity queries (traffic_manager.topology)")
+	serve.Flags().StringVar(&deciderTopic, "decider-topic", "", "share the sites with other instances: each site's transit actions are taken by the instance owning its partition of this topic (serve.decider_topic)")
+	serve.Flags().StringVar(&tmTopic, "tm-topic", "", "plan live from this dcload topic, with a topology (traffic_manager.topic)")
+	serve.Flags().StringSliceVar(&tmBrokers, "brokers", nil, "Kafka brokers of the decider and the Traffic Manager (kafka.brokers)")
+	serve.Flags().StringVar(&tmMode, "mode", actions.ModeDryRun, "Traffic Manager mode: dry-run or enforce (traffic_manager.mode)")
 	deprecatedAlias(serve.Flags(), "brokers", "kafka-brokers")
 	deprecatedAlias(serve.Flags(), "mode", "tm-mode")
-	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here (enforce), signed with $OUTAGEWATCH_WEBHOOK_SECRET")
-	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic (enforce)")
-	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU")
-	serve.Flags().StringArrayVar(&tmAnycast, "tm-anycast", nil, "LOCATION=PREFIX[,PREFIX]@NEXTHOP: withdraw these through gobgp (the config's gobgp) when the location is drained (enforce); repeat per location")
-	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode (a rule without one is off)")
+	serve.Flags().StringVar(&tmWebhook, "tm-webhook", "", "POST plan changes here in enforce mode, signed with the serve secret (traffic_manager.webhook)")
+	serve.Flags().StringVar(&tmPlanTopic, "tm-plan-topic", "", "write plan changes to this Kafka topic in enforce mode (traffic_manager.plan_topic)")
+	serve.Flags().BoolVar(&tmLearn, "learn", false, "learn maximum thresholds from the reports' SLI against CPU (traffic_manager.learn)")
+	serve.Flags().StringArrayVar(&tmAnycast, "tm-anycast", nil, "LOCATION=PREFIX[,PREFIX]@NEXTHOP: withdraw these through gobgp (the config's gobgp) when the location is drained, in enforce mode; repeat per location (traffic_manager.anycast)")
+	serve.Flags().StringVar(&rulesPath, "rules", "", "rules file or directory whose actions settings cap the mode; a rule without one is off (rules_file)")
 	flags(serve)
 
 	c.AddCommand(check, replayC, list, undo, override, serve, planCmd(), tmCmd(), predictCmd())
