@@ -71,6 +71,8 @@ type Site struct {
 	Name     string
 	GoBGP    string
 	Transits []*Transit
+	// Line is where the site is listed, for errors about it.
+	Line int
 }
 
 // Transit is one provider at one site and our BGP sessions with it, by the
@@ -207,6 +209,7 @@ func ParseConfig(file string, b []byte) (*Config, error) {
 		if s.GoBGP == "" {
 			s.GoBGP = c.GoBGP
 		}
+		s.Line = k.Line
 		c.Sites[k.Value] = s
 	}
 	if err := c.finishServe(nodes, top); err != nil {
@@ -336,4 +339,26 @@ func (c *Config) SiteNames() []string {
 	}
 	sort.Strings(ns)
 	return ns
+}
+
+// CheckDeploy says what a configuration lacks to run as written, beyond
+// what parsing checks: in enforce mode every site needs a gobgpd address
+// to shut its sessions through (a process that embeds its own speakers,
+// as the tests do, passes them in instead). file names the configuration
+// in errors.
+func (c *Config) CheckDeploy(file string) error {
+	if c.Mode != ModeEnforce {
+		return nil
+	}
+	names := make([]string, 0, len(c.Sites))
+	for n := range c.Sites {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, n := range names {
+		if s := c.Sites[n]; s.GoBGP == "" {
+			return &Error{file, s.Line, fmt.Sprintf("site %q: enforce mode shuts sessions through gobgpd: give the site (or the file) a gobgp: address", n)}
+		}
+	}
+	return nil
 }

@@ -85,6 +85,9 @@ func actionsCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := cfg.CheckDeploy(args[0]); err != nil {
+				return err
+			}
 			n := 0
 			for _, s := range cfg.Sites {
 				n += len(s.Transits)
@@ -381,9 +384,20 @@ func newTransits(cfg *actions.Config, emit func(*alerting.Event)) (*actions.Tran
 }
 
 func printRecords(w io.Writer, recs []actions.Record, asJSON bool) error {
+	// A shutdown already restored, or whose gobgp call failed (refused
+	// with its id), has nothing left to undo.
+	done := map[string]bool{}
+	for _, r := range recs {
+		if r.Of != "" && (r.Op == actions.OpRestore || r.Op == actions.OpRefused) {
+			done[r.Of] = true
+		}
+	}
 	if asJSON {
 		enc := json.NewEncoder(w)
 		for i := range recs {
+			if done[recs[i].ID] {
+				recs[i].Undo = ""
+			}
 			if err := enc.Encode(&recs[i]); err != nil {
 				return err
 			}
@@ -393,6 +407,9 @@ func printRecords(w io.Writer, recs []actions.Record, asJSON bool) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tTIME\tWHO\tOP\tMODE\tSITE\tTRANSIT\tSESSIONS\tWHY\tUNDO")
 	for _, r := range recs {
+		if done[r.ID] {
+			r.Undo = ""
+		}
 		what := r.Why
 		if r.Keep != "" {
 			what = "keep " + r.Keep

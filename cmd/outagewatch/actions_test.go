@@ -94,6 +94,34 @@ not json
 	if _, err := runActions(t, "", "undo", id, "--config", "../../deploy/actions.yaml", "--audit", audit); err == nil || !strings.Contains(err.Error(), "already restored") {
 		t.Fatalf("second undo: %v", err)
 	}
+	// Restored, the shutdown offers no undo any more, in text or JSON.
+	out, err = runActions(t, "", "list", "--config", "../../deploy/actions.yaml", "--audit", audit)
+	if err != nil || strings.Contains(out, "outagewatch actions undo") {
+		t.Fatalf("list after the undo (%v):\n%s", err, out)
+	}
+	out, err = runActions(t, "", "list", "--json", "--config", "../../deploy/actions.yaml", "--audit", audit)
+	if err != nil || strings.Contains(out, "actions undo") || strings.Count(out, "\n") != 2 {
+		t.Fatalf("list --json after the undo (%v):\n%s", err, out)
+	}
+}
+
+// check refuses an enforce configuration with a site it could not act on.
+func TestActionsCheckEnforceNeedsGoBGP(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "a.yaml")
+	doc := "mode: enforce\nsites:\n  ams01:\n    transits:\n      - {asn: 1299, name: Telia, sessions: [192.0.2.11]}\n"
+	if err := os.WriteFile(f, []byte(doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runActions(t, "", "check", f)
+	if err == nil || err.Error() != f+`:3: site "ams01": enforce mode shuts sessions through gobgpd: give the site (or the file) a gobgp: address` {
+		t.Fatalf("check: %v", err)
+	}
+	if err := os.WriteFile(f, []byte("gobgp: 127.0.0.1:50051\n"+doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runActions(t, "", "check", f); err != nil || !strings.Contains(out, "ok, mode enforce, 1 sites, 1 transits") {
+		t.Fatalf("check with gobgp: %v %s", err, out)
+	}
 }
 
 // Recorded load reports through the Traffic Manager: dry-run prints, and
