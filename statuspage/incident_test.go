@@ -44,11 +44,12 @@ func TestPeakOverAnAlertsLife(t *testing.T) {
 	if p := peakOf(space); p.ChangePct != -75.4 || p.Observed != 60 || !p.Episode {
 		t.Errorf("routed space peak %+v, want −75.4 %% over the episode", p)
 	}
-	// A burst against no baseline: the largest count.
+	// A burst against no baseline: the largest count, which is a count in
+	// one five-minute bucket and says so.
 	burst := alerting.Event{ID: "c", Status: alerting.Resolved, Signal: "bgp_withdrawals", Start: t0, End: &end, At: end,
 		Details: map[string]any{"peak_withdrawals": 315}}
-	if p := peakOf(burst); p.Observed != 315 || p.Baseline != 0 || peakWords("bgp_withdrawals", p) != "315 prefixes (baseline 0)" {
-		t.Errorf("burst peak %+v (%s), want 315", p, peakWords("bgp_withdrawals", p))
+	if p := peakOf(burst); p.Observed != 315 || p.Baseline != 0 || peakWords("bgp_withdrawals", p) != "315 prefixes per 5 min (baseline 0)" {
+		t.Errorf("burst peak %+v (%s), want 315 prefixes per 5 min (baseline 0)", p, peakWords("bgp_withdrawals", p))
 	}
 }
 
@@ -230,5 +231,22 @@ func TestEpisodesOfOneAlert(t *testing.T) {
 	loss := Peak{Observed: 0.298, Baseline: 0.1, Method: "threshold"}
 	if got := peakWords("packet_loss", loss); got != "29.8 % (threshold 10 %)" {
 		t.Errorf("loss reads %q", got)
+	}
+}
+
+// A peak is rendered in phrases that each stay on one line, so that a
+// phone's narrow cell breaks "−50 % (8.2k /48 prefixes vs 16k /48
+// prefixes)" between its figures and never between a figure and its unit.
+func TestPeakWrapsBetweenFigures(t *testing.T) {
+	in := Incident{ID: "x", Place: "Spain", Start: time.Date(2025, 4, 28, 10, 30, 0, 0, time.UTC),
+		Detail: Detail{Changes: []Change{{Kind: "routing", Signal: "bgp_announced_v6", Entity: "asn:57269", Name: "Digi Spain (AS57269)",
+			Peak: Peak{ChangePct: -50, Observed: 8192, Baseline: 16388}}}}}
+	h, err := IncidentHTML(in, nil, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `<td data-l="worst" class="worst"><span class="n">−50 %</span> <span class="n">(8.2k /48 prefixes</span> <span class="n">vs 16k /48 prefixes)</span></td>`
+	if !strings.Contains(string(h), want) {
+		t.Errorf("worst cell not in phrases; want %s in\n%s", want, h)
 	}
 }
