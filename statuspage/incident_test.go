@@ -113,7 +113,7 @@ func TestOutageEventIncident(t *testing.T) {
 		got = append(got, p.Update+": "+p.Changed)
 	}
 	want := []string{"open: opened: Digi Spain (AS57269) in Spain",
-		"grow: severity info → critical; now Spain (was Digi Spain (AS57269) in Spain); new signals: traffic; 1 more member alerts (2)"}
+		"grow: severity info → critical; now Spain (was Digi Spain (AS57269) in Spain); new signals: traffic; 1 more member alert (2)"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("pages\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -248,5 +248,27 @@ func TestPeakWrapsBetweenFigures(t *testing.T) {
 	want := `<td data-l="worst" class="worst"><span class="n">−50 %</span> <span class="n">(8.2k /48 prefixes</span> <span class="n">vs 16k /48 prefixes)</span></td>`
 	if !strings.Contains(string(h), want) {
 		t.Errorf("worst cell not in phrases; want %s in\n%s", want, h)
+	}
+}
+
+// A resolved event's own figures, with no member alert of the signal to
+// read a resolve from, are those it paged with, and the page says so
+// rather than calling them the level at resolve.
+func TestResolvedFiguresAsPaged(t *testing.T) {
+	t0 := time.Date(2021, 1, 13, 13, 30, 0, 0, time.UTC)
+	o := alerting.Event{Kind: alerting.KindEvent, ID: "ev", Status: alerting.Resolved, Entity: "country:UG", Start: t0, At: t0.Add(time.Hour),
+		Outage: &alerting.Outage{Title: "Uganda", Revision: 2, Update: "resolve", FiguresAt: "paged",
+			Scope:   alerting.Scope{Place: "country:UG", Name: "Uganda"},
+			Signals: []alerting.SignalChange{{Kind: "traffic", Signal: "traffic_bytes", Entity: "country:UG", ChangePct: -97, Observed: 3, Baseline: 100, ObservedUnit: "bytes/300s"}}}}
+	d := detail(o, nil, nil, nil, nil)
+	if len(d.Changes) != 1 || d.Changes[0].NowAt != "paged" || d.Changes[0].Firing || d.Changes[0].Peak.Unit != "bytes/300s" {
+		t.Fatalf("changes %+v, want one, now as paged, in bytes/300s", d.Changes)
+	}
+	h, err := IncidentHTML(Incident{ID: "ev", Place: "Uganda", Start: t0, Detail: d}, nil, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `<td data-l="now" class="n">−97 % when paged</td>`; !strings.Contains(string(h), want) {
+		t.Errorf("page lacks %s", want)
 	}
 }

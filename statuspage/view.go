@@ -112,9 +112,11 @@ func (v *incidentView) fill(charts Charts) {
 	for _, c := range in.Changes {
 		r := changeRow{Kind: c.Kind, What: alerting.SignalWords(c.Signal), Where: c.Name, Alerts: c.Alerts, Firing: c.Firing,
 			Worst: peakPhrases(c.Signal, c.Peak), WorstAt: peakAt(c.Peak)}
-		switch {
-		case c.Firing:
+		switch c.NowAt {
+		case "firing":
 			r.Now = alerting.HumanChange(c.NowPct) + " (firing)"
+		case "paged":
+			r.Now = alerting.HumanChange(c.NowPct) + " when paged"
 		default:
 			r.Now = alerting.HumanChange(c.NowPct) + " at resolve"
 		}
