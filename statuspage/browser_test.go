@@ -56,11 +56,15 @@ func jsFloats(t *testing.T, b *browsertest.Browser, expr string) []float64 {
 	return out
 }
 
+// noOverflow checks that the page fits a phone's width and a laptop's
+// window: no cell of figures held on one line pushes it wider.
 func noOverflow(t *testing.T, b *browsertest.Browser, what string) {
 	t.Helper()
-	b.Do(chromedp.EmulateViewport(390, 844))
-	if w := b.Int(`document.documentElement.scrollWidth`); w > 390 {
-		t.Errorf("%s at phone width: the page is %d px wide, over 390", what, w)
+	for _, w := range []int64{1000, 390} {
+		b.Do(chromedp.EmulateViewport(w, 844))
+		if got := b.Int(`document.documentElement.scrollWidth`); got > int(w) {
+			t.Errorf("%s at %d px: the page is %d px wide", what, w, got)
+		}
 	}
 }
 

@@ -245,7 +245,7 @@ func TestPeakWrapsBetweenFigures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `<td data-l="worst" class="worst"><span class="n">−50 %</span> <span class="n">(8.2k /48 prefixes</span> <span class="n">vs 16k /48 prefixes)</span></td>`
+	want := `<td data-l="worst" class="n worst"><span class="n">−50 %</span> <span class="n">(8.2k /48 prefixes</span> <span class="n">vs 16k /48 prefixes)</span></td>`
 	if !strings.Contains(string(h), want) {
 		t.Errorf("worst cell not in phrases; want %s in\n%s", want, h)
 	}

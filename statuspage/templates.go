@@ -17,6 +17,8 @@ th{font-size:12px;color:var(--mute);font-weight:600}
 .muted{color:var(--mute);font-size:13px}figure{margin:0 0 12px;background:#fff;border:1px solid #e2e2e2}
 #empty{padding:16px;background:#fff}
 td{overflow-wrap:break-word}.n{white-space:nowrap}
+/* A cell of figures is one line where the table has room; on a phone, a
+   block as wide as the screen, it breaks between its phrases (span.n). */
 .tag{display:inline-block;padding:1px 8px;border-radius:10px;background:#e8ecf1;font-size:13px;margin-right:4px}
 .facts{background:#fff;padding:8px 12px;border:1px solid #e2e2e2}.facts p{margin:4px 0}
 .links a{margin-right:8px;font-size:13px}.ranges a{margin-right:10px}.ranges a.on{font-weight:600;color:#1d1d1d;text-decoration:none}
@@ -25,6 +27,7 @@ section.incident{margin:0 0 28px}
  thead{display:none}table,tbody,tr,td{display:block;width:auto}
  tr{margin:0 0 10px;border:1px solid #ddd;background:#fff}td{border:0;padding:3px 10px}
  td[data-l]::before{content:attr(data-l) ": ";color:var(--mute);font-size:12px}
+ td.n{white-space:normal}
 }
 </style>`
 
@@ -114,7 +117,7 @@ var incidentFragment = template.Must(template.New("fragment").Parse(`{{define "f
 </div>
 {{if .Changes}}<h2>Worst change per signal</h2>
 <table class="changes"><thead><tr><th>kind</th><th>signal</th><th>where</th><th>worst</th><th>at (UTC)</th><th>now</th><th>alerts</th></tr></thead><tbody>
-{{range .Changes}}<tr data-kind="{{.Kind}}"><td data-l="kind">{{.Kind}}</td><td data-l="signal">{{.What}}</td><td data-l="where">{{.Where}}</td><td data-l="worst" class="worst">{{template "figs" .Worst}}</td><td data-l="at" class="n">{{.WorstAt}}</td><td data-l="now" class="n">{{.Now}}</td><td data-l="alerts">{{.Alerts}}</td></tr>
+{{range .Changes}}<tr data-kind="{{.Kind}}"><td data-l="kind">{{.Kind}}</td><td data-l="signal">{{.What}}</td><td data-l="where">{{.Where}}</td><td data-l="worst" class="n worst">{{template "figs" .Worst}}</td><td data-l="at" class="n">{{.WorstAt}}</td><td data-l="now" class="n">{{.Now}}</td><td data-l="alerts">{{.Alerts}}</td></tr>
 {{end}}</tbody></table>{{end}}
 {{if .Nets}}<h2>Networks</h2>
 <table class="networks"><thead><tr><th>network</th><th>share of traffic (the day before)</th>{{if .O.Links}}<th>elsewhere</th>{{end}}</tr></thead><tbody>
