@@ -87,8 +87,11 @@ func TestIberianReportInChromium(t *testing.T) {
 	}
 	b.Shot("iberia-report.png", 1000, 900)
 	b.Shot("iberia-report-phone.png", 390, 844)
-	if w := b.Int(`document.documentElement.scrollWidth`); w > 390 {
-		t.Errorf("the report at phone width is %d px wide, over 390", w)
+	for _, w := range []int64{1000, 390} {
+		b.Do(chromedp.EmulateViewport(w, 844))
+		if got := b.Int(`document.documentElement.scrollWidth`); got > int(w) {
+			t.Errorf("the report at %d px is %d px wide", w, got)
+		}
 	}
 	if errs := b.ConsoleErrors(); len(errs) > 0 {
 		t.Errorf("console errors: %q", errs)

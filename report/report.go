@@ -176,7 +176,7 @@ var tmpl = template.Must(template.New("report").Parse(`<!doctype html>
 <title>{{.Title}} — outagewatch</title>
 <style>
 .events{overflow-x:auto}
-table.all{font-size:12px}td.n{white-space:nowrap}.summary{min-width:14em}small{color:#666}
+table.all{font-size:12px}table.all td.n{white-space:nowrap}.summary{min-width:14em}small{color:#666}
 .firing{color:#b00}.resolved{color:#070}
 </style></head><body><main>
 <h1>{{.Title}}</h1>
