@@ -90,6 +90,21 @@ func TestStatusPageInChromium(t *testing.T) {
 	networks := b.Text(`#incidents tbody tr:first-child td[data-l=networks]`)
 	worst := b.Text(`#incidents tbody tr:first-child td[data-l=worst]`)
 	scope := b.Text(`#incidents tbody tr:first-child td[data-l=scope]`)
+	// Signals in the words the incident's page uses, as the script
+	// writes them and as the server did before it.
+	const sigWords = "traffic, DNS queries, announced IPv4 space, announced IPv6 space, BGP withdrawals"
+	if sigs := b.Text(`#incidents tbody tr:first-child td[data-l=signals]`); sigs != sigWords {
+		t.Errorf("signals %q, want %q", sigs, sigWords)
+	}
+	if resp, err := http.Get(srv.URL + "/"); err == nil {
+		list, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(list), `<td data-l="signals">`+sigWords+`</td>`) {
+			t.Errorf("the served list lacks the signals in words")
+		}
+	} else {
+		t.Fatal(err)
+	}
 	if rows != 1 || place != "Uganda" || !strings.Contains(networks, "MTN Uganda (AS20294)") || worst != "traffic −97 %" ||
 		scope != "nationwide · power outage or shutdown" {
 		t.Errorf("%d incidents, first %q, networks %q, worst %q, scope %q: want one, Uganda, with MTN Uganda (AS20294), traffic −97 %%, nationwide · power outage or shutdown",

@@ -82,7 +82,7 @@ var listTmpl = template.Must(template.New("list").Funcs(funcs).Parse(`<!doctype 
         cell(tr,'state',active?'ongoing':'ended','state');
         const a=document.createElement('a');a.href='incident/'+i.id;a.textContent=i.place;cell(tr,'place','').appendChild(a);
         cell(tr,'scope',[i.scope,i.type].filter(Boolean).join(' · '));cell(tr,'worst',i.worst||'');
-        cell(tr,'networks',(i.networks||[]).join(', '));cell(tr,'signals',(i.signals||[]).join(', '));
+        cell(tr,'networks',(i.networks||[]).join(', '));cell(tr,'signals',(i.signals_in_words||i.signals||[]).join(', '));
         cell(tr,'start',fmt(i.start));cell(tr,'duration',dur(i.duration_s));
         cell(tr,'severity',i.severity,'sev-'+i.severity);cell(tr,'confidence',Math.round(i.confidence*100)+' %');
         cell(tr,'silenced',i.silenced?'yes':'no');tb.appendChild(tr);
