@@ -58,10 +58,12 @@ type Change struct {
 	Entity string `json:"entity"`
 	Name   string `json:"name"`
 	// Peak is the worst change of its alert over its life; NowPct its
-	// latest (the value at resolve once resolved).
-	Peak   Peak    `json:"peak"`
-	NowPct float64 `json:"now_pct"`
-	Firing bool    `json:"firing"`
+	// latest (the value at resolve once resolved), NowObserved the
+	// latest value, in Peak.Unit.
+	Peak        Peak    `json:"peak"`
+	NowPct      float64 `json:"now_pct"`
+	NowObserved float64 `json:"now_observed"`
+	Firing      bool    `json:"firing"`
 	// NowAt says what NowPct is: "firing" (the latest of a firing
 	// alert), "resolve" (its alert's value at resolve) or "paged" (the
 	// figure the event paged with, kept on its resolve: no member alert
@@ -252,13 +254,13 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 	d.Scope = scopeLabel(o)
 	d.Type = outageType(o)
 	for _, sc := range o.Signals {
-		c := Change{Kind: sc.Kind, Signal: sc.Signal, Entity: sc.Entity, Alerts: sc.Alerts, NowPct: sc.ChangePct, NowAt: nowAt(o),
+		c := Change{Kind: sc.Kind, Signal: sc.Signal, Entity: sc.Entity, Alerts: sc.Alerts, NowPct: sc.ChangePct, NowObserved: sc.Observed, NowAt: nowAt(o),
 			Peak: Peak{ChangePct: sc.ChangePct, Observed: sc.Observed, Baseline: sc.Baseline, Unit: sc.ObservedUnit, At: sc.Start}}
 		c.Firing = c.NowAt == "firing"
 		c.Name = sc.Entity
 		for _, m := range d.Members {
 			if m.Signal == sc.Signal && m.Entity == sc.Entity {
-				c.Peak, c.NowPct, c.Firing = m.Peak, m.ChangePct, m.Status == alerting.Firing
+				c.Peak, c.NowPct, c.NowObserved, c.Firing = m.Peak, m.ChangePct, m.Observed, m.Status == alerting.Firing
 				c.NowAt = "resolve"
 				if c.Firing {
 					c.NowAt = "firing"

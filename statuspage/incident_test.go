@@ -232,6 +232,17 @@ func TestEpisodesOfOneAlert(t *testing.T) {
 	if got := peakWords("packet_loss", loss); got != "29.8 % (threshold 10 %)" {
 		t.Errorf("loss reads %q", got)
 	}
+	// The latest of a signal judged against a threshold, or against no
+	// baseline, is its value: a change from the bar means nothing.
+	if got := nowWords("packet_loss", loss, 0, 0.02); got != "2 %" {
+		t.Errorf("loss now reads %q, want 2 %%", got)
+	}
+	if got := nowWords("bgp_withdrawals", Peak{Observed: 315}, 0, 0); got != "0 prefixes per 5 min" {
+		t.Errorf("withdrawals now read %q, want 0 prefixes per 5 min", got)
+	}
+	if got := nowWords("traffic_bytes", Peak{ChangePct: -97, Observed: 3, Baseline: 100}, -4.2, 96); got != "−4.2 %" {
+		t.Errorf("traffic now reads %q, want −4.2 %%", got)
+	}
 }
 
 // A peak is rendered in phrases that each stay on one line, so that a
@@ -268,7 +279,7 @@ func TestResolvedFiguresAsPaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := `<td data-l="now" class="n">−97 % when paged</td>`; !strings.Contains(string(h), want) {
+	if want := `<td data-l="now"><span class="n">−97 %</span> <span class="n">when paged</span></td>`; !strings.Contains(string(h), want) {
 		t.Errorf("page lacks %s", want)
 	}
 }

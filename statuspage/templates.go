@@ -117,7 +117,7 @@ var incidentFragment = template.Must(template.New("fragment").Parse(`{{define "f
 </div>
 {{if .Changes}}<h2>Worst change per signal</h2>
 <table class="changes"><thead><tr><th>kind</th><th>signal</th><th>where</th><th>worst</th><th>at (UTC)</th><th>now</th><th>alerts</th></tr></thead><tbody>
-{{range .Changes}}<tr data-kind="{{.Kind}}"><td data-l="kind">{{.Kind}}</td><td data-l="signal">{{.What}}</td><td data-l="where">{{.Where}}</td><td data-l="worst" class="n worst">{{template "figs" .Worst}}</td><td data-l="at" class="n">{{.WorstAt}}</td><td data-l="now" class="n">{{.Now}}</td><td data-l="alerts">{{.Alerts}}</td></tr>
+{{range .Changes}}<tr data-kind="{{.Kind}}"><td data-l="kind">{{.Kind}}</td><td data-l="signal">{{.What}}</td><td data-l="where">{{.Where}}</td><td data-l="worst" class="n worst">{{template "figs" .Worst}}</td><td data-l="at" class="n">{{.WorstAt}}</td><td data-l="now">{{template "figs" .Now}}</td><td data-l="alerts">{{.Alerts}}</td></tr>
 {{end}}</tbody></table>{{end}}
 {{if .Nets}}<h2>Networks</h2>
 <table class="networks"><thead><tr><th>network</th><th>share of traffic (the day before)</th>{{if .O.Links}}<th>elsewhere</th>{{end}}</tr></thead><tbody>
@@ -133,7 +133,7 @@ var incidentFragment = template.Must(template.New("fragment").Parse(`{{define "f
 <table class="alerts"><thead><tr><th>status</th><th>what</th><th>where</th><th>start – end (UTC)</th><th>worst</th><th>now</th><th>summary</th></tr></thead><tbody>
 {{range .Members}}<tr><td data-l="status" class="{{if eq .Status "firing"}}sev-critical{{end}}">{{.Status}}</td>
 <td data-l="what">{{.Detector}}<br><span class="muted">{{.Signal}}</span></td><td data-l="where">{{.Where}}</td>
-<td data-l="when">{{.When}}</td><td data-l="worst" class="peak">{{template "figs" .Peak}}<br><span class="muted">{{.PeakAt}}</span></td><td data-l="now" class="n">{{.Now}}</td><td data-l="summary">{{.Summary}}</td></tr>
+<td data-l="when">{{.When}}</td><td data-l="worst" class="peak">{{template "figs" .Peak}}<br><span class="muted">{{.PeakAt}}</span></td><td data-l="now">{{template "figs" .Now}}</td><td data-l="summary">{{.Summary}}</td></tr>
 {{end}}</tbody></table>
 {{if .Muted}}<h2>Muted alerts of this place</h2>
 <table class="muted-alerts"><thead><tr><th>status</th><th>what</th><th>where</th><th>start – end (UTC)</th><th>worst</th><th>why muted</th></tr></thead><tbody>

@@ -78,10 +78,10 @@ type incidentView struct {
 }
 
 type changeRow struct {
-	Kind, What, Where, WorstAt, Now string
-	Worst                           phrases
-	Firing                          bool
-	Alerts                          int
+	Kind, What, Where, WorstAt string
+	Worst, Now                 phrases
+	Firing                     bool
+	Alerts                     int
 }
 
 type netRow struct {
@@ -96,8 +96,8 @@ type pageRow struct {
 }
 
 type memberRow struct {
-	Status, Detector, Signal, Where, When, PeakAt, Now, Summary, Muted string
-	Peak                                                               phrases
+	Status, Detector, Signal, Where, When, PeakAt, Summary, Muted string
+	Peak, Now                                                     phrases
 }
 
 func (v *incidentView) fill(charts Charts) {
@@ -112,13 +112,14 @@ func (v *incidentView) fill(charts Charts) {
 	for _, c := range in.Changes {
 		r := changeRow{Kind: c.Kind, What: alerting.SignalWords(c.Signal), Where: c.Name, Alerts: c.Alerts, Firing: c.Firing,
 			Worst: peakPhrases(c.Signal, c.Peak), WorstAt: peakAt(c.Peak)}
+		now := nowWords(c.Signal, c.Peak, c.NowPct, c.NowObserved)
 		switch c.NowAt {
 		case "firing":
-			r.Now = alerting.HumanChange(c.NowPct) + " (firing)"
+			r.Now = phrases{now, "(firing)"}
 		case "paged":
-			r.Now = alerting.HumanChange(c.NowPct) + " when paged"
+			r.Now = phrases{now, "when paged"}
 		default:
-			r.Now = alerting.HumanChange(c.NowPct) + " at resolve"
+			r.Now = phrases{now, "at resolve"}
 		}
 		v.Changes = append(v.Changes, r)
 	}
@@ -156,13 +157,23 @@ func memberRowOf(m Member) memberRow {
 	r := memberRow{Status: m.Status, Detector: m.Detector, Signal: m.Signal, Where: cmp.Or(m.Labels["display"], m.Entity),
 		When: m.Start.UTC().Format("01-02 15:04"), Peak: peakPhrases(m.Signal, m.Peak), PeakAt: peakAt(m.Peak),
 		Summary: m.Summary, Muted: m.Muted}
+	r.Now = phrases{nowWords(m.Signal, m.Peak, m.ChangePct, m.Observed)}
 	if m.End != nil {
 		r.When += " – " + m.End.UTC().Format("01-02 15:04")
-		r.Now = alerting.HumanChange(m.ChangePct) + " at resolve"
-	} else {
-		r.Now = alerting.HumanChange(m.ChangePct)
+		r.Now = append(r.Now, "at resolve")
 	}
 	return r
+}
+
+// nowWords writes a signal's latest as its peak is written: a change from
+// the baseline, or, where the peak has no baseline to change from (a
+// burst of withdrawals) or a threshold to cross (packet loss), the value
+// itself: "0 prefixes per 5 min", not "0 %".
+func nowWords(signal string, peak Peak, pct, observed float64) string {
+	if peak.Baseline == 0 || peak.Method == "threshold" {
+		return alerting.Human(signal, observed)
+	}
+	return alerting.HumanChange(pct)
 }
 
 // peakAt says when a peak was: its bucket, or, for the worst of a whole
