@@ -10,7 +10,6 @@ package report
 import (
 	"bytes"
 	"cmp"
-	"fmt"
 	"html/template"
 	"io"
 	"slices"
@@ -157,6 +156,16 @@ type eventRow struct {
 	At, Status, Detector, Signal, Entity, Name, Start, End, Change, Summary string
 }
 
+// changeWords writes a notification's change as the incidents above it
+// do ("−90 %"), or, against no baseline (a burst) or a threshold (a
+// loss), its value in its unit ("315 prefixes per 5 min").
+func changeWords(ev alerting.Event) string {
+	if ev.Baseline == 0 || ev.BaselineMethod == "threshold" {
+		return alerting.Human(ev.Signal, ev.Observed)
+	}
+	return alerting.HumanChange(ev.ChangePct)
+}
+
 func rows(events []alerting.Event) []eventRow {
 	out := make([]eventRow, 0, len(events))
 	for _, ev := range events {
@@ -166,7 +175,7 @@ func rows(events []alerting.Event) []eventRow {
 		}
 		out = append(out, eventRow{At: ev.At.UTC().Format("2006-01-02 15:04"), Status: ev.Status, Detector: ev.Detector,
 			Signal: ev.Signal, Entity: ev.Entity, Name: ev.Labels["display"], Start: ev.Start.UTC().Format("2006-01-02 15:04"), End: end,
-			Change: fmt.Sprintf("%+.1f %%", ev.ChangePct), Summary: ev.Summary})
+			Change: changeWords(ev), Summary: ev.Summary})
 	}
 	return out
 }
@@ -176,7 +185,7 @@ var tmpl = template.Must(template.New("report").Parse(`<!doctype html>
 <title>{{.Title}} — outagewatch</title>
 <style>
 .events{overflow-x:auto}
-table.all{font-size:12px}td.n{white-space:nowrap}.summary{min-width:14em}small{color:#666}
+table.all{font-size:12px}table.all td.n{white-space:nowrap}.summary{min-width:14em}small{color:#666}
 .firing{color:#b00}.resolved{color:#070}
 </style></head><body><main>
 <h1>{{.Title}}</h1>

@@ -35,7 +35,7 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 	base := 1000.0
 	events := []alerting.Event{
 		{ID: "a", Status: alerting.Firing, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "country:UG",
-			Start: onset, At: onset.Add(10 * time.Minute), ChangePct: -90, Summary: "<drop> & more",
+			Start: onset, At: onset.Add(10 * time.Minute), Observed: 100, Baseline: 1000, ChangePct: -90, Summary: "<drop> & more",
 			Evidence: []alerting.Point{{Time: onset, Value: &base, Baseline: base}}},
 		{ID: "a", Status: alerting.Resolved, Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "country:UG",
 			Start: onset, End: &end, At: end.Add(30 * time.Minute)},
@@ -54,6 +54,8 @@ func TestReportChartsAlertedSeries(t *testing.T) {
 		`fill="#d55e00" fill-opacity="0.14"/>`,
 		"&lt;drop&gt; &amp; more", // escaped
 		`<td class="resolved">resolved</td>`,
+		// The change as the incidents write it.
+		`<td class="n">−90 %</td>`,
 		// 1000 bytes per 5 minutes is 26.7 bit/s: the axis says bit/s.
 		" bit/s</text>", ">UTC</text>", ">Thu 14 Jan</text>", ">18:00</text>",
 		">observed</text>", ">same time last week</text>",

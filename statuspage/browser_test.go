@@ -56,11 +56,15 @@ func jsFloats(t *testing.T, b *browsertest.Browser, expr string) []float64 {
 	return out
 }
 
+// noOverflow checks that the page fits a phone's width and a laptop's
+// window: no cell of figures held on one line pushes it wider.
 func noOverflow(t *testing.T, b *browsertest.Browser, what string) {
 	t.Helper()
-	b.Do(chromedp.EmulateViewport(390, 844))
-	if w := b.Int(`document.documentElement.scrollWidth`); w > 390 {
-		t.Errorf("%s at phone width: the page is %d px wide, over 390", what, w)
+	for _, w := range []int64{1000, 390} {
+		b.Do(chromedp.EmulateViewport(w, 844))
+		if got := b.Int(`document.documentElement.scrollWidth`); got > int(w) {
+			t.Errorf("%s at %d px: the page is %d px wide", what, w, got)
+		}
 	}
 }
 
@@ -86,6 +90,21 @@ func TestStatusPageInChromium(t *testing.T) {
 	networks := b.Text(`#incidents tbody tr:first-child td[data-l=networks]`)
 	worst := b.Text(`#incidents tbody tr:first-child td[data-l=worst]`)
 	scope := b.Text(`#incidents tbody tr:first-child td[data-l=scope]`)
+	// Signals in the words the incident's page uses, as the script
+	// writes them and as the server did before it.
+	const sigWords = "traffic, DNS queries, announced IPv4 space, announced IPv6 space, BGP withdrawals"
+	if sigs := b.Text(`#incidents tbody tr:first-child td[data-l=signals]`); sigs != sigWords {
+		t.Errorf("signals %q, want %q", sigs, sigWords)
+	}
+	if resp, err := http.Get(srv.URL + "/"); err == nil {
+		list, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.Contains(string(list), `<td data-l="signals">`+sigWords+`</td>`) {
+			t.Errorf("the served list lacks the signals in words")
+		}
+	} else {
+		t.Fatal(err)
+	}
 	if rows != 1 || place != "Uganda" || !strings.Contains(networks, "MTN Uganda (AS20294)") || worst != "traffic −97 %" ||
 		scope != "nationwide · power outage or shutdown" {
 		t.Errorf("%d incidents, first %q, networks %q, worst %q, scope %q: want one, Uganda, with MTN Uganda (AS20294), traffic −97 %%, nationwide · power outage or shutdown",

@@ -120,13 +120,15 @@ func (h *handler) api(w http.ResponseWriter, r *http.Request) {
 		// Worst is the worst change of the incident's first signal, in
 		// words, as the list shows it.
 		Worst string `json:"worst,omitempty"`
+		// SignalsInWords are Signals as the list shows them.
+		SignalsInWords []string `json:"signals_in_words,omitempty"`
 	}
 	body := struct {
 		Now       time.Time `json:"now"`
 		Incidents []row     `json:"incidents"`
 	}{Now: now.UTC()}
 	for _, in := range ins {
-		body.Incidents = append(body.Incidents, row{in, in.Duration(now).Seconds(), worst(in)})
+		body.Incidents = append(body.Incidents, row{in, in.Duration(now).Seconds(), worst(in), signalWords(in.Signals)})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
@@ -275,7 +277,17 @@ type incidentRow struct {
 }
 
 func (r incidentRow) NetworksS() string { return strings.Join(r.Networks, ", ") }
-func (r incidentRow) SignalsS() string  { return strings.Join(r.Signals, ", ") }
+func (r incidentRow) SignalsS() string  { return strings.Join(signalWords(r.Signals), ", ") }
+
+// signalWords are signals as the incident's page names them ("announced
+// IPv4 space", not bgp_announced_v4), for the list.
+func signalWords(sigs []string) []string {
+	out := make([]string, len(sigs))
+	for i, s := range sigs {
+		out[i] = alerting.SignalWords(s)
+	}
+	return out
+}
 
 type listPage struct {
 	Title     string

@@ -58,22 +58,45 @@ type Change struct {
 	Entity string `json:"entity"`
 	Name   string `json:"name"`
 	// Peak is the worst change of its alert over its life; NowPct its
-	// latest (the value at resolve once resolved).
-	Peak   Peak    `json:"peak"`
-	NowPct float64 `json:"now_pct"`
-	Firing bool    `json:"firing"`
-	Alerts int     `json:"alerts"`
+	// latest (the value at resolve once resolved), NowObserved the
+	// latest value, in Peak.Unit.
+	Peak        Peak    `json:"peak"`
+	NowPct      float64 `json:"now_pct"`
+	NowObserved float64 `json:"now_observed"`
+	Firing      bool    `json:"firing"`
+	// NowAt says what NowPct is: "firing" (the latest of a firing
+	// alert), "resolve" (its alert's value at resolve) or "paged" (the
+	// figure the event paged with, kept on its resolve: no member alert
+	// to read the resolve from).
+	NowAt  string `json:"now_at"`
+	Alerts int    `json:"alerts"`
+}
+
+// nowAt is what an event's own signal figures are: those of its firing
+// alerts, or, on a resolve, those paged (or, from an event log written
+// before events said, the resolve's).
+func nowAt(o alerting.Event) string {
+	switch {
+	case o.Status != alerting.Resolved:
+		return "firing"
+	case o.FiguresAt == "paged":
+		return "paged"
+	}
+	return "resolve"
 }
 
 // Peak is an alert's worst bucket: the largest change from the baseline
 // the detector judged it against, among the values its notifications
 // carry (the firing value, the resolve value, their evidence). Observed
-// and Baseline are in the signal's own unit a bucket.
+// and Baseline are in the signal's own unit a bucket, named by Unit.
 type Peak struct {
-	ChangePct float64   `json:"change_pct"`
-	Observed  float64   `json:"observed"`
-	Baseline  float64   `json:"baseline"`
-	At        time.Time `json:"at"`
+	ChangePct float64 `json:"change_pct"`
+	Observed  float64 `json:"observed"`
+	Baseline  float64 `json:"baseline"`
+	// Unit is the unit of Observed and Baseline, the detector's
+	// observed_unit ("bytes/300s", "/24 prefixes", "ratio").
+	Unit string    `json:"observed_unit,omitempty"`
+	At   time.Time `json:"at"`
 	// Method is the detector's baseline method: "threshold" makes
 	// Baseline a bar to cross, not a level to change from.
 	Method string `json:"baseline_method,omitempty"`
@@ -134,6 +157,8 @@ func peakOf(ev alerting.Event) Peak {
 	if p.At.IsZero() {
 		p = Peak{ChangePct: ev.ChangePct, Observed: ev.Observed, Baseline: ev.Baseline, At: ev.At, Method: ev.BaselineMethod}
 	}
+	// The evidence and the episode's figures are in the alert's unit.
+	p.Unit = ev.ObservedUnit
 	return p
 }
 
@@ -180,6 +205,12 @@ type Page struct {
 	// place opened, what grew (signals, networks, severity, headline),
 	// or that every member resolved.
 	Changed string `json:"changed"`
+	// Grew is what the correlation stage said a growth added, which is
+	// why it paged ("scope + Euskaltel (AS12338)"); Changed begins with it.
+	Grew []string `json:"grew,omitempty"`
+	// FiguresAt is "paged" on a resolve whose figures are those the
+	// member alerts fired with, "firing" otherwise.
+	FiguresAt string `json:"figures_at,omitempty"`
 }
 
 // addSent adds an alert's notification to those kept for its chart: the
@@ -223,12 +254,17 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 	d.Scope = scopeLabel(o)
 	d.Type = outageType(o)
 	for _, sc := range o.Signals {
-		c := Change{Kind: sc.Kind, Signal: sc.Signal, Entity: sc.Entity, Alerts: sc.Alerts, NowPct: sc.ChangePct,
-			Peak: Peak{ChangePct: sc.ChangePct, Observed: sc.Observed, Baseline: sc.Baseline, At: sc.Start}}
+		c := Change{Kind: sc.Kind, Signal: sc.Signal, Entity: sc.Entity, Alerts: sc.Alerts, NowPct: sc.ChangePct, NowObserved: sc.Observed, NowAt: nowAt(o),
+			Peak: Peak{ChangePct: sc.ChangePct, Observed: sc.Observed, Baseline: sc.Baseline, Unit: sc.ObservedUnit, At: sc.Start}}
+		c.Firing = c.NowAt == "firing"
 		c.Name = sc.Entity
 		for _, m := range d.Members {
 			if m.Signal == sc.Signal && m.Entity == sc.Entity {
-				c.Peak, c.NowPct, c.Firing = m.Peak, m.ChangePct, m.Status == alerting.Firing
+				c.Peak, c.NowPct, c.NowObserved, c.Firing = m.Peak, m.ChangePct, m.Observed, m.Status == alerting.Firing
+				c.NowAt = "resolve"
+				if c.Firing {
+					c.NowAt = "firing"
+				}
 				c.Name = cmp.Or(m.Labels["display"], c.Name)
 			}
 		}
@@ -245,13 +281,23 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 		if i > 0 {
 			prev = &pages[i-1]
 		}
-		d.Pages = append(d.Pages, Page{At: p.At, Update: cmp.Or(p.Update, "open"), Revision: p.Revision, Severity: p.Severity,
-			Title: p.Title, Summary: p.Summary, Muted: p.Muted, Changed: changed(prev, p)})
+		pg := Page{At: p.At, Update: cmp.Or(p.Update, "open"), Revision: p.Revision, Severity: p.Severity,
+			Title: p.Title, Summary: p.Summary, Muted: p.Muted, Changed: changed(prev, p)}
+		if p.Outage != nil {
+			pg.Grew, pg.FiguresAt = p.Grew, p.FiguresAt
+		}
+		d.Pages = append(d.Pages, pg)
 	}
 	return d
 }
 
-// changed says what page p says beyond prev, the page before it.
+// changed says what page p says beyond prev, the page before it. A
+// growth says first why it paged, as the correlation stage said it
+// (Grew: "scope + Euskaltel (AS12338)"), then what else differs that
+// Grew does not cover ("also new signals: median bandwidth", a new
+// headline, more member alerts); a page from before events carried Grew
+// says what differs alone. A resolve whose figures are those paged says
+// so, lest its figures read as the level traffic recovered to.
 func changed(prev *alerting.Event, p alerting.Event) string {
 	if p.Outage == nil {
 		return ""
@@ -260,10 +306,16 @@ func changed(prev *alerting.Event, p alerting.Event) string {
 		return "opened: " + cmp.Or(p.Title, p.Scope.Name)
 	}
 	if p.Status == alerting.Resolved {
+		if p.FiguresAt == "paged" {
+			return "every member alert resolved; its figures are those paged, not the level at resolve"
+		}
 		return "every member alert resolved"
 	}
+	grewHas := func(prefix string) bool {
+		return slices.ContainsFunc(p.Grew, func(g string) bool { return strings.HasPrefix(g, prefix) })
+	}
 	var parts []string
-	if p.Severity != prev.Severity {
+	if p.Severity != prev.Severity && !grewHas("severity ") {
 		parts = append(parts, "severity "+prev.Severity+" → "+p.Severity)
 	}
 	if p.Title != prev.Title {
@@ -271,9 +323,14 @@ func changed(prev *alerting.Event, p alerting.Event) string {
 	}
 	var sigs []string
 	for _, s := range p.Signals {
-		if !slices.ContainsFunc(prev.Signals, func(q alerting.SignalChange) bool { return q.Signal == s.Signal }) {
-			sigs = append(sigs, alerting.SignalWords(s.Signal))
+		if slices.ContainsFunc(prev.Signals, func(q alerting.SignalChange) bool { return q.Signal == s.Signal }) {
+			continue
 		}
+		newKind := !slices.ContainsFunc(prev.Signals, func(q alerting.SignalChange) bool { return q.Kind == s.Kind })
+		if newKind && grewHas("seen in + ") {
+			continue // Grew names its kind
+		}
+		sigs = append(sigs, alerting.SignalWords(s.Signal))
 	}
 	if len(sigs) > 0 {
 		parts = append(parts, "new signals: "+strings.Join(sigs, ", "))
@@ -284,16 +341,28 @@ func changed(prev *alerting.Event, p alerting.Event) string {
 			nets = append(nets, cmp.Or(e.Name, e.Entity))
 		}
 	}
-	if len(nets) > 0 {
+	if len(nets) > 0 && !grewHas("scope + ") {
 		parts = append(parts, "new in scope: "+strings.Join(nets, ", "))
 	}
 	if n, m := len(p.Members), len(prev.Members); n > m {
-		parts = append(parts, fmt.Sprintf("%d more member alerts (%d)", n-m, n))
+		parts = append(parts, fmt.Sprintf("%d more member %s (%d)", n-m, plural(n-m, "alert", "alerts"), n))
 	}
-	if len(parts) == 0 {
+	switch {
+	case len(p.Grew) > 0 && len(parts) > 0:
+		return strings.Join(p.Grew, "; ") + "; also " + strings.Join(parts, "; ")
+	case len(p.Grew) > 0:
+		return strings.Join(p.Grew, "; ")
+	case len(parts) == 0:
 		return fmt.Sprintf("impact %.2f → %.2f", prev.Impact, p.Impact)
 	}
 	return strings.Join(parts, "; ")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // peakMap is the members' peaks by alert ID.

@@ -44,11 +44,12 @@ func TestPeakOverAnAlertsLife(t *testing.T) {
 	if p := peakOf(space); p.ChangePct != -75.4 || p.Observed != 60 || !p.Episode {
 		t.Errorf("routed space peak %+v, want −75.4 %% over the episode", p)
 	}
-	// A burst against no baseline: the largest count.
+	// A burst against no baseline: the largest count, which is a count in
+	// one five-minute bucket and says so.
 	burst := alerting.Event{ID: "c", Status: alerting.Resolved, Signal: "bgp_withdrawals", Start: t0, End: &end, At: end,
 		Details: map[string]any{"peak_withdrawals": 315}}
-	if p := peakOf(burst); p.Observed != 315 || p.Baseline != 0 || peakWords("bgp_withdrawals", p) != "315 prefixes (baseline 0)" {
-		t.Errorf("burst peak %+v (%s), want 315", p, peakWords("bgp_withdrawals", p))
+	if p := peakOf(burst); p.Observed != 315 || p.Baseline != 0 || peakWords("bgp_withdrawals", p) != "315 prefixes per 5 min (baseline 0)" {
+		t.Errorf("burst peak %+v (%s), want 315 prefixes per 5 min (baseline 0)", p, peakWords("bgp_withdrawals", p))
 	}
 }
 
@@ -112,7 +113,7 @@ func TestOutageEventIncident(t *testing.T) {
 		got = append(got, p.Update+": "+p.Changed)
 	}
 	want := []string{"open: opened: Digi Spain (AS57269) in Spain",
-		"grow: severity info → critical; now Spain (was Digi Spain (AS57269) in Spain); new signals: traffic; 1 more member alerts (2)"}
+		"grow: severity info → critical; now Spain (was Digi Spain (AS57269) in Spain); new signals: traffic; 1 more member alert (2)"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("pages\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
@@ -230,5 +231,55 @@ func TestEpisodesOfOneAlert(t *testing.T) {
 	loss := Peak{Observed: 0.298, Baseline: 0.1, Method: "threshold"}
 	if got := peakWords("packet_loss", loss); got != "29.8 % (threshold 10 %)" {
 		t.Errorf("loss reads %q", got)
+	}
+	// The latest of a signal judged against a threshold, or against no
+	// baseline, is its value: a change from the bar means nothing.
+	if got := nowWords("packet_loss", loss, 0, 0.02); got != "2 %" {
+		t.Errorf("loss now reads %q, want 2 %%", got)
+	}
+	if got := nowWords("bgp_withdrawals", Peak{Observed: 315}, 0, 0); got != "0 prefixes per 5 min" {
+		t.Errorf("withdrawals now read %q, want 0 prefixes per 5 min", got)
+	}
+	if got := nowWords("traffic_bytes", Peak{ChangePct: -97, Observed: 3, Baseline: 100}, -4.2, 96); got != "−4.2 %" {
+		t.Errorf("traffic now reads %q, want −4.2 %%", got)
+	}
+}
+
+// A peak is rendered in phrases that each stay on one line, so that a
+// phone's narrow cell breaks "−50 % (8.2k /48 prefixes vs 16k /48
+// prefixes)" between its figures and never between a figure and its unit.
+func TestPeakWrapsBetweenFigures(t *testing.T) {
+	in := Incident{ID: "x", Place: "Spain", Start: time.Date(2025, 4, 28, 10, 30, 0, 0, time.UTC),
+		Detail: Detail{Changes: []Change{{Kind: "routing", Signal: "bgp_announced_v6", Entity: "asn:57269", Name: "Digi Spain (AS57269)",
+			Peak: Peak{ChangePct: -50, Observed: 8192, Baseline: 16388}}}}}
+	h, err := IncidentHTML(in, nil, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `<td data-l="worst" class="n worst"><span class="n">−50 %</span> <span class="n">(8.2k /48 prefixes</span> <span class="n">vs 16k /48 prefixes)</span></td>`
+	if !strings.Contains(string(h), want) {
+		t.Errorf("worst cell not in phrases; want %s in\n%s", want, h)
+	}
+}
+
+// A resolved event's own figures, with no member alert of the signal to
+// read a resolve from, are those it paged with, and the page says so
+// rather than calling them the level at resolve.
+func TestResolvedFiguresAsPaged(t *testing.T) {
+	t0 := time.Date(2021, 1, 13, 13, 30, 0, 0, time.UTC)
+	o := alerting.Event{Kind: alerting.KindEvent, ID: "ev", Status: alerting.Resolved, Entity: "country:UG", Start: t0, At: t0.Add(time.Hour),
+		Outage: &alerting.Outage{Title: "Uganda", Revision: 2, Update: "resolve", FiguresAt: "paged",
+			Scope:   alerting.Scope{Place: "country:UG", Name: "Uganda"},
+			Signals: []alerting.SignalChange{{Kind: "traffic", Signal: "traffic_bytes", Entity: "country:UG", ChangePct: -97, Observed: 3, Baseline: 100, ObservedUnit: "bytes/300s"}}}}
+	d := detail(o, nil, nil, nil, nil)
+	if len(d.Changes) != 1 || d.Changes[0].NowAt != "paged" || d.Changes[0].Firing || d.Changes[0].Peak.Unit != "bytes/300s" {
+		t.Fatalf("changes %+v, want one, now as paged, in bytes/300s", d.Changes)
+	}
+	h, err := IncidentHTML(Incident{ID: "ev", Place: "Uganda", Start: t0, Detail: d}, nil, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `<td data-l="now"><span class="n">−97 %</span> <span class="n">when paged</span></td>`; !strings.Contains(string(h), want) {
+		t.Errorf("page lacks %s", want)
 	}
 }

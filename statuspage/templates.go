@@ -17,6 +17,8 @@ th{font-size:12px;color:var(--mute);font-weight:600}
 .muted{color:var(--mute);font-size:13px}figure{margin:0 0 12px;background:#fff;border:1px solid #e2e2e2}
 #empty{padding:16px;background:#fff}
 td{overflow-wrap:break-word}.n{white-space:nowrap}
+/* A cell of figures is one line where the table has room; on a phone, a
+   block as wide as the screen, it breaks between its phrases (span.n). */
 .tag{display:inline-block;padding:1px 8px;border-radius:10px;background:#e8ecf1;font-size:13px;margin-right:4px}
 .facts{background:#fff;padding:8px 12px;border:1px solid #e2e2e2}.facts p{margin:4px 0}
 .links a{margin-right:8px;font-size:13px}.ranges a{margin-right:10px}.ranges a.on{font-weight:600;color:#1d1d1d;text-decoration:none}
@@ -25,6 +27,7 @@ section.incident{margin:0 0 28px}
  thead{display:none}table,tbody,tr,td{display:block;width:auto}
  tr{margin:0 0 10px;border:1px solid #ddd;background:#fff}td{border:0;padding:3px 10px}
  td[data-l]::before{content:attr(data-l) ": ";color:var(--mute);font-size:12px}
+ td.n{white-space:normal}
 }
 </style>`
 
@@ -79,7 +82,7 @@ var listTmpl = template.Must(template.New("list").Funcs(funcs).Parse(`<!doctype 
         cell(tr,'state',active?'ongoing':'ended','state');
         const a=document.createElement('a');a.href='incident/'+i.id;a.textContent=i.place;cell(tr,'place','').appendChild(a);
         cell(tr,'scope',[i.scope,i.type].filter(Boolean).join(' · '));cell(tr,'worst',i.worst||'');
-        cell(tr,'networks',(i.networks||[]).join(', '));cell(tr,'signals',(i.signals||[]).join(', '));
+        cell(tr,'networks',(i.networks||[]).join(', '));cell(tr,'signals',(i.signals_in_words||i.signals||[]).join(', '));
         cell(tr,'start',fmt(i.start));cell(tr,'duration',dur(i.duration_s));
         cell(tr,'severity',i.severity,'sev-'+i.severity);cell(tr,'confidence',Math.round(i.confidence*100)+' %');
         cell(tr,'silenced',i.silenced?'yes':'no');tb.appendChild(tr);
@@ -104,7 +107,7 @@ var incidentTmpl = template.Must(template.New("incident").Funcs(funcs).Parse(`<!
 </main></body></html>`))
 
 // incidentFragment is one incident, for the page and the report alike.
-var incidentFragment = template.Must(template.New("fragment").Parse(`<div class="facts">
+var incidentFragment = template.Must(template.New("fragment").Parse(`{{define "figs"}}{{range $i, $p := .}}{{if $i}} {{end}}<span class="n">{{$p}}</span>{{end}}{{end}}<div class="facts">
 <p class="{{if .Active}}active{{else}}ended{{end}}"><span class="state">{{if .Active}}ongoing{{else}}ended {{.EndS}} UTC{{end}}</span>
  · since {{.StartS}} UTC ({{.DurationS}}){{if .Scope}} · <span class="tag" data-k="scope">{{.Scope}}</span>{{end}}{{if .Type}}<span class="tag" data-k="type">{{.Type}}</span>{{end}}</p>
 {{if .Title}}{{if ne .Title .Place}}<p>What: {{.Title}}</p>{{end}}{{end}}
@@ -114,7 +117,7 @@ var incidentFragment = template.Must(template.New("fragment").Parse(`<div class=
 </div>
 {{if .Changes}}<h2>Worst change per signal</h2>
 <table class="changes"><thead><tr><th>kind</th><th>signal</th><th>where</th><th>worst</th><th>at (UTC)</th><th>now</th><th>alerts</th></tr></thead><tbody>
-{{range .Changes}}<tr data-kind="{{.Kind}}"><td data-l="kind">{{.Kind}}</td><td data-l="signal">{{.What}}</td><td data-l="where">{{.Where}}</td><td data-l="worst" class="n worst">{{.Worst}}</td><td data-l="at" class="n">{{.WorstAt}}</td><td data-l="now" class="n">{{.Now}}</td><td data-l="alerts">{{.Alerts}}</td></tr>
+{{range .Changes}}<tr data-kind="{{.Kind}}"><td data-l="kind">{{.Kind}}</td><td data-l="signal">{{.What}}</td><td data-l="where">{{.Where}}</td><td data-l="worst" class="n worst">{{template "figs" .Worst}}</td><td data-l="at" class="n">{{.WorstAt}}</td><td data-l="now">{{template "figs" .Now}}</td><td data-l="alerts">{{.Alerts}}</td></tr>
 {{end}}</tbody></table>{{end}}
 {{if .Nets}}<h2>Networks</h2>
 <table class="networks"><thead><tr><th>network</th><th>share of traffic (the day before)</th>{{if .O.Links}}<th>elsewhere</th>{{end}}</tr></thead><tbody>
@@ -130,12 +133,12 @@ var incidentFragment = template.Must(template.New("fragment").Parse(`<div class=
 <table class="alerts"><thead><tr><th>status</th><th>what</th><th>where</th><th>start – end (UTC)</th><th>worst</th><th>now</th><th>summary</th></tr></thead><tbody>
 {{range .Members}}<tr><td data-l="status" class="{{if eq .Status "firing"}}sev-critical{{end}}">{{.Status}}</td>
 <td data-l="what">{{.Detector}}<br><span class="muted">{{.Signal}}</span></td><td data-l="where">{{.Where}}</td>
-<td data-l="when">{{.When}}</td><td data-l="worst" class="n peak">{{.Peak}}<br><span class="muted">{{.PeakAt}}</span></td><td data-l="now" class="n">{{.Now}}</td><td data-l="summary">{{.Summary}}</td></tr>
+<td data-l="when">{{.When}}</td><td data-l="worst" class="peak">{{template "figs" .Peak}}<br><span class="muted">{{.PeakAt}}</span></td><td data-l="now">{{template "figs" .Now}}</td><td data-l="summary">{{.Summary}}</td></tr>
 {{end}}</tbody></table>
 {{if .Muted}}<h2>Muted alerts of this place</h2>
 <table class="muted-alerts"><thead><tr><th>status</th><th>what</th><th>where</th><th>start – end (UTC)</th><th>worst</th><th>why muted</th></tr></thead><tbody>
 {{range .Muted}}<tr><td data-l="status">{{.Status}}</td><td data-l="what">{{.Detector}}<br><span class="muted">{{.Signal}}</span></td><td data-l="where">{{.Where}}</td>
-<td data-l="when">{{.When}}</td><td data-l="worst" class="n">{{.Peak}}</td><td data-l="why muted">{{.Muted}}</td></tr>
+<td data-l="when">{{.When}}</td><td data-l="worst">{{template "figs" .Peak}}</td><td data-l="why muted">{{.Muted}}</td></tr>
 {{end}}</tbody></table>{{end}}
 {{if .O.SignalCharts}}<h2>Each signal</h2>
 {{range .Charts}}<figure class="signal" aria-label="{{.Title}}">{{.SVG}}</figure>

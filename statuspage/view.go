@@ -78,9 +78,10 @@ type incidentView struct {
 }
 
 type changeRow struct {
-	Kind, What, Where, Worst, WorstAt, Now string
-	Firing                                 bool
-	Alerts                                 int
+	Kind, What, Where, WorstAt string
+	Worst, Now                 phrases
+	Firing                     bool
+	Alerts                     int
 }
 
 type netRow struct {
@@ -95,7 +96,8 @@ type pageRow struct {
 }
 
 type memberRow struct {
-	Status, Detector, Signal, Where, When, Peak, PeakAt, Now, Summary, Muted string
+	Status, Detector, Signal, Where, When, PeakAt, Summary, Muted string
+	Peak, Now                                                     phrases
 }
 
 func (v *incidentView) fill(charts Charts) {
@@ -109,12 +111,15 @@ func (v *incidentView) fill(charts Charts) {
 	v.Why = why(in)
 	for _, c := range in.Changes {
 		r := changeRow{Kind: c.Kind, What: alerting.SignalWords(c.Signal), Where: c.Name, Alerts: c.Alerts, Firing: c.Firing,
-			Worst: peakWords(c.Signal, c.Peak), WorstAt: peakAt(c.Peak)}
-		switch {
-		case c.Firing:
-			r.Now = alerting.HumanChange(c.NowPct) + " (firing)"
+			Worst: peakPhrases(c.Signal, c.Peak), WorstAt: peakAt(c.Peak)}
+		now := nowWords(c.Signal, c.Peak, c.NowPct, c.NowObserved)
+		switch c.NowAt {
+		case "firing":
+			r.Now = phrases{now, "(firing)"}
+		case "paged":
+			r.Now = phrases{now, "when paged"}
 		default:
-			r.Now = alerting.HumanChange(c.NowPct) + " at resolve"
+			r.Now = phrases{now, "at resolve"}
 		}
 		v.Changes = append(v.Changes, r)
 	}
@@ -150,15 +155,25 @@ func (v *incidentView) fill(charts Charts) {
 
 func memberRowOf(m Member) memberRow {
 	r := memberRow{Status: m.Status, Detector: m.Detector, Signal: m.Signal, Where: cmp.Or(m.Labels["display"], m.Entity),
-		When: m.Start.UTC().Format("01-02 15:04"), Peak: peakWords(m.Signal, m.Peak), PeakAt: peakAt(m.Peak),
+		When: m.Start.UTC().Format("01-02 15:04"), Peak: peakPhrases(m.Signal, m.Peak), PeakAt: peakAt(m.Peak),
 		Summary: m.Summary, Muted: m.Muted}
+	r.Now = phrases{nowWords(m.Signal, m.Peak, m.ChangePct, m.Observed)}
 	if m.End != nil {
 		r.When += " – " + m.End.UTC().Format("01-02 15:04")
-		r.Now = alerting.HumanChange(m.ChangePct) + " at resolve"
-	} else {
-		r.Now = alerting.HumanChange(m.ChangePct)
+		r.Now = append(r.Now, "at resolve")
 	}
 	return r
+}
+
+// nowWords writes a signal's latest as its peak is written: a change from
+// the baseline, or, where the peak has no baseline to change from (a
+// burst of withdrawals) or a threshold to cross (packet loss), the value
+// itself: "0 prefixes per 5 min", not "0 %".
+func nowWords(signal string, peak Peak, pct, observed float64) string {
+	if peak.Baseline == 0 || peak.Method == "threshold" {
+		return alerting.Human(signal, observed)
+	}
+	return alerting.HumanChange(pct)
 }
 
 // peakAt says when a peak was: its bucket, or, for the worst of a whole
@@ -173,15 +188,24 @@ func peakAt(p Peak) string {
 // peakWords writes a peak: its change, and the values it is between, as
 // "−97 % (32 Mbit/s vs 1 Gbit/s)"; a count against no baseline (a burst of
 // withdrawals) as its value.
-func peakWords(signal string, p Peak) string {
+func peakWords(signal string, p Peak) string { return strings.Join(peakPhrases(signal, p), " ") }
+
+// peakPhrases is peakWords in the pieces a line may break between and not
+// inside: a phone's cell is narrower than "−50 % (8.2k /48 prefixes vs 16k
+// /48 prefixes)", and a figure cut from its unit misreads.
+func peakPhrases(signal string, p Peak) phrases {
 	if p.Method == "threshold" {
-		return alerting.Human(signal, p.Observed) + " (threshold " + alerting.Human(signal, p.Baseline) + ")"
+		return phrases{alerting.Human(signal, p.Observed), "(threshold " + alerting.Human(signal, p.Baseline) + ")"}
 	}
 	if p.Baseline == 0 {
-		return alerting.Human(signal, p.Observed) + " (baseline 0)"
+		return phrases{alerting.Human(signal, p.Observed), "(baseline 0)"}
 	}
-	return alerting.HumanChange(p.ChangePct) + " (" + alerting.Human(signal, p.Observed) + " vs " + alerting.Human(signal, p.Baseline) + ")"
+	return phrases{alerting.HumanChange(p.ChangePct), "(" + alerting.Human(signal, p.Observed), "vs " + alerting.Human(signal, p.Baseline) + ")"}
 }
+
+// phrases are words the page sets apart, each kept on one line (the
+// "figs" template).
+type phrases []string
 
 // why says why the incident is as severe as it is: the impact it was
 // mapped from, as the product it is.

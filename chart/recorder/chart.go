@@ -9,6 +9,8 @@ import (
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
+	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // Chart returns the chart of series k (as "signal{entity}") around its
@@ -47,7 +49,7 @@ func (r *Recorder) ChartBetween(k string, evs []alerting.Event, from, to time.Ti
 	c := &chart.Chart{
 		Title: k, Start: t.from, Step: step, Unit: t.unit,
 		Series: []chart.Series{
-			{Name: "observed", Values: observed, Lo: lo, Hi: hi, Color: chart.ColorObserved, Width: 2},
+			{Name: "observed" + t.per, Values: observed, Lo: lo, Hi: hi, Color: chart.ColorObserved, Width: 2},
 			{Name: t.legend, Values: baseline, Color: chart.ColorBaseline},
 			{Name: "same time last week", Values: lastWeek, Color: chart.ColorLastWeek, Dash: true},
 		},
@@ -169,6 +171,11 @@ type track struct {
 	spans                        []span
 	legend                       string
 	keep                         chart.Keep
+	// per is what the observed line's legend adds for a count per
+	// bucket that the axis shows as a count, not a rate (", per 5 min"
+	// for withdrawals): the axis says "300 prefixes", as the page says
+	// "315 prefixes per 5 min".
+	per string
 }
 
 // track builds series k's values over [from, to] (zero: a day either side
@@ -256,8 +263,24 @@ func (r *Recorder) track(k string, evs []alerting.Event, from, to time.Time) *tr
 		}
 	}
 	tr.legend = legend(detector, hist)
+	tr.per = perBucket(signal, unit, time.Duration(w))
 	tr.keep = direction(evs)
 	return tr
+}
+
+// perBucket is ", per 5 min" for a signal counted over its bucket (its
+// observed_unit says its bucket) whose chart unit is not a rate per
+// second: a chart drawn from a downsampled window keeps each bucket's
+// value, so the count stays one bucket's.
+func perBucket(signal string, unit chart.Unit, bucket time.Duration) string {
+	s, ok := obs.Lookup(signal)
+	if !ok || strings.HasSuffix(unit.Name, "/s") || unit.Percent {
+		return ""
+	}
+	if alerting.ObservedUnit(signal) == words.Unit(s.Def().Unit) {
+		return "" // a level, as announced space
+	}
+	return ", per " + alerting.HumanDuration(bucket)
 }
 
 // legend names the baselines a chart draws: the detector's method inside

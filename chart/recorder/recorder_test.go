@@ -8,6 +8,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	rib "github.com/outagewatch/outagewatch/bgp"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -67,5 +68,36 @@ func TestChartOfAnAlertedSeries(t *testing.T) {
 	var png bytes.Buffer
 	if err := rec.PNG(&png, events[0], events[1:]); err != nil || !bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")) {
 		t.Errorf("PNG: %v, %d bytes", err, png.Len())
+	}
+}
+
+// A count per bucket that the chart's axis shows as a count (withdrawals)
+// says its bucket in the legend; one shown as a rate (traffic in bit/s)
+// and a level (announced space) do not.
+func TestObservedLegendSaysItsBucket(t *testing.T) {
+	const w = int64(300e9)
+	t0 := time.Date(2021, 1, 13, 0, 0, 0, 0, time.UTC)
+	agg := aggregate.New(aggregate.Config{})
+	rec := New()
+	for i := int64(0); i < 24; i++ {
+		ts := t0.UnixNano() + i*w
+		for _, sig := range []obs.Signal{obs.TrafficBytes, rib.Withdrawals, rib.AnnouncedV4} {
+			agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: "country:UG", Value: 10})
+		}
+		agg.Advance(ts+w, rec.Bucket)
+	}
+	for k, want := range map[string]string{
+		"bgp_withdrawals{country:UG}":  "observed, per 5 min",
+		"traffic_bytes{country:UG}":    "observed",
+		"bgp_announced_v4{country:UG}": "observed",
+	} {
+		c := rec.ChartBetween(k, nil, t0, t0.Add(2*time.Hour))
+		if c == nil {
+			t.Errorf("%s: no chart", k)
+			continue
+		}
+		if c.Series[0].Name != want {
+			t.Errorf("%s: observed line named %q, want %q", k, c.Series[0].Name, want)
+		}
 	}
 }
