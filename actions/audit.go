@@ -54,6 +54,12 @@ type Record struct {
 	Of string `json:"of,omitempty"`
 	// Keep is an override's setting: up, down or auto.
 	Keep string `json:"keep,omitempty"`
+	// Made, on an automatic restore, is when the actuator carried it out:
+	// the first check of its clock (every restore_every live, each alert
+	// in a replay) past the hold's end, which Time is. Time stays the
+	// hold's end so that the cool-down and a replay's log do not depend
+	// on when the check ran.
+	Made time.Time `json:"made,omitzero"`
 	// Undo is the command that reverses this record.
 	Undo  string `json:"undo,omitempty"`
 	Error string `json:"error,omitempty"`

@@ -468,20 +468,25 @@ func (t *Transits) restoreDue(ctx context.Context) error {
 			continue
 		}
 		why := fmt.Sprintf("loss resolved at %s, held %s", at.Format(time.RFC3339), t.cfg.Hold)
-		if _, err := t.restore(ctx, k, s, at.Add(t.cfg.Hold), Who, why); err != nil {
+		if _, err := t.restore(ctx, k, s, at.Add(t.cfg.Hold), t.now, Who, why); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func (t *Transits) restore(ctx context.Context, k key, s *tstate, at time.Time, who, why string) (Record, error) {
+// restore brings a transit back: at is the record's time, made when it
+// was carried out where that differs (restoreDue's late check), else zero.
+func (t *Transits) restore(ctx context.Context, k key, s *tstate, at, made time.Time, who, why string) (Record, error) {
 	tr := t.cfg.transit(k.site, k.asn)
 	if tr == nil {
 		return Record{}, fmt.Errorf("AS%d at %s is no longer configured", k.asn, k.site)
 	}
 	rec := Record{Time: at, Who: who, Op: OpRestore, Mode: s.mode, Site: k.site, ASN: k.asn, Transit: tr.Name,
 		Sessions: tr.Sessions, Alert: s.alert, Of: s.action, Why: why}
+	if made.After(at) {
+		rec.Made = made
+	}
 	if s.mode == ModeEnforce {
 		sp := t.speakers[k.site]
 		if sp == nil {
@@ -515,7 +520,7 @@ func (t *Transits) Undo(ctx context.Context, id, who string) (Record, error) {
 			if !s.down {
 				return Record{}, fmt.Errorf("action %s: AS%d at %s is already restored", id, k.asn, k.site)
 			}
-			return t.restore(ctx, k, s, t.Now().UTC(), who, "undone by hand")
+			return t.restore(ctx, k, s, t.Now().UTC(), time.Time{}, who, "undone by hand")
 		}
 	}
 	return Record{}, fmt.Errorf("action %s: no shutdown with that ID", id)
@@ -541,7 +546,7 @@ func (t *Transits) Override(ctx context.Context, site string, asn uint32, keep, 
 	}
 	now := t.Now().UTC()
 	if s := st[key{site, asn}]; keep == "up" && s != nil && s.down {
-		if _, err := t.restore(ctx, key{site, asn}, s, now, who, "override: keep up"); err != nil {
+		if _, err := t.restore(ctx, key{site, asn}, s, now, time.Time{}, who, "override: keep up"); err != nil {
 			return Record{}, err
 		}
 	}

@@ -394,6 +394,21 @@ func TestTeliaDryRunChangesNothing(t *testing.T) {
 	if len(emitted) != 12 {
 		t.Fatalf("%d events, want 12 (3 shut and 3 restored, twice)", len(emitted))
 	}
+	// With no clock but the alerts', the first episode's restores were
+	// carried out when the next alert came (06-20 12:15), the second's at
+	// the last check (13:45): each record says so beside when it fell due
+	// (the resolve and the 30-minute hold).
+	recs, _ := tr.Records()
+	var restores []string
+	for _, r := range recs {
+		if r.Op == OpRestore {
+			restores = append(restores, r.Time.Format("01-02T15:04")+" made "+r.Made.Format("01-02T15:04"))
+		}
+	}
+	if want := []string{"06-17T09:55 made 06-20T12:15", "06-17T09:55 made 06-20T12:15", "06-17T09:55 made 06-20T12:15",
+		"06-20T13:15 made 06-20T13:45", "06-20T13:15 made 06-20T13:45", "06-20T13:15 made 06-20T13:45"}; !slices.Equal(restores, want) {
+		t.Fatalf("restores %v, want %v", restores, want)
+	}
 	if s := emitted[0].Summary; !strings.HasPrefix(s, "dry-run: would have shut AS1299 Telia at ams01 (1 session): packet loss through AS1299") {
 		t.Fatalf("summary %q", s)
 	}

@@ -417,6 +417,9 @@ func printRecords(w io.Writer, recs []actions.Record, asJSON bool) error {
 		if r.Of != "" {
 			what += " (of " + r.Of + ")"
 		}
+		if !r.Made.IsZero() {
+			what += "; carried out " + r.Made.Format(time.RFC3339)
+		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\tAS%d %s\t%s\t%s\t%s\n", r.ID, r.Time.Format(time.RFC3339), r.Who, r.Op, r.Mode, r.Site,
 			r.ASN, r.Transit, strings.Join(r.Sessions, ","), what, r.Undo)
 	}
