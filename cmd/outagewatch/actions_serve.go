@@ -34,7 +34,7 @@ func checkServe(cfg *actions.Config) error {
 	case tm.Topic != "" && tm.Topology == "":
 		return errors.New("a Traffic Manager topic needs a topology (traffic_manager.topology or --topology)")
 	case (tm.Topic != "" || tm.PlanTopic != "" || cfg.Serve.DeciderTopic != "") && len(cfg.Kafka.Brokers) == 0:
-		return errors.New("the decider and Traffic Manager topics need Kafka brokers (kafka.brokers or --kafka-brokers)")
+		return errors.New("the decider and Traffic Manager topics need Kafka brokers (kafka.brokers or --brokers)")
 	}
 	return nil
 }

@@ -190,7 +190,8 @@ lines are counted, reported and skipped.`,
 	c.Flags().DurationVar(&width, "tick", 5*time.Minute, "tick window")
 	c.Flags().StringVar(&webhookURL, "webhook", "", "POST plan changes here (enforce)")
 	c.Flags().StringVar(&secretEnv, "webhook-secret-env", "OUTAGEWATCH_WEBHOOK_SECRET", "environment variable holding the webhook signing secret")
-	c.Flags().StringSliceVar(&brokers, "kafka-brokers", []string{"localhost:9092"}, "Kafka brokers")
+	c.Flags().StringSliceVar(&brokers, "brokers", []string{"localhost:9092"}, "Kafka brokers")
+	deprecatedAlias(c.Flags(), "brokers", "kafka-brokers")
 	c.Flags().StringVar(&kafkaTopic, "kafka-topic", "", "write plan changes to this topic (enforce)")
 	return c
 }

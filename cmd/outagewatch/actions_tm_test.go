@@ -68,7 +68,7 @@ func TestServeAnnouncesAnycastAtStart(t *testing.T) {
 	cmd := actionsCmd()
 	cmd.SetArgs([]string{"serve", "--config", cfgFile, "--listen", addr, "--audit", filepath.Join(t.TempDir(), "a.jsonl"),
 		"--topology", "../../trafficmanager/testdata/sections-and-loss.yaml", "--tm-topic", "dcload", "--tm-mode", "enforce",
-		"--kafka-brokers", strings.Join(c.ListenAddrs(), ","),
+		"--brokers", strings.Join(c.ListenAddrs(), ","),
 		"--tm-anycast", "EWR=198.51.100.0/24@192.0.2.1", "--tm-anycast", "ORD=203.0.113.0/24@192.0.2.1"})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
