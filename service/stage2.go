@@ -37,6 +37,11 @@ type stageTwo struct {
 	sources []string
 	tasks   map[int]*s2Part
 	lastCP  time.Time
+	// unrestored are the partitions of this generation whose state
+	// restored from no copy, with why; retried every checkpoint interval
+	// (a broker error passes), named by /readyz until then.
+	unrestored map[int]string
+	retried    time.Time
 }
 
 func (s *Staged) runStageTwo(ctx context.Context) error {
@@ -76,6 +81,9 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 		case f := <-msgs:
 			t.apply(f)
 		case now := <-tick.C:
+			if len(t.unrestored) > 0 && now.Sub(t.retried) >= s.cfg.CheckpointInterval {
+				t.retryRestore(ctx, msgs)
+			}
 			t.watchStalls(now)
 			if now.Sub(t.lastCP) >= s.cfg.CheckpointInterval {
 				t.checkpointAll(ctx)
@@ -92,35 +100,71 @@ func (t *stageTwo) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 	s := t.s
 	t.gen = gen
 	held := map[int]*s2Part{}
+	t.unrestored = map[int]string{}
 	for _, as := range gen.Assignments {
 		for _, a := range as {
-			p := t.tasks[a.ID]
-			if p == nil {
-				var err error
-				if p, err = t.restore(ctx, a.ID); err != nil {
-					s.log.Error("stage two: task not restored; its partition is not read", "partition", a.ID, "err", err)
-					continue
-				}
+			if p := t.tasks[a.ID]; p != nil {
+				held[a.ID] = p
+				t.start(p, msgs)
+			} else {
+				t.unrestored[a.ID] = "not restored yet"
 			}
-			held[a.ID] = p
-			off := p.task.Offset()
-			if off == 0 {
-				off = kafka.FirstOffset
-			}
-			k := tp{s.cfg.Kafka.InternalTopic, int32(a.ID)}
-			gid := gen.ID
-			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs) })
 		}
 	}
 	t.tasks = held
-	pipes := make([]*pipeline.Pipeline, 0, len(held))
-	for _, id := range slices.Sorted(maps.Keys(held)) {
-		pipes = append(pipes, held[id].task.Pipeline())
+	t.retryRestore(ctx, msgs)
+	s.status.assigned[1].Store(true)
+	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(t.tasks), "unrestored", len(t.unrestored))
+}
+
+// start reads a task's partition from its offset in this generation.
+func (t *stageTwo) start(p *s2Part, msgs chan fetched) {
+	off := p.task.Offset()
+	if off == 0 {
+		off = kafka.FirstOffset
+	}
+	k := tp{t.s.cfg.Kafka.InternalTopic, int32(p.part)}
+	gid := t.gen.ID
+	t.gen.Start(func(gctx context.Context) { t.s.readFrom(gctx, gid, k, off, msgs) })
+}
+
+// retryRestore restores the partitions not restored yet and starts the
+// ones that now are; those that still fail are counted and named.
+func (t *stageTwo) retryRestore(ctx context.Context, msgs chan fetched) {
+	s := t.s
+	t.retried = time.Now()
+	for _, part := range slices.Sorted(maps.Keys(t.unrestored)) {
+		p, err := t.restore(ctx, part)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.status.restoreFailures.Inc()
+			t.unrestored[part] = err.Error()
+			s.log.Error("stage two: task not restored; its partition is not read until it is", "partition", part, "err", err)
+			continue
+		}
+		delete(t.unrestored, part)
+		t.tasks[part] = p
+		t.start(p, msgs)
+	}
+	pipes := make([]*pipeline.Pipeline, 0, len(t.tasks))
+	for _, id := range slices.Sorted(maps.Keys(t.tasks)) {
+		pipes = append(pipes, t.tasks[id].task.Pipeline())
 	}
 	s.status.pipes.Store(&pipes)
-	s.status.held2.Set(float64(len(held)))
-	s.status.assigned[1].Store(true)
-	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(held))
+	s.status.held2.Set(float64(len(t.tasks)))
+	s.status.unrestored.Set(float64(len(t.unrestored)))
+	if len(t.unrestored) == 0 {
+		s.status.unrestoredWhy.Store(nil)
+		return
+	}
+	var names []string
+	for _, part := range slices.Sorted(maps.Keys(t.unrestored)) {
+		names = append(names, fmt.Sprintf("%d (%s)", part, t.unrestored[part]))
+	}
+	why := "stage-two partitions not restored, not read: " + strings.Join(names, "; ")
+	s.status.unrestoredWhy.Store(&why)
 }
 
 func (t *stageTwo) newTask(part int) (*stage.Task, error) {

@@ -25,6 +25,11 @@ type stagedStatus struct {
 	// why names the stage-two partitions whose buckets wait on sources
 	// that stopped flushing; nil when none.
 	why atomic.Pointer[string]
+	// unrestoredWhy names the stage-two partitions assigned here whose
+	// state restored from no copy; nil when none.
+	unrestoredWhy   atomic.Pointer[string]
+	unrestored      prometheus.Gauge
+	restoreFailures prometheus.Counter
 	// pipes are the pipelines of the stage-two partitions held here, by
 	// partition, as of the last assignment: what the alert API reads.
 	pipes atomic.Pointer[[]*pipeline.Pipeline]
@@ -39,7 +44,11 @@ func newStagedStatus() *stagedStatus {
 		stalled: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage2_partitions_held_by_sources",
 			Help: "Stage-two partitions whose buckets wait on stage-one sources that stopped flushing while others went on."}),
 	}
-	st.reg.MustRegister(st.held1, st.held2, st.stalled)
+	st.unrestored = prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage2_partitions_unrestored",
+		Help: "Stage-two partitions assigned here whose state no copy (cache, changelog) restored; they are not read."})
+	st.restoreFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_stage2_restore_failures_total",
+		Help: "Attempts to restore a stage-two partition's state that found no good copy (retried every checkpoint interval)."})
+	st.reg.MustRegister(st.held1, st.held2, st.stalled, st.unrestored, st.restoreFailures)
 	return st
 }
 
@@ -131,6 +140,9 @@ func (s *Staged) Ready() (bool, string) {
 	}
 	if len(missing) > 0 {
 		return false, "no consumer group assignment yet: " + strings.Join(missing, ", ")
+	}
+	if why := s.status.unrestoredWhy.Load(); why != nil {
+		return false, *why
 	}
 	if why := s.status.why.Load(); why != nil {
 		return false, *why
