@@ -434,7 +434,7 @@ func (s *Service) loop(ctx context.Context) error {
 			}
 		}
 		if s.dlq != nil && s.dlq.pending() >= 512 {
-			s.dlq.flush(ctx, s)
+			s.dlq.flush(ctx, s.met, s.log)
 		}
 	}
 }
@@ -613,7 +613,7 @@ func (s *Service) updateLag(now time.Time) {
 func (s *Service) checkpoint(final bool) error {
 	if s.dlq != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := s.dlq.flush(ctx, s)
+		err := s.dlq.flush(ctx, s.met, s.log)
 		cancel()
 		if err != nil {
 			s.met.checkpointErrors.Inc()

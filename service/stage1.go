@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -43,6 +44,8 @@ type s1Part struct {
 	maxTime  int64              // highest event time processed
 	hwm      int64              // high watermark; -1 unknown
 	lastRecv time.Time
+	records  prometheus.Counter
+	counted  int64 // next offset the records counter counts
 	// queue holds records fetched but not yet processed: a bucket's
 	// records wait until the routing table has been brought to its start,
 	// so they are attributed with the table of that moment wherever they
@@ -91,8 +94,14 @@ func (o *stageOne) bgpFile() string { return filepath.Join(o.s.cfg.DataDir, "sta
 
 // saveBGP writes the routing table's checkpoint; never while a flush of it
 // is unwritten, since the checkpoint says it was sent.
-func (o *stageOne) saveBGP() {
+func (o *stageOne) saveBGP(ctx context.Context) {
 	if len(o.bgp) == 0 || len(o.bgpPending) > 0 {
+		return
+	}
+	// The checkpoint passes the held records it rejected: their dead
+	// letters first.
+	if err := o.s.flushDeadLetters(ctx); err != nil {
+		o.s.log.Warn("stage one: routing table checkpoint not written", "err", err)
 		return
 	}
 	cp := bgpCheckpoint{Next: map[string]int64{}, MaxTime: map[string]int64{}, Flushed: o.bgpFlushed}
@@ -140,6 +149,7 @@ func (o *stageOne) loadBGP() error {
 
 func (s *Staged) runStageOne(ctx context.Context) error {
 	pc := s.pipelineConfig(s.m)
+	pc.Rejected = s.rejectHeld
 	o := &stageOne{s: s, router: stage.NewRouter(s.m, s.cfg.Correlation.ZoneOwners, s.cfg.Kafka.InternalPartitions),
 		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}}
 	var err error
@@ -171,7 +181,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		// the start, as a GlobalKTable.
 		for _, k := range parts {
 			t, _ := s.cfg.topic(k.topic)
-			o.bgp[k] = &s1Part{k: k, topic: t, hwm: -1, lastRecv: time.Now()}
+			o.bgp[k] = &s1Part{k: k, topic: t, hwm: -1, lastRecv: time.Now(), records: s.status.met.records.WithLabelValues(k.topic)}
 		}
 		if err := o.loadBGP(); err != nil {
 			return err
@@ -213,7 +223,9 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			o.saveBGP()
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			o.saveBGP(fctx)
+			cancel()
 			return nil
 		case gen := <-gens:
 			o.assign(ctx, gen, msgs)
@@ -229,9 +241,10 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		case now := <-tick.C:
 			o.step(ctx)
 			if now.Sub(o.bgpSaved) >= s.cfg.CheckpointInterval {
-				o.saveBGP()
+				o.saveBGP(ctx)
 				o.bgpSaved = now
 			}
+			o.observeLag()
 		}
 	}
 }
@@ -274,7 +287,8 @@ func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 				s.log.Error("stage one: task not built", "partition", sourceName(k), "err", err)
 				continue
 			}
-			pt := &s1Part{k: k, topic: t, p: p, hwm: -1, lastRecv: time.Now(), open: map[int64]int64{}}
+			pt := &s1Part{k: k, topic: t, p: p, hwm: -1, lastRecv: time.Now(), open: map[int64]int64{},
+				records: s.status.met.records.WithLabelValues(k.topic)}
 			off := a.Offset
 			if c, ok := committed[k]; ok && c.CommittedOffset >= 0 {
 				off = c.CommittedOffset
@@ -304,6 +318,12 @@ func (o *stageOne) receive(f fetched) {
 		return // a generation that has ended
 	}
 	p.queue = append(p.queue, f.msgs...)
+	for i := range f.msgs {
+		if off := f.msgs[i].Offset; off >= max(p.next, p.counted) {
+			p.records.Inc()
+			p.counted = off + 1
+		}
+	}
 	p.lastRecv = time.Now()
 	if n := len(f.msgs); n > 0 {
 		p.hwm = max(p.hwm, f.msgs[n-1].HighWaterMark)
@@ -420,6 +440,13 @@ func (o *stageOne) process(pl *pipeline.Pipeline, p *s1Part, m *kafka.Message) {
 	}
 	rec := ingest.Record{Stream: p.topic.Stream, Format: p.topic.Format, Topic: m.Topic, Partition: int32(m.Partition),
 		Offset: m.Offset, Time: t, Key: m.Key, Value: m.Value}
+	if p.p == nil {
+		// Held until its bucket closes; a dead letter made then keeps the
+		// headers.
+		for _, h := range m.Headers {
+			rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
+		}
+	}
 	if p.p != nil {
 		if b := t - t%o.width; b >= p.flushed {
 			if _, ok := p.open[b]; !ok {
@@ -428,9 +455,20 @@ func (o *stageOne) process(pl *pipeline.Pipeline, p *s1Part, m *kafka.Message) {
 		}
 	}
 	if err := pl.Process(&rec); err != nil {
-		o.s.log.Debug("stage one: record skipped", "partition", sourceName(p.k), "offset", m.Offset, "err", err)
+		o.s.reject(m, err)
 	}
 	p.maxTime = max(p.maxTime, t)
+}
+
+// observeLag sets the consumer lag of every partition read here.
+func (o *stageOne) observeLag() {
+	for _, ps := range []map[tp]*s1Part{o.bgp, o.parts} {
+		for k, p := range ps {
+			if p.hwm >= 0 {
+				o.s.status.met.lag.WithLabelValues(k.topic, strconv.Itoa(int(k.part))).Set(float64(max(0, p.hwm-p.next)))
+			}
+		}
+	}
 }
 
 func (o *stageOne) caughtUp(p *s1Part) bool {
@@ -550,6 +588,12 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 // with the end of the flushed buckets.
 func (o *stageOne) commitPart(ctx context.Context, p *s1Part) {
 	if o.gen == nil {
+		return
+	}
+	// The offset passes the records refused so far: their dead letters
+	// first. Unwritten, nothing is committed and the next flush tries
+	// again.
+	if err := o.s.flushDeadLetters(ctx); err != nil {
 		return
 	}
 	off := p.next

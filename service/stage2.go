@@ -85,6 +85,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 				t.retryRestore(ctx, msgs)
 			}
 			t.watchStalls(now)
+			t.observeWatermark(now)
 			if now.Sub(t.lastCP) >= s.cfg.CheckpointInterval {
 				t.checkpointAll(ctx)
 				t.lastCP = now
@@ -206,13 +207,33 @@ func (t *stageTwo) apply(f fetched) {
 }
 
 func (t *stageTwo) checkpointAll(ctx context.Context) {
+	start, wrote, failed := time.Now(), false, false
 	for _, p := range t.tasks {
 		if p.task.Offset() == p.saved {
 			continue
 		}
+		wrote = true
 		if err := t.checkpoint(ctx, p); err != nil {
+			failed = true
 			t.s.log.Warn("stage two: snapshot not written; the changelog keeps the previous one", "partition", p.part, "err", err)
 		}
+	}
+	if wrote {
+		t.s.status.observeCheckpoint(start, failed)
+	}
+}
+
+// observeWatermark sets the watermark age: wall time less the least
+// watermark of the tasks held here.
+func (t *stageTwo) observeWatermark(now time.Time) {
+	var wm int64
+	for _, p := range t.tasks {
+		if w, ok := p.task.Watermark(); ok && (wm == 0 || w < wm) {
+			wm = w
+		}
+	}
+	if wm > 0 {
+		t.s.status.met.watermarkAge.Set(now.Sub(time.Unix(0, wm)).Seconds())
 	}
 }
 

@@ -46,6 +46,9 @@ type Staged struct {
 	disp      *alerting.Dispatcher
 	mute      *silence.Store
 	status    *stagedStatus
+	// dlq takes stage one's records that do not decode; nil without a
+	// dead-letter topic.
+	dlq *deadLetters
 }
 
 // Stage names accepted by NewStaged.
@@ -118,6 +121,10 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			return nil, err
 		}
 	}
+	if s.one && cfg.Kafka.DeadLetterTopic != "" {
+		s.dlq = newDeadLetters(cfg, s.opts.Dialer)
+	}
+	s.status.reg.MustRegister(&stagedCollector{s})
 	s.transport = kafkaTransport(s.opts.Dialer)
 	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second, Transport: s.transport}
 	return s, nil
@@ -138,6 +145,7 @@ func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
 
 func (s *Staged) dispatch(ev *alerting.Event) {
 	if err := s.disp.Dispatch(ev); err != nil {
+		s.status.met.dispatchErrors.Inc()
 		s.log.Error("alert not queued", "id", ev.ID, "status", ev.Status, "err", err)
 	}
 }
@@ -152,6 +160,9 @@ func (s *Staged) Run(ctx context.Context) error {
 	}
 	defer srv.Close()
 	defer s.transport.CloseIdleConnections()
+	if s.dlq != nil {
+		defer s.dlq.close()
+	}
 	if err := s.createTopics(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
@@ -291,7 +302,43 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 	for _, p := range slices.Sorted(mapsKeys(offs)) {
 		commits = append(commits, offs[p])
 	}
-	return commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
+	err := commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
+	if err != nil {
+		s.status.met.commitErrors.Inc()
+	} else {
+		s.status.met.commits.Inc()
+	}
+	return err
+}
+
+// reject counts a stage-one record that did not decode and dead-letters
+// it, as the plain service does.
+func (s *Staged) reject(m *kafka.Message, err error) {
+	reason := ingest.Reason(err)
+	s.status.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
+	if s.dlq != nil {
+		s.dlq.add(m, reason, err)
+	}
+}
+
+// rejectHeld is reject for a BGP record, which the routing table's
+// pipeline holds until its bucket closes and decodes only then.
+func (s *Staged) rejectHeld(rec *ingest.Record, err error) {
+	m := kafka.Message{Topic: rec.Topic, Partition: int(rec.Partition), Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Time: time.Unix(0, rec.Time)}
+	for _, h := range rec.Headers {
+		m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+	}
+	s.reject(&m, err)
+}
+
+// flushDeadLetters writes the dead letters gathered so far; an offset or
+// a checkpoint that covers a refused record is written only after it.
+func (s *Staged) flushDeadLetters(ctx context.Context) error {
+	if s.dlq == nil {
+		return nil
+	}
+	return s.dlq.flush(ctx, s.status.met, s.log)
 }
 
 // committed reads a group's committed offsets and metadata of partitions.

@@ -17,11 +17,14 @@ import (
 
 // stagedStatus is what the stages' loops publish for the endpoints.
 type stagedStatus struct {
-	reg      *prometheus.Registry
-	held1    prometheus.Gauge
-	held2    prometheus.Gauge
-	stalled  prometheus.Gauge
-	assigned [2]atomic.Bool
+	reg *prometheus.Registry
+	met *metrics
+	// lastCPWall is the wall time of the last stage-two checkpoint.
+	lastCPWall atomic.Int64
+	held1      prometheus.Gauge
+	held2      prometheus.Gauge
+	stalled    prometheus.Gauge
+	assigned   [2]atomic.Bool
 	// why names the stage-two partitions whose buckets wait on sources
 	// that stopped flushing; nil when none.
 	why atomic.Pointer[string]
@@ -36,7 +39,8 @@ type stagedStatus struct {
 }
 
 func newStagedStatus() *stagedStatus {
-	st := &stagedStatus{reg: prometheus.NewRegistry(),
+	met := newStagedMetrics()
+	st := &stagedStatus{reg: met.reg, met: met,
 		held1: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage1_partitions",
 			Help: "Input partitions this instance's stage one holds."}),
 		held2: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage2_partitions",
