@@ -44,7 +44,7 @@ func produceRaw(t *testing.T, addr, topic string, part int32, vals ...[]byte) {
 
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,6 +78,10 @@ type stageOne struct {
 	bgpFlushed int64
 	bgpPending map[int][]rawRecord
 	bgpSaved   time.Time
+	// wr paces writes to the internal topic while they fail: step runs on
+	// every batch received and every tick, far more often than a lost
+	// broker should be asked.
+	wr *retry
 }
 
 // bgpCheckpoint is the routing table's state in the data dir: the BGP
@@ -151,7 +155,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	pc := s.pipelineConfig(s.m)
 	pc.Rejected = s.rejectHeld
 	o := &stageOne{s: s, router: stage.NewRouter(s.m, s.cfg.Correlation.ZoneOwners, s.cfg.Kafka.InternalPartitions),
-		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}}
+		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: newRetry()}
 	var err error
 	if o.bgpP, err = pipeline.New(pc, nil); err != nil {
 		return err
@@ -562,6 +566,12 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 // recs, so a retry writes only the rest, in the same order.
 func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	const maxRequest = 512 << 10
+	if len(recs) == 0 {
+		return nil
+	}
+	if !o.wr.ready(time.Now()) {
+		return errWaiting
+	}
 	for _, part := range slices.Sorted(maps.Keys(recs)) {
 		for rs := recs[part]; len(rs) > 0; rs = recs[part] {
 			n, size := 0, 0
@@ -574,15 +584,20 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 				krs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
 			}
 			if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, krs); err != nil {
-				o.s.log.Warn("stage one: partials not written; retrying", "err", err)
+				o.wr.fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
 				return err
 			}
+			o.wr.ok(o.s.log, "stage one: partials written again")
 			recs[part] = rs[n:]
 		}
 		delete(recs, part)
 	}
 	return nil
 }
+
+// errWaiting is a write not tried: the wait after a failed one is not
+// over.
+var errWaiting = errors.New("waiting to retry the internal topic")
 
 // commitPart commits the offset of the oldest open bucket's first record,
 // with the end of the flushed buckets.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -50,13 +51,12 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	m := *s.m
 	m.Live = nil
 	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}}
-	for {
+	for r := newRetry(); ; {
 		var err error
 		if t.sources, err = s.sources(ctx); err == nil {
 			break
 		}
-		s.log.Warn("stage two: input partitions not known yet; retrying", "err", err)
-		if sleepCtx(ctx, time.Second) != nil {
+		if sleepCtx(ctx, r.fail(time.Now(), s.log, "stage two: input partitions not known yet; retrying", err)) != nil {
 			return nil
 		}
 	}
@@ -232,8 +232,13 @@ func (t *stageTwo) observeWatermark(now time.Time) {
 			wm = w
 		}
 	}
-	if wm > 0 {
+	switch {
+	case wm > 0:
 		t.s.status.met.watermarkAge.Set(now.Sub(time.Unix(0, wm)).Seconds())
+	case len(t.tasks) > 0:
+		// Tasks held and no bucket closed by any: as stale as can be,
+		// not 0 (fresh).
+		t.s.status.met.watermarkAge.Set(math.Inf(1))
 	}
 }
 
@@ -254,7 +259,8 @@ func (t *stageTwo) watchStalls(now time.Time) {
 		why := "stage-two partitions wait on sources that stopped flushing: " + strings.Join(held, "; ")
 		t.s.status.why.Store(&why)
 	}()
-	for _, p := range t.tasks {
+	for _, part := range slices.Sorted(maps.Keys(t.tasks)) {
+		p := t.tasks[part]
 		wm, _ := p.task.Watermark()
 		if wm != p.wm || p.movedAt.IsZero() {
 			p.wm, p.movedAt, p.warned = wm, now, false

@@ -163,6 +163,7 @@ func (s *Staged) Run(ctx context.Context) error {
 	if s.dlq != nil {
 		defer s.dlq.close()
 	}
+	go s.probeBrokers(ctx)
 	if err := s.createTopics(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
@@ -202,6 +203,7 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
 			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 	}}
+	r := newRetry()
 	for {
 		res, err := s.client.CreateTopics(ctx, req)
 		if err == nil {
@@ -212,8 +214,7 @@ func (s *Staged) createTopics(ctx context.Context) error {
 			}
 			return nil
 		}
-		s.log.Warn("kafka: topics not created yet; retrying", "err", err)
-		if sleepCtx(ctx, time.Second) != nil {
+		if sleepCtx(ctx, r.fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
 			return ctx.Err()
 		}
 	}
@@ -404,15 +405,20 @@ func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name
 	}
 	gens := make(chan *kafka.Generation)
 	go func() {
+		r := newRetry()
 		for {
 			gen, err := cg.Next(ctx)
 			if err != nil {
 				if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
 					return
 				}
-				s.log.Warn(name+": consumer group: retrying", "err", err)
+				s.status.met.groupErrors.Inc()
+				if sleepCtx(ctx, r.fail(time.Now(), s.log, name+": consumer group: retrying", err)) != nil {
+					return
+				}
 				continue
 			}
+			r.ok(s.log, name+": consumer group joined again")
 			select {
 			case gens <- gen:
 			case <-ctx.Done():
@@ -426,4 +432,66 @@ func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name
 // highWatermarks of topics, for telling a caught-up partition.
 func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]int64, error) {
 	return highWatermarks(ctx, s.client, topics)
+}
+
+// probeBrokers connects to the brokers every poll interval (backing off
+// while they fail), so /readyz says at once that they are gone, or that
+// they refuse this instance's credentials. A connection of its own, not a
+// request through the shared transport: that one answers metadata from
+// its cache for seconds after the brokers are gone, and reports a refused
+// SASL handshake as a broker "not available".
+func (s *Staged) probeBrokers(ctx context.Context) {
+	r := newRetry()
+	for {
+		err := s.dialAny(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := s.cfg.Kafka.PollInterval
+		s.status.setBroker(err)
+		if err != nil {
+			wait = max(wait, r.fail(time.Now(), s.log, "kafka: not ready", err, "why", brokerTrouble(err)))
+		} else {
+			r.ok(s.log, "kafka reachable")
+		}
+		if sleepCtx(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// dialAny connects (TCP, TLS, SASL) to the brokers in turn until one
+// accepts; the first broker's error when none does.
+func (s *Staged) dialAny(ctx context.Context) error {
+	var first error
+	for _, b := range s.cfg.Kafka.Brokers {
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		conn, err := s.opts.Dialer.DialContext(dctx, "tcp", b)
+		cancel()
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if first == nil {
+			first = fmt.Errorf("broker %s: %w", b, err)
+		}
+	}
+	return first
+}
+
+// brokerTrouble says what a failed broker request means for an operator:
+// an authentication failure is named as one, not as a broker that is
+// down.
+func brokerTrouble(err error) string {
+	switch {
+	case errors.Is(err, kafka.SASLAuthenticationFailed):
+		return "kafka refused the SASL credentials (kafka.sasl username or password): " + err.Error()
+	case errors.Is(err, kafka.UnsupportedSASLMechanism), errors.Is(err, kafka.IllegalSASLState):
+		return "kafka refused the SASL mechanism (kafka.sasl.mechanism): " + err.Error()
+	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.GroupAuthorizationFailed),
+		errors.Is(err, kafka.ClusterAuthorizationFailed):
+		return "kafka denied access (ACLs): " + err.Error()
+	default:
+		return "kafka unreachable: " + err.Error()
+	}
 }

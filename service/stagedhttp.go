@@ -30,7 +30,10 @@ type stagedStatus struct {
 	why atomic.Pointer[string]
 	// unrestoredWhy names the stage-two partitions assigned here whose
 	// state restored from no copy; nil when none.
-	unrestoredWhy   atomic.Pointer[string]
+	unrestoredWhy atomic.Pointer[string]
+	// broker says why the brokers did not answer the last probe; nil
+	// when they did.
+	broker          atomic.Pointer[string]
 	unrestored      prometheus.Gauge
 	restoreFailures prometheus.Counter
 	// pipes are the pipelines of the stage-two partitions held here, by
@@ -54,6 +57,16 @@ func newStagedStatus() *stagedStatus {
 		Help: "Attempts to restore a stage-two partition's state that found no good copy (retried every checkpoint interval)."})
 	st.reg.MustRegister(st.held1, st.held2, st.stalled, st.unrestored, st.restoreFailures)
 	return st
+}
+
+// setBroker records the outcome of a request to the brokers.
+func (st *stagedStatus) setBroker(err error) {
+	if err == nil {
+		st.broker.Store(nil)
+		return
+	}
+	why := brokerTrouble(err)
+	st.broker.Store(&why)
 }
 
 // held returns the pipelines of the stage-two partitions held here.
@@ -132,9 +145,15 @@ func (s *Staged) listen() (*http.Server, error) {
 	return srv, nil
 }
 
-// Ready reports whether each stage run here holds a group assignment and
+// Ready reports whether the brokers answer, each stage run here holds a
+// group assignment, every stage-two partition held here is restored, and
 // no stage-two partition waits on a source that stopped flushing.
 func (s *Staged) Ready() (bool, string) {
+	// The brokers first: without them no assignment comes, and that is
+	// the reason to give.
+	if why := s.status.broker.Load(); why != nil {
+		return false, *why
+	}
 	var missing []string
 	if s.one && !s.status.assigned[0].Load() {
 		missing = append(missing, "stage one")

@@ -1,0 +1,186 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// Retries wait exponentially longer, each wait in the upper half of its
+// step and never past the cap, start again from the bottom after a
+// success, and warn on the first failure and then once per warnEvery with
+// the count of failures since.
+func TestRetryBacksOffAndWarnsSparingly(t *testing.T) {
+	var logs bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	r := &retry{min: 100 * time.Millisecond, max: 2 * time.Second, warnEvery: time.Minute}
+	now := time.Unix(1e9, 0)
+	steps := []time.Duration{100, 200, 400, 800, 1600, 2000, 2000, 2000}
+	for i, step := range steps {
+		step *= time.Millisecond
+		if !r.ready(now) {
+			t.Fatalf("attempt %d: not ready after its wait", i)
+		}
+		d := r.fail(now, log, "down", context.DeadlineExceeded)
+		if d < step/2 || d > step {
+			t.Fatalf("wait %d = %v, want within [%v, %v]", i, d, step/2, step)
+		}
+		if d > 0 && r.ready(now.Add(d-time.Nanosecond)) {
+			t.Fatalf("attempt %d: ready before its wait is over", i)
+		}
+		now = now.Add(d)
+	}
+	if n := strings.Count(logs.String(), "msg=down"); n != 1 {
+		t.Fatalf("%d warnings for %d failures within a minute, want 1:\n%s", n, len(steps), logs.String())
+	}
+	now = now.Add(time.Minute)
+	r.fail(now, log, "down", context.DeadlineExceeded)
+	if !strings.Contains(logs.String(), "failures=1 ") || !strings.Contains(logs.String(), "failures=8 ") {
+		t.Fatalf("the second warning does not count the failures since the first:\n%s", logs.String())
+	}
+	r.ok(log, "up")
+	if !strings.Contains(logs.String(), "msg=up after_failures=9") {
+		t.Fatalf("no recovery line:\n%s", logs.String())
+	}
+	if d := r.fail(now, log, "down", context.DeadlineExceeded); d < 50*time.Millisecond || d > 100*time.Millisecond {
+		t.Fatalf("wait after a success = %v, want within [50ms, 100ms]", d)
+	}
+}
+
+// syncBuffer is a log sink for a process that logs from many goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// A staged process whose credentials the brokers refuse is not ready and
+// says it is the SASL credentials, not a broker that is down.
+func TestStagedReadyNamesSASLFailure(t *testing.T) {
+	t.Setenv("OW_TEST_WRONG_PASSWORD", "guess")
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "flows"), kfake.EnableSASL(),
+		kfake.Superuser("PLAIN", "outagewatch", "s3cret"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	dir := t.TempDir()
+	cfg, err := ParseConfig("sasl.yaml", []byte("kafka:\n  brokers: ["+c.ListenAddrs()[0]+"]\n  group_id: sasl\n"+
+		"  topics: [{name: flows, stream: flows, format: goflow2-pb}]\n"+
+		"  sasl: {mechanism: PLAIN, username: outagewatch, password_env: OW_TEST_WRONG_PASSWORD}\n"+
+		"data_dir: "+dir+"\nhttp: {listen: 127.0.0.1:0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, stop := runStaged(t, cfg, quietLog())
+	defer stop()
+	var code int
+	var body string
+	waitFor(t, "readyz to name the refusal", waitLong, func() bool {
+		code, body = get(t, base+"/readyz")
+		return code != http.StatusOK && !strings.HasPrefix(body, "no consumer group")
+	})
+	if code != http.StatusServiceUnavailable || !strings.HasPrefix(body, "kafka refused the SASL credentials (kafka.sasl username or password): ") {
+		t.Fatalf("readyz %d %q", code, body)
+	}
+}
+
+// runStaged runs both stages of cfg in process until stop.
+func runStaged(t *testing.T, cfg *Config, log *slog.Logger) (base string, stop func()) {
+	t.Helper()
+	f := loadFixture(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStaged(cfg, Options{Rules: f.set, Map: f.m, Logger: log, Listener: ln}, StageBoth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	return "http://" + ln.Addr().String(), func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// With the broker gone, a staged process says so on /readyz, its
+// watermark age keeps growing from the data time it has instead of
+// reading 0, and its retries warn once, not once a second.
+func TestStagedBrokerGone(t *testing.T) {
+	f := loadFixture(t)
+	c := startBroker(t, 0, "", f.topicNames()...)
+	addr := c.ListenAddrs()[0]
+	var in = f.recs[:0:0]
+	for _, r := range f.recs {
+		if r.Time >= raceFrom && r.Time < raceFrom+int64(6*time.Hour) {
+			in = append(in, r)
+		}
+	}
+	produceStreams(t, addr, f.topics, in)
+	dir := t.TempDir()
+	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
+	var logs syncBuffer
+	base, stop := runStaged(t, cfg, slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	defer stop()
+	wm := func() float64 {
+		_, m := get(t, base+"/metrics")
+		for l := range strings.SplitSeq(m, "\n") {
+			if v, ok := strings.CutPrefix(l, "outagewatch_watermark_seconds "); ok {
+				x, _ := strconv.ParseFloat(v, 64)
+				return x
+			}
+		}
+		return 0
+	}
+	waitFor(t, "buckets closed", waitLong, func() bool { return wm() > 0 })
+	waitFor(t, "ready", waitLong, func() bool { code, _ := get(t, base+"/readyz"); return code == http.StatusOK })
+	c.Close()
+	var body string
+	waitFor(t, "readyz to say the broker is gone", waitLong, func() bool {
+		_, body = get(t, base+"/readyz")
+		return strings.HasPrefix(body, "kafka unreachable: ")
+	})
+	_, m := get(t, base+"/metrics")
+	var age, mark float64 = -1, wm()
+	for l := range strings.SplitSeq(m, "\n") {
+		if v, ok := strings.CutPrefix(l, "outagewatch_watermark_age_seconds "); ok {
+			age, _ = strconv.ParseFloat(v, 64)
+		}
+	}
+	// The fixture is of 2021: the age is the years since its data time.
+	if want := float64(time.Now().Unix()) - mark; math.Abs(age-want) > 5 || mark <= 0 {
+		t.Fatalf("watermark age %v with the watermark at %v, want about %v", age, mark, want)
+	}
+	if !strings.Contains(m, "\noutagewatch_ready 0\n") {
+		t.Fatal("metrics say ready with the broker gone")
+	}
+	if n := strings.Count(logs.String(), `msg="kafka: not ready"`); n != 1 {
+		t.Fatalf("%d broker warnings, want 1:\n%s", n, logs.String())
+	}
+}
