@@ -46,6 +46,7 @@ type s1Part struct {
 	lastRecv time.Time
 	records  prometheus.Counter
 	counted  int64 // next offset the records counter counts
+	recvTime int64 // highest event time received, queued or processed
 	// queue holds records fetched but not yet processed: a bucket's
 	// records wait until the routing table has been brought to its start,
 	// so they are attributed with the table of that moment wherever they
@@ -323,6 +324,7 @@ func (o *stageOne) receive(f fetched) {
 	}
 	p.queue = append(p.queue, f.msgs...)
 	for i := range f.msgs {
+		p.recvTime = max(p.recvTime, f.msgs[i].Time.UnixNano())
 		if off := f.msgs[i].Offset; off >= max(p.next, p.counted) {
 			p.records.Inc()
 			p.counted = off + 1
@@ -398,10 +400,23 @@ func (o *stageOne) instMax() int64 {
 	return m
 }
 
+// recvMax is the highest event time received here, queued or processed.
+func (o *stageOne) recvMax() int64 {
+	m := o.instMax()
+	for _, p := range o.parts {
+		m = max(m, p.recvTime)
+	}
+	return m
+}
+
 // advanceBGP flushes the routing table as far as it may go, into
 // bgpPending; false when it cannot move.
 func (o *stageOne) advanceBGP(now time.Time) bool {
-	wm, ok := o.watermark(o.bgp, now, o.instMax())
+	// An idle routing table moves with the latest record received, not
+	// processed: input records wait in their queues for the table, so
+	// the time processed cannot pass it, and a quiet BGP feed would hold
+	// every bucket.
+	wm, ok := o.watermark(o.bgp, now, o.recvMax())
 	if !ok {
 		return false
 	}
@@ -623,3 +638,4 @@ func (o *stageOne) commitPart(ctx context.Context, p *s1Part) {
 		o.s.log.Debug("stage one: commit failed; the next flush commits again", "partition", sourceName(p.k), "err", err)
 	}
 }
+
