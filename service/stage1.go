@@ -638,4 +638,3 @@ func (o *stageOne) commitPart(ctx context.Context, p *s1Part) {
 		o.s.log.Debug("stage one: commit failed; the next flush commits again", "partition", sourceName(p.k), "err", err)
 	}
 }
-

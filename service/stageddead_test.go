@@ -147,11 +147,16 @@ func TestStagedDeadLetters(t *testing.T) {
 	}
 	base := "http://" + ln.Addr().String()
 	var body string
-	waitFor(t, "every record counted", waitLong, func() bool {
+	waitFor(t, "every record counted, no partition lagging", waitLong, func() bool {
 		_, body = get(t, base+"/metrics")
 		for topic, n := range total {
 			if !strings.Contains(body, `outagewatch_records_total{topic="`+topic+`"} `+strconv.Itoa(n)+"\n") {
 				return false
+			}
+			for p := range testPartitions {
+				if !strings.Contains(body, `outagewatch_consumer_lag{partition="`+strconv.Itoa(p)+`",topic="`+topic+`"} 0`+"\n") {
+					return false
+				}
 			}
 		}
 		return true
@@ -167,7 +172,7 @@ func TestStagedDeadLetters(t *testing.T) {
 			}
 		}
 	}
-	for _, series := range []string{"go_goroutines ", "process_resident_memory_bytes ", "outagewatch_consumer_lag{",
+	for _, series := range []string{"go_goroutines ", "process_resident_memory_bytes ",
 		"outagewatch_watermark_seconds ", "outagewatch_watermark_age_seconds ", "outagewatch_buckets_closed_total ",
 		"outagewatch_alerts_sent_total{sink=\"alerts\"} ", "outagewatch_offset_commits_total ", "outagewatch_checkpoints_total "} {
 		if !strings.Contains(body, "\n"+series) {
