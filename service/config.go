@@ -74,6 +74,11 @@ type KafkaConfig struct {
 	// quiet partition does not stall every bucket; a partition with a
 	// backlog never counts as idle.
 	IdleAfter time.Duration `yaml:"idle_partition_after"`
+	// MaxQueued bounds the records a stage-one input partition holds
+	// while they wait for the routing table (a BGP feed that lags but is
+	// not idle): at the bound its reading pauses until the table moves,
+	// so a late source costs time, not memory.
+	MaxQueued int `yaml:"max_queued_records"`
 	// SessionTimeout of the consumer group membership.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// PollInterval is how often high watermarks are read for lag and
@@ -165,6 +170,10 @@ const (
 	DefaultInternalTopic      = "outagewatch-partials"
 	DefaultChangelogTopic     = "outagewatch-stage2-changelog"
 	DefaultInternalPartitions = 6
+	// DefaultMaxQueued is 128 of stage one's fetch batches (512 records):
+	// at the few hundred bytes of a goflow2 or dnstap record, some tens of
+	// MB per partition, a few seconds of a busy exporter.
+	DefaultMaxQueued = 128 * 512
 )
 
 // LoadConfig reads and validates a config file. Unknown keys are errors
@@ -240,6 +249,12 @@ func (c *Config) validate() error {
 	}
 	if c.Kafka.IdleAfter <= 0 {
 		c.Kafka.IdleAfter = DefaultIdleAfter
+	}
+	switch {
+	case c.Kafka.MaxQueued < 0:
+		return fmt.Errorf("kafka.max_queued_records: %d is negative", c.Kafka.MaxQueued)
+	case c.Kafka.MaxQueued == 0:
+		c.Kafka.MaxQueued = DefaultMaxQueued
 	}
 	if c.Kafka.InternalTopic == "" {
 		c.Kafka.InternalTopic = DefaultInternalTopic

@@ -97,3 +97,64 @@ func TestStagedQuietBGPFeed(t *testing.T) {
 		}
 	}
 }
+
+// The BGP feed stops two hours into six but does not count as idle yet
+// (an idle time longer than the test): the flow and DNS records after it
+// wait for the routing table, and each input partition holds at most
+// max_queued_records of them (plus one fetch batch in flight) instead of
+// reading its whole backlog into memory.
+func TestStagedLateFeedBoundsMemory(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs six hours of the fixture through both stages")
+	}
+	f := loadFixture(t)
+	from, to := raceFrom, raceFrom+int64(6*time.Hour)
+	quiet := from + int64(2*time.Hour)
+	var recs []*ingest.Record
+	before := map[string]int{} // records of each input topic before the feed stops
+	for _, r := range f.recs {
+		if r.Time < from || r.Time >= to || (r.Stream == "bgp" && r.Time >= quiet) {
+			continue
+		}
+		recs = append(recs, r)
+		if r.Time < quiet {
+			before[r.Stream]++
+		}
+	}
+	c := startBroker(t, 0, "", f.topicNames()...)
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	produceStreams(t, addr, f.topics, recs)
+	cfg := stagedConfig(childSpec{Broker: addr, Dir: t.TempDir(), Stage: StageBoth, Topics: f.topics})
+	cfg.LocalASNs = f.local
+	cfg.Kafka.IdleAfter = time.Hour
+	cfg.Kafka.MaxQueued = 200
+	base, stop := runStaged(t, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	defer stop()
+	const batch = 512 // fetchBatches' batchMax
+	inputs := 2 * testPartitions
+	perPart := cfg.Kafka.MaxQueued + batch - 1
+	var page string
+	waitFor(t, "every input partition's queue at its bound", waitLong, func() bool {
+		_, page = get(t, base+"/metrics")
+		q, _ := metricValue(page, "outagewatch_stage1_queued_records")
+		if q > float64(inputs*perPart) {
+			t.Fatalf("%v records queued, more than %d partitions × %d", q, inputs, perPart)
+		}
+		return q >= float64(inputs*cfg.Kafka.MaxQueued)
+	})
+	for topic, n := range before {
+		if topic == "bgp" {
+			continue
+		}
+		// Read: at most what the table let through, and the bound.
+		limit := n + testPartitions*perPart
+		for l := range strings.SplitSeq(page, "\n") {
+			if v, ok := strings.CutPrefix(l, `outagewatch_records_total{topic="`+topic+`"} `); ok {
+				if got, _ := strconv.Atoi(v); got > limit {
+					t.Errorf("%s: %d records read, more than the %d before the feed stopped and the queue bounds", topic, got, limit)
+				}
+			}
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,6 +48,10 @@ type s1Part struct {
 	records  prometheus.Counter
 	counted  int64 // next offset the records counter counts
 	recvTime int64 // highest event time received, queued or processed
+	// queued counts the records sent by the partition's reader and not
+	// yet processed (in flight or in queue), for the reader to pause at
+	// MaxQueued; nil for BGP, whose records are processed at once.
+	queued *atomic.Int64
 	// queue holds records fetched but not yet processed: a bucket's
 	// records wait until the routing table has been brought to its start,
 	// so they are attributed with the table of that moment wherever they
@@ -196,7 +201,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			if off == 0 {
 				off = kafka.FirstOffset
 			}
-			go s.readFrom(kctx, bgpGen, k, off, msgs)
+			go s.readFrom(kctx, bgpGen, k, off, msgs, nil)
 		}
 	}
 	var gens <-chan *kafka.Generation
@@ -292,7 +297,7 @@ func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 				s.log.Error("stage one: task not built", "partition", sourceName(k), "err", err)
 				continue
 			}
-			pt := &s1Part{k: k, topic: t, p: p, hwm: -1, lastRecv: time.Now(), open: map[int64]int64{},
+			pt := &s1Part{k: k, topic: t, p: p, hwm: -1, lastRecv: time.Now(), open: map[int64]int64{}, queued: new(atomic.Int64),
 				records: s.status.met.records.WithLabelValues(k.topic)}
 			off := a.Offset
 			if c, ok := committed[k]; ok && c.CommittedOffset >= 0 {
@@ -304,7 +309,7 @@ func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 			pt.next = max(off, 0)
 			o.parts[k] = pt
 			gid := gen.ID
-			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs) })
+			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs, pt.queued) })
 		}
 	}
 	s.status.held1.Set(float64(len(o.parts)))
@@ -360,6 +365,7 @@ func (o *stageOne) step(ctx context.Context) {
 	if len(o.bgpPending) > 0 && o.write(ctx, o.bgpPending) == nil {
 		o.bgpPending = nil
 	}
+	o.s.status.queued.Set(float64(o.queuedRecords()))
 	instMax := o.instMax()
 	for _, p := range o.parts {
 		wm := p.maxTime - o.late
@@ -386,6 +392,7 @@ func (o *stageOne) processInputs() {
 			o.process(p.p, p, m)
 		}
 		p.queue = p.queue[i:]
+		p.queued.Add(-int64(i))
 	}
 }
 
@@ -398,6 +405,15 @@ func (o *stageOne) instMax() int64 {
 		m = max(m, p.maxTime)
 	}
 	return m
+}
+
+// queuedRecords counts the input records waiting for the routing table.
+func (o *stageOne) queuedRecords() int {
+	n := 0
+	for _, p := range o.parts {
+		n += len(p.queue)
+	}
+	return n
 }
 
 // recvMax is the highest event time received here, queued or processed.

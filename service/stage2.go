@@ -126,7 +126,7 @@ func (t *stageTwo) start(p *s2Part, msgs chan fetched) {
 	}
 	k := tp{t.s.cfg.Kafka.InternalTopic, int32(p.part)}
 	gid := t.gen.ID
-	t.gen.Start(func(gctx context.Context) { t.s.readFrom(gctx, gid, k, off, msgs) })
+	t.gen.Start(func(gctx context.Context) { t.s.readFrom(gctx, gid, k, off, msgs, nil) })
 }
 
 // retryRestore restores the partitions not restored yet and starts the

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -373,6 +374,11 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
+// queuePoll is how often a paused reader looks whether its queue has
+// room again: a tenth of stage one's tick, a small delay beside the
+// bucket it waits for.
+const queuePoll = 10 * time.Millisecond
+
 // fetched is a batch of one partition's records, from one generation.
 type fetched struct {
 	gen  int32
@@ -381,8 +387,21 @@ type fetched struct {
 }
 
 // readFrom feeds one partition to out from off until ctx ends, in batches.
-func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched) {
+// With queued set, it counts the records it sends there and waits while
+// the count (less what the reader of out has taken off it) is at
+// MaxQueued.
+func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched, queued *atomic.Int64) {
 	fetchBatches(ctx, s.cfg, s.opts.Dialer, s.log, k, off, func(batch []kafka.Message) bool {
+		for queued != nil && queued.Load() >= int64(s.cfg.Kafka.MaxQueued) {
+			// Paused: the routing table has to move first. A poll, as
+			// the table moves in the main loop's own time.
+			if sleepCtx(ctx, queuePoll) != nil {
+				return false
+			}
+		}
+		if queued != nil {
+			queued.Add(int64(len(batch)))
+		}
 		select {
 		case out <- fetched{gen: gen, k: k, msgs: batch}:
 			return true

@@ -35,6 +35,7 @@ type stagedStatus struct {
 	// when they did.
 	broker          atomic.Pointer[string]
 	unrestored      prometheus.Gauge
+	queued          prometheus.Gauge
 	restoreFailures prometheus.Counter
 	// pipes are the pipelines of the stage-two partitions held here, by
 	// partition, as of the last assignment: what the alert API reads.
@@ -55,7 +56,9 @@ func newStagedStatus() *stagedStatus {
 		Help: "Stage-two partitions assigned here whose state no copy (cache, changelog) restored; they are not read."})
 	st.restoreFailures = prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_stage2_restore_failures_total",
 		Help: "Attempts to restore a stage-two partition's state that found no good copy (retried every checkpoint interval)."})
-	st.reg.MustRegister(st.held1, st.held2, st.stalled, st.unrestored, st.restoreFailures)
+	st.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage1_queued_records",
+		Help: "Input records stage one holds until the routing table reaches their bucket (bounded per partition by kafka.max_queued_records)."})
+	st.reg.MustRegister(st.held1, st.held2, st.stalled, st.unrestored, st.restoreFailures, st.queued)
 	return st
 }
 
