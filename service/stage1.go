@@ -104,20 +104,23 @@ func (o *stageOne) bgpFile() string { return filepath.Join(o.s.cfg.DataDir, "sta
 
 // saveBGP writes the routing table's checkpoint; never while a flush of it
 // is unwritten, since the checkpoint says it was sent.
-func (o *stageOne) saveBGP(ctx context.Context) {
-	if len(o.bgp) == 0 || len(o.bgpPending) > 0 {
-		return
+func (o *stageOne) saveBGP(ctx context.Context) error {
+	if len(o.bgp) == 0 {
+		return nil
+	}
+	if len(o.bgpPending) > 0 {
+		return errors.New("stage one: routing table checkpoint waits for its flush to be written")
 	}
 	// The checkpoint passes the held records it rejected: their dead
 	// letters first.
 	if err := o.s.flushDeadLetters(ctx); err != nil {
 		o.s.log.Warn("stage one: routing table checkpoint not written", "err", err)
-		return
+		return err
 	}
 	cp := bgpCheckpoint{Next: map[string]int64{}, MaxTime: map[string]int64{}, Flushed: o.bgpFlushed}
 	for k, p := range o.bgp {
 		if len(p.queue) > 0 {
-			return
+			return nil // taken on the next tick, once processed
 		}
 		cp.Next[sourceName(k)], cp.MaxTime[sourceName(k)] = p.next, p.maxTime
 	}
@@ -131,6 +134,7 @@ func (o *stageOne) saveBGP(ctx context.Context) {
 	if err != nil {
 		o.s.log.Warn("stage one: routing table checkpoint not written", "err", err)
 	}
+	return err
 }
 
 // loadBGP restores the routing table's checkpoint, if any.
@@ -234,7 +238,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			o.saveBGP(fctx)
+			_ = o.saveBGP(fctx)
 			cancel()
 			return nil
 		case gen := <-gens:
@@ -248,10 +252,13 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		case f := <-msgs:
 			o.receive(f)
 			o.step(ctx)
+		case reply := <-s.cp1:
+			o.step(ctx)
+			reply <- o.saveBGP(ctx)
 		case now := <-tick.C:
 			o.step(ctx)
 			if now.Sub(o.bgpSaved) >= s.cfg.CheckpointInterval {
-				o.saveBGP(ctx)
+				_ = o.saveBGP(ctx)
 				o.bgpSaved = now
 			}
 			o.observeLag()

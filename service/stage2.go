@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -80,6 +81,9 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 			t.assign(ctx, gen, msgs)
 		case f := <-msgs:
 			t.apply(f)
+		case reply := <-s.cp2:
+			reply <- t.checkpointAll(ctx)
+			t.lastCP = time.Now()
 		case now := <-tick.C:
 			if len(t.unrestored) > 0 && now.Sub(t.retried) >= s.cfg.CheckpointInterval {
 				t.retryRestore(ctx, msgs)
@@ -206,21 +210,23 @@ func (t *stageTwo) apply(f fetched) {
 	p.task.Close()
 }
 
-func (t *stageTwo) checkpointAll(ctx context.Context) {
-	start, wrote, failed := time.Now(), false, false
+func (t *stageTwo) checkpointAll(ctx context.Context) error {
+	start, wrote := time.Now(), false
+	var errs []error
 	for _, p := range t.tasks {
 		if p.task.Offset() == p.saved {
 			continue
 		}
 		wrote = true
 		if err := t.checkpoint(ctx, p); err != nil {
-			failed = true
+			errs = append(errs, fmt.Errorf("stage two partition %d: %w", p.part, err))
 			t.s.log.Warn("stage two: snapshot not written; the changelog keeps the previous one", "partition", p.part, "err", err)
 		}
 	}
 	if wrote {
-		t.s.status.observeCheckpoint(start, failed)
+		t.s.status.observeCheckpoint(start, len(errs) > 0)
 	}
+	return errors.Join(errs...)
 }
 
 // observeWatermark sets the watermark age: wall time less the least

@@ -24,6 +24,7 @@ import (
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/silence"
+	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 // Staged is `outagewatch run --stage 1|2|both`: the service split as a
@@ -50,6 +51,12 @@ type Staged struct {
 	// dlq takes stage one's records that do not decode; nil without a
 	// dead-letter topic.
 	dlq *deadLetters
+	// cp1 and cp2 ask each stage's loop for a checkpoint now (the
+	// checkpoint API).
+	cp1, cp2 chan chan error
+	// page keeps the alert events delivered here, ended ones included,
+	// for the outage page.
+	page *statuspage.Store
 }
 
 // Stage names accepted by NewStaged.
@@ -61,7 +68,8 @@ const (
 
 // NewStaged builds the stages named by which ("1", "2" or "both").
 func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
-	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus()}
+	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus(),
+		cp1: make(chan chan error), cp2: make(chan chan error)}
 	switch which {
 	case StageOne:
 		s.one = true
@@ -110,6 +118,15 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			return nil, err
 		}
 		sinks = append(sinks, opts.Sinks...)
+		for _, sk := range opts.Sinks {
+			if st, ok := sk.(*statuspage.Store); ok {
+				s.page = st
+			}
+		}
+		if s.page == nil {
+			s.page = statuspage.NewStore()
+			sinks = append(sinks, s.page)
+		}
 		oc := opts.Outbox
 		if oc.Logger == nil {
 			oc.Logger = s.log

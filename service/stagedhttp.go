@@ -138,6 +138,7 @@ func (s *Staged) listen() (*http.Server, error) {
 		}
 		http.Error(w, "no such event here", http.StatusNotFound)
 	})
+	s.apiRoutes(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && err != http.ErrServerClosed {

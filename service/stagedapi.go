@@ -1,0 +1,97 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/statuspage"
+)
+
+// apiRoutes adds what the single-aggregator service served beside the
+// alert API: the silence API and the outage page (where stage two runs),
+// and the manual checkpoint.
+//
+//	GET  /api/v1/silences      silences and maintenance windows
+//	POST /api/v1/silences      add one (bearer token required)
+//	DELETE /api/v1/silences/{id}  remove one (bearer token required)
+//	POST /api/v1/checkpoint    checkpoint every stage run here now (bearer token required)
+//	GET  /, /incident/{id}, /api/v1/incidents  the outage page
+func (s *Staged) apiRoutes(mux *http.ServeMux) {
+	mux.HandleFunc("POST /api/v1/checkpoint", authorized(s.cfg, func(w http.ResponseWriter, r *http.Request) {
+		if err := s.Checkpoint(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "checkpoint written")
+	}))
+	if !s.two {
+		return
+	}
+	silenceRoutes(mux, s.mute, s.cfg, s.log)
+	s.page.Active = func() []alerting.Event {
+		var out []alerting.Event
+		for _, p := range s.status.held() {
+			out = append(out, p.ActiveAlerts()...)
+		}
+		return out
+	}
+	mux.Handle("/", statuspage.Handler(stagedSource{s.page, s}, nil, "outagewatch"))
+}
+
+// Checkpoint writes a checkpoint of each stage run here now: stage two's
+// snapshots to the changelog with their commits, stage one's routing
+// table to the data dir.
+func (s *Staged) Checkpoint(ctx context.Context) error {
+	var errs []error
+	for _, ch := range s.checkpointers() {
+		reply := make(chan error, 1)
+		select {
+		case ch <- reply:
+		case <-ctx.Done():
+			return fmt.Errorf("checkpoint: the stage is not running yet: %w", ctx.Err())
+		}
+		select {
+		case err := <-reply:
+			errs = append(errs, err)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Staged) checkpointers() []chan chan error {
+	var out []chan chan error
+	if s.one {
+		out = append(out, s.cp1)
+	}
+	if s.two {
+		out = append(out, s.cp2)
+	}
+	return out
+}
+
+// stagedSource judges durations on the outage page at the least watermark
+// of the stage-two partitions held here: the time of the data, not the
+// wall clock.
+type stagedSource struct {
+	*statuspage.Store
+	s *Staged
+}
+
+func (l stagedSource) Now() time.Time {
+	var wm int64
+	for _, p := range l.s.status.held() {
+		if w := p.Stats().Watermark; w > 0 && (wm == 0 || w < wm) {
+			wm = w
+		}
+	}
+	if wm > 0 {
+		return time.Unix(0, wm).UTC()
+	}
+	return l.Store.Now()
+}
