@@ -91,6 +91,9 @@ type KafkaConfig struct {
 	InternalTopic      string `yaml:"internal_topic"`
 	InternalPartitions int    `yaml:"internal_partitions"`
 	ChangelogTopic     string `yaml:"changelog_topic"`
+	// SilenceTopic, compacted, one partition, carries the silences set
+	// through any instance's API to every other (`run`).
+	SilenceTopic string `yaml:"silence_topic"`
 	// TLS and SASL to the brokers (kafkasec.go); absent means plaintext.
 	TLS  *KafkaTLS  `yaml:"tls"`
 	SASL *KafkaSASL `yaml:"sasl"`
@@ -169,6 +172,7 @@ const (
 	DefaultSessionTimeout     = 10 * time.Second
 	DefaultInternalTopic      = "outagewatch-partials"
 	DefaultChangelogTopic     = "outagewatch-stage2-changelog"
+	DefaultSilenceTopic       = "outagewatch-silences"
 	DefaultInternalPartitions = 6
 	// DefaultMaxQueued is 128 of stage one's fetch batches (512 records):
 	// at the few hundred bytes of a goflow2 or dnstap record, some tens of
@@ -262,6 +266,9 @@ func (c *Config) validate() error {
 	if c.Kafka.ChangelogTopic == "" {
 		c.Kafka.ChangelogTopic = DefaultChangelogTopic
 	}
+	if c.Kafka.SilenceTopic == "" {
+		c.Kafka.SilenceTopic = DefaultSilenceTopic
+	}
 	switch {
 	case c.Kafka.InternalPartitions < 0:
 		return fmt.Errorf("kafka.internal_partitions: %d is negative", c.Kafka.InternalPartitions)
@@ -270,6 +277,9 @@ func (c *Config) validate() error {
 	}
 	if seen[c.Kafka.InternalTopic] || seen[c.Kafka.ChangelogTopic] {
 		return fmt.Errorf("kafka.internal_topic %q or changelog_topic %q is also an input topic", c.Kafka.InternalTopic, c.Kafka.ChangelogTopic)
+	}
+	if seen[c.Kafka.SilenceTopic] {
+		return fmt.Errorf("kafka.silence_topic %q is also an input topic", c.Kafka.SilenceTopic)
 	}
 	if c.Kafka.PollInterval <= 0 {
 		c.Kafka.PollInterval = DefaultPollInterval

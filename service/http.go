@@ -124,9 +124,17 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// silenceAPI is a set of silences the API reads and writes: one
+// instance's file (silence.Store) or a deployment's topic (sharedSilences).
+type silenceAPI interface {
+	List() []silence.Silence
+	Add(silence.Silence) (silence.Silence, error)
+	Delete(id string) error
+}
+
 // silenceRoutes serves the silence API on mux: list, add and delete, the
 // last two behind the API token.
-func silenceRoutes(mux *http.ServeMux, store *silence.Store, cfg *Config, log *slog.Logger) {
+func silenceRoutes(mux *http.ServeMux, store silenceAPI, cfg *Config, log *slog.Logger) {
 	mux.HandleFunc("GET /api/v1/silences", func(w http.ResponseWriter, r *http.Request) {
 		l := store.List()
 		if l == nil {

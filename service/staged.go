@@ -23,7 +23,6 @@ import (
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/rules"
-	"github.com/outagewatch/outagewatch/silence"
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
@@ -46,7 +45,7 @@ type Staged struct {
 	// transport is client's: Run closes its connections when it returns.
 	transport *kafka.Transport
 	disp      *alerting.Dispatcher
-	mute      *silence.Store
+	mute      *sharedSilences
 	status    *stagedStatus
 	// dlq takes stage one's records that do not decode; nil without a
 	// dead-letter topic.
@@ -131,7 +130,7 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		if oc.Logger == nil {
 			oc.Logger = s.log
 		}
-		if s.mute, err = silence.Open(filepath.Join(cfg.DataDir, "silences.json"), cfg.Silences); err != nil {
+		if s.mute, err = newSharedSilences(s, cfg.Silences); err != nil {
 			return nil, err
 		}
 		if s.disp, err = alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(cfg.DataDir, "outbox"), Outbox: oc,
@@ -199,6 +198,9 @@ func (s *Staged) Run(ctx context.Context) error {
 			s.disp.Close()
 		}()
 	}
+	if s.mute != nil {
+		go s.mute.follow(ctx)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	if s.one {
@@ -219,6 +221,8 @@ func (s *Staged) createTopics(ctx context.Context) error {
 	req := &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
 		{Topic: k.InternalTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1},
 		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1,
 			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 	}}
 	r := newRetry()

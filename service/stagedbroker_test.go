@@ -109,19 +109,26 @@ func TestStagedReadyNamesSASLFailure(t *testing.T) {
 // runStaged runs both stages of cfg in process until stop.
 func runStaged(t *testing.T, cfg *Config, log *slog.Logger) (base string, stop func()) {
 	t.Helper()
+	base, _, stop = runStagedObj(t, cfg, log)
+	return base, stop
+}
+
+// runStagedObj is runStaged that returns the stages too.
+func runStagedObj(t *testing.T, cfg *Config, log *slog.Logger) (base string, st *Staged, stop func()) {
+	t.Helper()
 	f := loadFixture(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := NewStaged(cfg, Options{Rules: f.set, Map: f.m, Logger: log, Listener: ln}, StageBoth)
+	st, err = NewStaged(cfg, Options{Rules: f.set, Map: f.m, Logger: log, Listener: ln}, StageBoth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- st.Run(ctx) }()
-	return "http://" + ln.Addr().String(), func() {
+	return "http://" + ln.Addr().String(), st, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
