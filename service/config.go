@@ -94,6 +94,9 @@ type KafkaConfig struct {
 	// SilenceTopic, compacted, one partition, carries the silences set
 	// through any instance's API to every other (`run`).
 	SilenceTopic string `yaml:"silence_topic"`
+	// ViewTopic, compacted, one partition, carries every instance's
+	// alerts and outage events to every other, for the API and the page.
+	ViewTopic string `yaml:"view_topic"`
 	// TLS and SASL to the brokers (kafkasec.go); absent means plaintext.
 	TLS  *KafkaTLS  `yaml:"tls"`
 	SASL *KafkaSASL `yaml:"sasl"`
@@ -173,6 +176,7 @@ const (
 	DefaultInternalTopic      = "outagewatch-partials"
 	DefaultChangelogTopic     = "outagewatch-stage2-changelog"
 	DefaultSilenceTopic       = "outagewatch-silences"
+	DefaultViewTopic          = "outagewatch-alerts"
 	DefaultInternalPartitions = 6
 	// DefaultMaxQueued is 128 of stage one's fetch batches (512 records):
 	// at the few hundred bytes of a goflow2 or dnstap record, some tens of
@@ -269,6 +273,9 @@ func (c *Config) validate() error {
 	if c.Kafka.SilenceTopic == "" {
 		c.Kafka.SilenceTopic = DefaultSilenceTopic
 	}
+	if c.Kafka.ViewTopic == "" {
+		c.Kafka.ViewTopic = DefaultViewTopic
+	}
 	switch {
 	case c.Kafka.InternalPartitions < 0:
 		return fmt.Errorf("kafka.internal_partitions: %d is negative", c.Kafka.InternalPartitions)
@@ -278,8 +285,8 @@ func (c *Config) validate() error {
 	if seen[c.Kafka.InternalTopic] || seen[c.Kafka.ChangelogTopic] {
 		return fmt.Errorf("kafka.internal_topic %q or changelog_topic %q is also an input topic", c.Kafka.InternalTopic, c.Kafka.ChangelogTopic)
 	}
-	if seen[c.Kafka.SilenceTopic] {
-		return fmt.Errorf("kafka.silence_topic %q is also an input topic", c.Kafka.SilenceTopic)
+	if seen[c.Kafka.SilenceTopic] || seen[c.Kafka.ViewTopic] {
+		return fmt.Errorf("kafka.silence_topic %q or view_topic %q is also an input topic", c.Kafka.SilenceTopic, c.Kafka.ViewTopic)
 	}
 	if c.Kafka.PollInterval <= 0 {
 		c.Kafka.PollInterval = DefaultPollInterval

@@ -56,6 +56,8 @@ type Staged struct {
 	// page keeps the alert events delivered here, ended ones included,
 	// for the outage page.
 	page *statuspage.Store
+	// view is the deployment's alerts and events (where stage two runs).
+	view *deploymentView
 }
 
 // Stage names accepted by NewStaged.
@@ -130,6 +132,7 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		if oc.Logger == nil {
 			oc.Logger = s.log
 		}
+		s.view = newDeploymentView(s)
 		if s.mute, err = newSharedSilences(s, cfg.Silences); err != nil {
 			return nil, err
 		}
@@ -161,6 +164,7 @@ func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
 }
 
 func (s *Staged) dispatch(ev *alerting.Event) {
+	s.view.publish(ev)
 	if err := s.disp.Dispatch(ev); err != nil {
 		s.status.met.dispatchErrors.Inc()
 		s.log.Error("alert not queued", "id", ev.ID, "status", ev.Status, "err", err)
@@ -201,6 +205,10 @@ func (s *Staged) Run(ctx context.Context) error {
 	if s.mute != nil {
 		go s.mute.follow(ctx)
 	}
+	if s.view != nil {
+		go s.view.write(ctx)
+		go s.view.follow(ctx)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	if s.one {
@@ -223,6 +231,8 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
 			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1,
 			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 	}}
 	r := newRetry()

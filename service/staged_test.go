@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -477,24 +476,6 @@ func TestStagedAlertAPI(t *testing.T) {
 			t.Fatalf("%d of %d lines delivered", n, len(wantLines))
 		}
 	}
-	resp, err := http.Get("http://" + ln.Addr().String() + "/api/v1/alerts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Alerts []alerting.Event `json:"alerts"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, a := range body.Alerts {
-		got = append(got, a.ID)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("active alerts\n got %v\nwant %v", got, want)
-	}
+	waitActive(t, "http://"+ln.Addr().String(), want)
 	checkStagedPage(t, "http://"+ln.Addr().String(), wantLines)
 }

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
@@ -32,13 +31,7 @@ func (s *Staged) apiRoutes(mux *http.ServeMux) {
 		return
 	}
 	silenceRoutes(mux, s.mute, s.cfg, s.log)
-	s.page.Active = func() []alerting.Event {
-		var out []alerting.Event
-		for _, p := range s.status.held() {
-			out = append(out, p.ActiveAlerts()...)
-		}
-		return out
-	}
+	s.page.Active = s.view.ActiveAlerts
 	mux.Handle("/", statuspage.Handler(stagedSource{s.page, s}, nil, "outagewatch"))
 }
 

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/silence"
@@ -28,14 +29,64 @@ func apiDo(t *testing.T, base, method, path, token, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// checkStagedPage checks the outage page, the silence API and the manual
-// checkpoint of a staged process that has delivered want (lines by
-// delivery key) and runs with the token "tok".
-func checkStagedPage(t *testing.T, base string, want map[string]string) {
+// activeIDs lists the IDs of the alerts an instance's API says fire.
+func activeIDs(t *testing.T, base string) []string {
+	t.Helper()
+	code, b := apiDo(t, base, "GET", "/api/v1/alerts", "", "")
+	var body struct {
+		Alerts []alerting.Event `json:"alerts"`
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(b), &body) != nil {
+		t.Fatalf("alerts: %d %.300s", code, b)
+	}
+	var got []string
+	for _, a := range body.Alerts {
+		got = append(got, a.ID)
+	}
+	slices.Sort(got)
+	return got
+}
+
+// waitActive waits until an instance's alert API lists exactly want (the
+// view it reads follows a topic), and fails with the difference if it
+// never does.
+func waitActive(t *testing.T, base string, want []string) {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(waitLong)
+	for got = activeIDs(t, base); !slices.Equal(got, want) && time.Now().Before(deadline); got = activeIDs(t, base) {
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("%s: active alerts\n got %v\nwant %v", base, got, want)
+	}
+}
+
+// incidentIDs lists the incidents of an instance's outage page.
+func incidentIDs(t *testing.T, base string) ([]string, []string) {
+	t.Helper()
+	code, body := apiDo(t, base, "GET", "/api/v1/incidents", "", "")
+	var page struct {
+		Incidents []struct{ ID, Place string }
+	}
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
+		t.Fatalf("incidents: %d %.300s", code, body)
+	}
+	var ids, places []string
+	for _, in := range page.Incidents {
+		ids = append(ids, in.ID)
+		places = append(places, in.Place)
+	}
+	slices.Sort(ids)
+	return ids, places
+}
+
+// replayEvents lists the outage events among replay lines.
+func replayEvents(t *testing.T, want map[string]string) []string {
 	t.Helper()
 	var events []string
 	for _, l := range want {
-		var ev struct{ ID, Kind, Status string }
+		var ev struct{ ID, Kind string }
 		if err := json.Unmarshal([]byte(l), &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -44,30 +95,39 @@ func checkStagedPage(t *testing.T, base string, want map[string]string) {
 		}
 	}
 	slices.Sort(events)
-	code, body := apiDo(t, base, "GET", "/api/v1/incidents", "", "")
-	var page struct {
-		Incidents []struct{ ID, Place string }
+	return events
+}
+
+// waitIncidents waits until an instance's outage page lists exactly the
+// replay's outage events; it returns their places.
+func waitIncidents(t *testing.T, base string, events []string) []string {
+	t.Helper()
+	deadline := time.Now().Add(waitLong)
+	got, places := incidentIDs(t, base)
+	for ; !slices.Equal(got, events) && time.Now().Before(deadline); got, places = incidentIDs(t, base) {
+		time.Sleep(100 * time.Millisecond)
 	}
-	if code != http.StatusOK || json.Unmarshal([]byte(body), &page) != nil {
-		t.Fatalf("incidents: %d %.300s", code, body)
-	}
-	var got []string
-	for _, in := range page.Incidents {
-		got = append(got, in.ID)
-	}
-	slices.Sort(got)
 	if len(events) == 0 || !slices.Equal(got, events) {
-		t.Fatalf("outage page incidents\n got %v\nwant the replay's events %v", got, events)
+		t.Fatalf("%s: outage page incidents\n got %v\nwant the replay's events %v", base, got, events)
 	}
-	if code, body := apiDo(t, base, "GET", "/", "", ""); code != http.StatusOK || !strings.Contains(body, page.Incidents[0].Place) {
-		t.Fatalf("outage page: %d, without %q", code, page.Incidents[0].Place)
+	return places
+}
+
+// checkStagedPage checks the outage page, the silence API and the manual
+// checkpoint of a staged process that has delivered want (lines by
+// delivery key) and runs with the token "tok".
+func checkStagedPage(t *testing.T, base string, want map[string]string) {
+	t.Helper()
+	places := waitIncidents(t, base, replayEvents(t, want))
+	if code, body := apiDo(t, base, "GET", "/", "", ""); code != http.StatusOK || !strings.Contains(body, places[0]) {
+		t.Fatalf("outage page: %d, without %q", code, places[0])
 	}
 
 	sil := `{"entity":"asn:5089","start":"2023-04-04T00:00:00Z","end":"2023-04-04T09:00:00Z","author":"ana","comment":"core maintenance"}`
 	if code, _ := apiDo(t, base, "POST", "/api/v1/silences", "", sil); code != http.StatusUnauthorized {
 		t.Fatalf("silence without a token: %d", code)
 	}
-	code, body = apiDo(t, base, "POST", "/api/v1/silences", "tok", sil)
+	code, body := apiDo(t, base, "POST", "/api/v1/silences", "tok", sil)
 	var added silence.Silence
 	if code != http.StatusCreated || json.Unmarshal([]byte(body), &added) != nil || added.ID == "" {
 		t.Fatalf("add silence: %d %s", code, body)

@@ -100,16 +100,19 @@ func (s *Staged) listen() (*http.Server, error) {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	// The alert and event API of the partitions held here: each instance
-	// answers for its own share, as each holds its own alerts.
+	// The alert and event API of the whole deployment, from the view
+	// every stage-two instance reads; the watermark is that of the
+	// partitions held here, the data time this instance has.
 	mux.HandleFunc("GET /api/v1/alerts", func(w http.ResponseWriter, r *http.Request) {
 		body := struct {
 			Alerts    []alerting.Event `json:"alerts"`
 			Watermark *time.Time       `json:"watermark"`
 		}{Alerts: []alerting.Event{}}
+		if s.view != nil {
+			body.Alerts = s.view.ActiveAlerts()
+		}
 		var wm int64
 		for _, p := range s.status.held() {
-			body.Alerts = append(body.Alerts, p.ActiveAlerts()...)
 			if w := p.Stats().Watermark; w > 0 && (wm == 0 || w < wm) {
 				wm = w
 			}
@@ -122,21 +125,21 @@ func (s *Staged) listen() (*http.Server, error) {
 	})
 	mux.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 		evs := []alerting.Event{}
-		for _, p := range s.status.held() {
-			evs = append(evs, p.ActiveEvents()...)
+		if s.view != nil {
+			evs = s.view.ActiveEvents()
 		}
 		writeJSON(w, http.StatusOK, struct {
 			Events []alerting.Event `json:"events"`
 		}{evs})
 	})
 	mux.HandleFunc("GET /api/v1/events/{id}", func(w http.ResponseWriter, r *http.Request) {
-		for _, p := range s.status.held() {
-			if ev, ok := p.Event(r.PathValue("id")); ok {
+		if s.view != nil {
+			if ev, ok := s.view.Event(r.PathValue("id")); ok {
 				writeJSON(w, http.StatusOK, ev)
 				return
 			}
 		}
-		http.Error(w, "no such event here", http.StatusNotFound)
+		http.Error(w, "no such event", http.StatusNotFound)
 	})
 	s.apiRoutes(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
