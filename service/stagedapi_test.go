@@ -2,14 +2,17 @@ package service
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/silence"
 )
 
@@ -146,5 +149,73 @@ func checkStagedPage(t *testing.T, base string, want map[string]string) {
 	}
 	if code, body := apiDo(t, base, "POST", "/api/v1/checkpoint", "tok", ""); code != http.StatusOK || body != "checkpoint written\n" {
 		t.Fatalf("checkpoint: %d %q", code, body)
+	}
+}
+
+// Two instances, each holding part of the stage-two partitions, fed the
+// Uganda fixture up to a day into the shutdown: once the replay's lines
+// are delivered (somewhere), each instance's alert API lists every alert
+// the replay leaves firing, and each one's outage page every outage event
+// of the replay, not only those of its own partitions.
+func TestStagedEveryInstanceWhole(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs days of the Uganda fixture through two instances")
+	}
+	f := loadFixture(t)
+	cut := time.Date(2021, 1, 14, 17, 0, 0, 0, time.UTC).UnixNano()
+	var recs []*ingest.Record
+	for _, r := range loadStagedFixture(t).recs {
+		if r.Time < cut {
+			recs = append(recs, r)
+		}
+	}
+	wantLines, p, err := replayLines(f, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for _, a := range p.ActiveAlerts() {
+		want = append(want, a.ID)
+	}
+	slices.Sort(want)
+	c := startBroker(t, 0, "", f.topicNames()...)
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	produceStreams(t, addr, f.topics, recs)
+	var bases, dirs []string
+	var sts []*Staged
+	for i := range 2 {
+		dir := filepath.Join(t.TempDir(), fmt.Sprintf("instance-%d", i))
+		cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
+		cfg.LocalASNs = f.local
+		base, st, stop := runStagedObj(t, cfg, quietLog())
+		defer stop()
+		bases, dirs, sts = append(bases, base), append(dirs, dir), append(sts, st)
+	}
+	waitFor(t, "every line of the replay delivered by one instance or the other", waitLong, func() bool {
+		var all []string
+		for _, d := range dirs {
+			all = append(all, readLines(t, filepath.Join(d, "alerts.jsonl"))...)
+		}
+		got, err := byDeliveryKey(all)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range wantLines {
+			if _, ok := got[k]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	for i, st := range sts {
+		if n := len(st.status.held()); n == 0 || n == 4 {
+			t.Fatalf("instance %d holds %d of the 4 stage-two partitions; the test needs them shared", i, n)
+		}
+	}
+	events := replayEvents(t, wantLines)
+	for _, base := range bases {
+		waitActive(t, base, want)
+		waitIncidents(t, base, events)
 	}
 }
