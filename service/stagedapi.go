@@ -1,10 +1,14 @@
 package service
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"time"
 
 	"github.com/outagewatch/outagewatch/statuspage"
@@ -32,7 +36,59 @@ func (s *Staged) apiRoutes(mux *http.ServeMux) {
 	}
 	silenceRoutes(mux, s.mute, s.cfg, s.log)
 	s.page.Active = s.view.ActiveAlerts
-	mux.Handle("/", statuspage.Handler(stagedSource{s.page, s}, nil, "outagewatch"))
+	mux.Handle("/", s.notLiveBanner(statuspage.Handler(stagedSource{s.page, s}, nil, "outagewatch")))
+}
+
+// notLiveBanner puts, at the top of the outage page, why the service is
+// not live when it is not ready (brokers gone, partitions not restored or
+// held by stalled sources) and the data time it really has, so the page
+// of a blind instance does not read as "no outage". Every answer of the
+// page's handler, JSON too, carries the reason in a header.
+func (s *Staged) notLiveBanner(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ok, why := s.Ready()
+		if ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Outagewatch-Not-Live", why)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		body := rec.Body.Bytes()
+		if strings.HasPrefix(rec.Header().Get("Content-Type"), "text/html") {
+			data := "no data yet"
+			if wm := s.dataTime(); !wm.IsZero() {
+				data = "data up to " + wm.Format("2006-01-02 15:04 MST")
+			}
+			banner := `<p id="not-live" role="alert" style="background:#b00020;color:#fff;padding:.6em 1em;margin:0">` +
+				`Not live: ` + html.EscapeString(why) + `. The page shows ` + data + `.</p>`
+			if i := bytes.Index(body, []byte("<body>")); i >= 0 {
+				i += len("<body>")
+				body = append(append(body[:i:i], banner...), body[i:]...)
+			}
+		}
+		for k, v := range rec.Header() {
+			w.Header()[k] = v
+		}
+		w.Header().Del("Content-Length")
+		w.WriteHeader(rec.Code)
+		_, _ = w.Write(body)
+	})
+}
+
+// dataTime is the least watermark of the stage-two partitions held here;
+// zero before any bucket closed.
+func (s *Staged) dataTime() time.Time {
+	var wm int64
+	for _, p := range s.status.held() {
+		if w := p.Stats().Watermark; w > 0 && (wm == 0 || w < wm) {
+			wm = w
+		}
+	}
+	if wm == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, wm).UTC()
 }
 
 // Checkpoint writes a checkpoint of each stage run here now: stage two's
@@ -77,14 +133,8 @@ type stagedSource struct {
 }
 
 func (l stagedSource) Now() time.Time {
-	var wm int64
-	for _, p := range l.s.status.held() {
-		if w := p.Stats().Watermark; w > 0 && (wm == 0 || w < wm) {
-			wm = w
-		}
-	}
-	if wm > 0 {
-		return time.Unix(0, wm).UTC()
+	if t := l.s.dataTime(); !t.IsZero() {
+		return t
 	}
 	return l.Store.Now()
 }

@@ -184,6 +184,14 @@ func TestStagedBrokerGone(t *testing.T) {
 	if want := float64(time.Now().Unix()) - mark; math.Abs(age-want) > 5 || mark <= 0 {
 		t.Fatalf("watermark age %v with the watermark at %v, want about %v", age, mark, want)
 	}
+	// The page says it is not live, why, and the data time it has.
+	code, page := get(t, base+"/")
+	wantBanner := `Not live: kafka unreachable: broker ` + addr + `: failed to dial: failed to open connection to ` + addr +
+		`: dial tcp ` + addr + `: connect: connection refused. The page shows data up to ` +
+		time.Unix(int64(mark), 0).UTC().Format("2006-01-02 15:04 MST") + `.</p>`
+	if code != http.StatusOK || !strings.Contains(page, wantBanner) {
+		t.Fatalf("outage page %d without %q:\n%.600s", code, wantBanner, page)
+	}
 	if !strings.Contains(m, "\noutagewatch_ready 0\n") {
 		t.Fatal("metrics say ready with the broker gone")
 	}
