@@ -158,3 +158,36 @@ func TestStagedLateFeedBoundsMemory(t *testing.T) {
 		}
 	}
 }
+
+// The same quiet BGP feed with two real processes, each running both
+// stages: the alerts and events of one replay, none lost, none extra.
+func TestStagedQuietBGPFeedTwoProcesses(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs days of the fixture through two processes")
+	}
+	f := loadFixture(t)
+	quiet := time.Date(2021, 1, 12, 12, 0, 0, 0, time.UTC).UnixNano()
+	to := time.Date(2021, 1, 14, 6, 0, 0, 0, time.UTC).UnixNano()
+	var recs []*ingest.Record
+	for _, r := range f.recs {
+		if r.Time < raceFrom || r.Time >= to || (r.Stream == "bgp" && r.Time >= quiet) {
+			continue
+		}
+		recs = append(recs, r)
+	}
+	want, _, err := replayLines(f, recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := startBroker(t, 0, "", f.topicNames()...)
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	produceStreams(t, addr, f.topics, recs)
+	r := &stagedRun{t: t, f: &stagedFixture{recs: recs, want: want}, addr: addr, topics: f.topics}
+	cs := []*child{startChild(t, r.spec(0, StageBoth)), startChild(t, r.spec(1, StageBoth))}
+	r.waitAll(cs)
+	for _, c := range cs {
+		c.stop(t)
+	}
+	r.check()
+}
