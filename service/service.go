@@ -802,18 +802,19 @@ func fetchBatches(ctx context.Context, cfg *Config, dialer *kafka.Dialer, log *s
 		return
 	}
 	const batchMax, batchWait = 512, 5 * time.Millisecond
+	retry := newRetry()
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("fetch", "topic", k.topic, "partition", k.part, "err", err)
-			if sleepCtx(ctx, time.Second) != nil {
+			if sleepCtx(ctx, retry.fail(time.Now(), log, "fetch: retrying", err, "topic", k.topic, "partition", k.part)) != nil {
 				return
 			}
 			continue
 		}
+		retry.ok(log, "fetch: reading again")
 		batch := make([]kafka.Message, 1, batchMax)
 		batch[0] = m
 		bctx, cancel := context.WithTimeout(ctx, batchWait)

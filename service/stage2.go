@@ -44,6 +44,8 @@ type stageTwo struct {
 	// (a broker error passes), named by /readyz until then.
 	unrestored map[int]string
 	retried    time.Time
+	// cpRetry paces snapshot rounds while the changelog cannot be written.
+	cpRetry *retry
 }
 
 func (s *Staged) runStageTwo(ctx context.Context) error {
@@ -51,7 +53,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	// one keeps (and writes) in this process too.
 	m := *s.m
 	m.Live = nil
-	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}}
+	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}, cpRetry: newRetry()}
 	for r := newRetry(); ; {
 		var err error
 		if t.sources, err = s.sources(ctx); err == nil {
@@ -75,6 +77,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			t.cpRetry = newRetry() // the last round is tried whatever came before
 			t.checkpointAll(context.Background())
 			return nil
 		case gen := <-gens:
@@ -82,6 +85,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 		case f := <-msgs:
 			t.apply(f)
 		case reply := <-s.cp2:
+			t.cpRetry = newRetry() // asked for: tried now
 			reply <- t.checkpointAll(ctx)
 			t.lastCP = time.Now()
 		case now := <-tick.C:
@@ -213,6 +217,9 @@ func (t *stageTwo) apply(f fetched) {
 func (t *stageTwo) checkpointAll(ctx context.Context) error {
 	start, wrote := time.Now(), false
 	var errs []error
+	if !t.cpRetry.ready(start) {
+		return errors.New("stage two: waiting to retry the changelog after a failed snapshot")
+	}
 	for _, p := range t.tasks {
 		if p.task.Offset() == p.saved {
 			continue
@@ -220,13 +227,20 @@ func (t *stageTwo) checkpointAll(ctx context.Context) error {
 		wrote = true
 		if err := t.checkpoint(ctx, p); err != nil {
 			errs = append(errs, fmt.Errorf("stage two partition %d: %w", p.part, err))
-			t.s.log.Warn("stage two: snapshot not written; the changelog keeps the previous one", "partition", p.part, "err", err)
+			// One failure backs the round off: the others would meet the
+			// same broker.
+			break
 		}
 	}
 	if wrote {
 		t.s.status.observeCheckpoint(start, len(errs) > 0)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		t.cpRetry.fail(time.Now(), t.s.log, "stage two: snapshots not written; the changelog keeps the previous ones", err)
+		return err
+	}
+	t.cpRetry.ok(t.s.log, "stage two: snapshots written again")
+	return nil
 }
 
 // observeWatermark sets the watermark age: wall time less the least
