@@ -27,7 +27,20 @@ type deploymentView struct {
 	events  map[string]alerting.Event
 	pending []alerting.Event
 	wake    chan struct{}
+	// newest is the latest notification time kept; adds counts the
+	// notifications since the last sweep of the ended ones.
+	newest time.Time
+	adds   int
 }
+
+// viewKeep is how long, in data time, the view keeps an alert or event
+// after it resolved: the outage page lists ended outages for a day
+// (statuspage.Store.Recent), and an event's API answers as long.
+const viewKeep = 24 * time.Hour
+
+// viewSweepEvery is how many notifications go between sweeps of the ended
+// ones: a sweep walks the whole view, so not on every add.
+const viewSweepEvery = 1024
 
 func newDeploymentView(s *Staged) *deploymentView {
 	return &deploymentView{s: s, alerts: map[string]alerting.Event{}, events: map[string]alerting.Event{},
@@ -117,6 +130,26 @@ func (v *deploymentView) add(ev alerting.Event) {
 		return
 	}
 	into[ev.ID] = ev
+	if ev.At.After(v.newest) {
+		v.newest = ev.At
+	}
+	if v.adds++; v.adds >= viewSweepEvery {
+		v.adds = 0
+		v.sweep()
+	}
+}
+
+// sweep drops the alerts and events that resolved more than viewKeep
+// before the newest notification, so the view holds what is firing and
+// the last day, not everything ever raised.
+func (v *deploymentView) sweep() {
+	for _, m := range []map[string]alerting.Event{v.alerts, v.events} {
+		for id, ev := range m {
+			if ev.Status == alerting.Resolved && v.newest.Sub(ev.At) > viewKeep {
+				delete(m, id)
+			}
+		}
+	}
 }
 
 // firing lists the kept notifications that are firing, by ID.
