@@ -13,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/outagewatch/outagewatch/ingest"
 )
 
 // Retries wait exponentially longer, each wait in the upper half of its
@@ -198,4 +201,59 @@ func TestStagedBrokerGone(t *testing.T) {
 	if n := strings.Count(logs.String(), `msg="kafka: not ready"`); n != 1 {
 		t.Fatalf("%d broker warnings, want 1:\n%s", n, logs.String())
 	}
+}
+
+// With the right SASL credentials (SCRAM-SHA-512) a staged process
+// creates its topics, joins both groups, reads every record and is ready:
+// every Kafka client of the runtime (group, readers, producer, admin,
+// probe) authenticates.
+func TestStagedWithSASL(t *testing.T) {
+	f := loadFixture(t)
+	t.Setenv("OW_TEST_KAFKA_PASSWORD", "s3cret")
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(testPartitions, "flows", "dead"), kfake.EnableSASL(),
+		kfake.Superuser("SCRAM-SHA-512", "outagewatch", "s3cret"), kfake.GroupMinSessionTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	dir := t.TempDir()
+	cfg, err := ParseConfig("sasl.yaml", []byte("kafka:\n  brokers: ["+addr+"]\n  group_id: sasl\n  dead_letter_topic: dead\n"+
+		"  session_timeout: 2s\n  poll_interval: 200ms\n  idle_partition_after: 2s\n  internal_partitions: 2\n"+
+		"  topics: [{name: flows, stream: flows, format: goflow2-pb}]\n"+
+		"  sasl: {mechanism: SCRAM-SHA-512, username: outagewatch, password_env: OW_TEST_KAFKA_PASSWORD}\n"+
+		"data_dir: "+dir+"\ncheckpoint_interval: 1s\nhttp: {listen: 127.0.0.1:0}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cfg.KafkaDialer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var good []*ingest.Record
+	for _, r := range f.recs {
+		if r.Stream == "flows" && len(good) < 300 {
+			good = append(good, r)
+		}
+	}
+	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flows", Balancer: &kafka.RoundRobin{},
+		Transport: kafkaTransport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+	msgs := []kafka.Message{{Value: []byte("not a flow"), Time: time.Unix(0, good[0].Time)}}
+	for _, r := range good {
+		msgs = append(msgs, kafka.Message{Value: r.Value, Time: time.Unix(0, r.Time)})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := w.WriteMessages(ctx, msgs...); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	base, stop := runStaged(t, cfg, quietLog())
+	defer stop()
+	waitFor(t, "every record read, the bad one dead-lettered, ready", waitLong, func() bool {
+		code, _ := get(t, base+"/readyz")
+		_, m := get(t, base+"/metrics")
+		return code == http.StatusOK && strings.Contains(m, `outagewatch_records_total{topic="flows"} `+strconv.Itoa(len(msgs))+"\n") &&
+			strings.Contains(m, `outagewatch_dead_letters_total{reason="truncated",topic="flows"} 1`+"\n")
+	})
 }
