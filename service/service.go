@@ -67,7 +67,13 @@ type partition struct {
 	progressAt time.Time
 }
 
-// Service is one running instance of `outagewatch run`.
+// Service is the single-aggregator service: one pipeline per instance
+// over the partitions it is assigned.
+//
+// Deprecated: `outagewatch run` runs Staged, the per-partition runtime,
+// which has everything this has but the mapping file reload and the
+// recorded charts of the outage page; Service stays until those move and
+// its tests are carried over.
 type Service struct {
 	cfg  *Config
 	opts Options
