@@ -27,6 +27,10 @@ const (
 	chunkSize     = 512 << 10
 	chunkHeader   = 16
 	changelogMeta = "changelog="
+	// sealedChunks, set in the chunk count, marks a snapshot that ends in
+	// its CRC32C (sealSnapshot). Snapshots written before it have none
+	// and are restored as they are, so an upgrade does not lose state.
+	sealedChunks = 1 << 31
 )
 
 func (t *stageTwo) cacheFile(part int) string {
@@ -48,7 +52,7 @@ func (t *stageTwo) checkpoint(ctx context.Context, p *s2Part) error {
 		chunk := sealed[i*chunkSize : min(len(sealed), (i+1)*chunkSize)]
 		v := make([]byte, chunkHeader, chunkHeader+len(chunk))
 		copy(v, id[:])
-		binary.BigEndian.PutUint32(v[8:], uint32(n))
+		binary.BigEndian.PutUint32(v[8:], uint32(n)|sealedChunks)
 		binary.BigEndian.PutUint32(v[12:], uint32(i))
 		v = append(v, chunk...)
 		off, err := t.s.produce(ctx, topic, p.part, []kafka.Record{{Key: kafka.NewBytes([]byte(fmt.Sprintf("%d/%d", p.part, i))), Value: kafka.NewBytes(v)}})
@@ -129,7 +133,10 @@ func (t *stageTwo) restore(ctx context.Context, part int) (*s2Part, error) {
 				continue
 			}
 			what := fmt.Sprintf("changelog %s/%d@%d", t.s.cfg.Kafka.ChangelogTopic, part, sn.at)
-			b, err := openSnapshot(sn.b)
+			b, err := sn.b, error(nil)
+			if sn.sealed {
+				b, err = openSnapshot(sn.b)
+			}
 			if err != nil {
 				bad = append(bad, what+": "+err.Error())
 				t.s.log.Warn("stage two: changelog snapshot damaged; trying the one before", "partition", part, "from", what, "err", err)
@@ -177,11 +184,12 @@ func (t *stageTwo) restore(ctx context.Context, part int) (*s2Part, error) {
 // about one per partition anyway).
 const keepSnapshots = 4
 
-// changelogSnapshot is one complete snapshot on the changelog, sealed,
-// with the offset of its first chunk.
+// changelogSnapshot is one complete snapshot on the changelog, with the
+// offset of its first chunk; sealed when it ends in its checksum.
 type changelogSnapshot struct {
-	at int64
-	b  []byte
+	at     int64
+	sealed bool
+	b      []byte
 }
 
 // readChangelog returns the complete snapshots in a changelog partition
@@ -216,14 +224,15 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]c
 			return nil, fmt.Errorf("read changelog %s/%d: %w", topic, part, err)
 		}
 		if v := m.Value; len(v) >= chunkHeader {
-			id, n, i := v[:8], int(binary.BigEndian.Uint32(v[8:])), int(binary.BigEndian.Uint32(v[12:]))
+			id, nRaw, i := v[:8], binary.BigEndian.Uint32(v[8:]), int(binary.BigEndian.Uint32(v[12:]))
+			sealed, n := nRaw&sealedChunks != 0, int(nRaw&^sealedChunks)
 			if i == 0 || !bytes.Equal(id, curID) {
 				curID, curAt, chunks = bytes.Clone(id), m.Offset, nil
 			}
 			if i == len(chunks) && n > 0 && n < 1<<16 {
 				chunks = append(chunks, v[chunkHeader:])
 				if len(chunks) == n {
-					out = append(out, changelogSnapshot{at: curAt, b: bytes.Join(chunks, nil)})
+					out = append(out, changelogSnapshot{at: curAt, sealed: sealed, b: bytes.Join(chunks, nil)})
 					if len(out) > keepSnapshots {
 						out = out[1:]
 					}

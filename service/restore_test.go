@@ -22,7 +22,7 @@ import (
 func badSnapshot() []byte {
 	v := make([]byte, chunkHeader, chunkHeader+64)
 	copy(v, "damaged!")
-	binary.BigEndian.PutUint32(v[8:], 1)
+	binary.BigEndian.PutUint32(v[8:], 1|sealedChunks)
 	binary.BigEndian.PutUint32(v[12:], 0)
 	return append(v, strings.Repeat("x", 64)...)
 }
@@ -126,6 +126,62 @@ func TestStagedUnrestorablePartition(t *testing.T) {
 	}
 }
 
+// A snapshot written before snapshots carried their checksum (no seal
+// flag in its chunk count) still restores: an upgrade keeps the state.
+func TestStagedRestoresUnsealedSnapshot(t *testing.T) {
+	c := startBroker(t, 0, "", "flows")
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	cfg := testConfig(addr, t.TempDir())
+	cfg.Kafka.GroupID = "outagewatch-legacy"
+	cfg.Kafka.InternalPartitions = 1
+	cfg = mustValidate(t, cfg)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := NewStaged(cfg, Options{Logger: quietLog(), Listener: ln}, StageTwo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task, err := (&stageTwo{s: st, m: st.m}).newTask(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task.SetOffset(7)
+	b, err := task.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, chunkHeader, chunkHeader+len(b))
+	copy(v, "unsealed")
+	binary.BigEndian.PutUint32(v[8:], 1)
+	ctx := context.Background()
+	cl := &kafka.Client{Addr: kafka.TCP(addr), Timeout: 10 * time.Second}
+	if _, err := cl.CreateTopics(ctx, &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+		{Topic: cfg.Kafka.InternalTopic, NumPartitions: 1, ReplicationFactor: -1},
+		{Topic: cfg.Kafka.ChangelogTopic, NumPartitions: 1, ReplicationFactor: -1}}}); err != nil {
+		t.Fatal(err)
+	}
+	produceRaw(t, addr, cfg.Kafka.ChangelogTopic, 0, append(v, b...))
+	if _, err := cl.OffsetCommit(ctx, &kafka.OffsetCommitRequest{GroupID: cfg.Kafka.GroupID + "-stage2", GenerationID: -1,
+		Topics: map[string][]kafka.OffsetCommit{cfg.Kafka.InternalTopic: {{Partition: 0, Offset: 7, Metadata: changelogMeta + "0"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- st.Run(rctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	base := "http://" + ln.Addr().String()
+	waitFor(t, "the partition restored", waitLong, func() bool {
+		_, m := get(t, base+"/metrics")
+		return strings.Contains(m, "\noutagewatch_stage2_partitions 1\n") && strings.Contains(m, "\noutagewatch_stage2_partitions_unrestored 0\n")
+	})
+}
+
 // A damaged state file is refused by its checksum, not decoded; a good
 // one reads back exactly, and a rewrite leaves no temporary file.
 func TestStateFileChecksum(t *testing.T) {
@@ -174,13 +230,15 @@ func (r *stagedRun) killMidway(c *child) {
 }
 
 // A damaged snapshot cache (a byte flipped in each) is refused by its
-// checksum and the task restored from the changelog: every alert of the
-// replay delivered, none extra.
+// checksum and the task restored from the changelog, and a damaged
+// routing table checkpoint is refused and the table read again from the
+// BGP topic: every alert of the replay delivered, none extra.
 func TestStagedDamagedSnapshotCache(t *testing.T) {
 	r := newStagedRun(t)
 	spec := r.spec(0, StageBoth)
 	r.killMidway(startChild(t, spec))
 	caches, _ := filepath.Glob(filepath.Join(spec.Dir, "stage2", "*.snapshot"))
+	caches = append(caches, filepath.Join(spec.Dir, "stage1-bgp.checkpoint"))
 	for _, f := range caches {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -197,6 +255,9 @@ func TestStagedDamagedSnapshotCache(t *testing.T) {
 	r.check()
 	if !strings.Contains(c.log.String(), "snapshot cache unreadable") {
 		t.Errorf("no damaged cache was read:\n%s", tail(c.log.String()))
+	}
+	if !strings.Contains(c.log.String(), "routing table checkpoint does not restore; reading BGP from the start") {
+		t.Errorf("the damaged routing table checkpoint was not refused:\n%s", tail(c.log.String()))
 	}
 }
 

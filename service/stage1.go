@@ -166,23 +166,34 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	pc.Rejected = s.rejectHeld
 	o := &stageOne{s: s, router: stage.NewRouter(s.m, s.cfg.Correlation.ZoneOwners, s.cfg.Kafka.InternalPartitions),
 		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: newRetry()}
-	var err error
-	if o.bgpP, err = pipeline.New(pc, nil); err != nil {
-		return err
-	}
-	cfg := o.bgpP.Aggregator().Config()
-	o.width, o.late = cfg.Width, cfg.Lateness
 	var inputs, bgpTopics []string
 	for _, t := range s.cfg.Kafka.Topics {
 		if ingest.Ordered(t.Stream) {
 			bgpTopics = append(bgpTopics, t.Name)
-			if _, err := o.bgpP.Decoder(t.Stream, t.Format); err != nil {
-				return err
-			}
 		} else {
 			inputs = append(inputs, t.Name)
 		}
 	}
+	// newBGP builds the routing table's pipeline with its decoders.
+	newBGP := func() error {
+		var err error
+		if o.bgpP, err = pipeline.New(pc, nil); err != nil {
+			return err
+		}
+		for _, t := range s.cfg.Kafka.Topics {
+			if ingest.Ordered(t.Stream) {
+				if _, err := o.bgpP.Decoder(t.Stream, t.Format); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := newBGP(); err != nil {
+		return err
+	}
+	cfg := o.bgpP.Aggregator().Config()
+	o.width, o.late = cfg.Width, cfg.Lateness
 	msgs := make(chan fetched, 64)
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -198,7 +209,16 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			o.bgp[k] = &s1Part{k: k, topic: t, hwm: -1, lastRecv: time.Now(), records: s.status.met.records.WithLabelValues(k.topic)}
 		}
 		if err := o.loadBGP(); err != nil {
-			return err
+			// The next good copy of the table is the BGP topic itself,
+			// read whole from its start: slower, never wrong.
+			s.log.Warn("stage one: routing table checkpoint does not restore; reading BGP from the start", "err", err)
+			if err := newBGP(); err != nil {
+				return err
+			}
+			for _, p := range o.bgp {
+				p.next, p.maxTime = 0, 0
+			}
+			o.bgpFlushed = 0
 		}
 		for k, p := range o.bgp {
 			off := p.next
