@@ -5,7 +5,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -25,6 +27,10 @@ const (
 	chunkSize     = 512 << 10
 	chunkHeader   = 16
 	changelogMeta = "changelog="
+	// sealedChunks, set in the chunk count, marks a snapshot that ends in
+	// its CRC32C (sealSnapshot). Snapshots written before it have none
+	// and are restored as they are, so an upgrade does not lose state.
+	sealedChunks = 1 << 31
 )
 
 func (t *stageTwo) cacheFile(part int) string {
@@ -38,14 +44,15 @@ func (t *stageTwo) checkpoint(ctx context.Context, p *s2Part) error {
 	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
-	n := max(1, (len(b)+chunkSize-1)/chunkSize)
+	sealed := sealSnapshot(b)
+	n := max(1, (len(sealed)+chunkSize-1)/chunkSize)
 	topic := t.s.cfg.Kafka.ChangelogTopic
 	var first int64
 	for i := range n {
-		chunk := b[i*chunkSize : min(len(b), (i+1)*chunkSize)]
+		chunk := sealed[i*chunkSize : min(len(sealed), (i+1)*chunkSize)]
 		v := make([]byte, chunkHeader, chunkHeader+len(chunk))
 		copy(v, id[:])
-		binary.BigEndian.PutUint32(v[8:], uint32(n))
+		binary.BigEndian.PutUint32(v[8:], uint32(n)|sealedChunks)
 		binary.BigEndian.PutUint32(v[12:], uint32(i))
 		v = append(v, chunk...)
 		off, err := t.s.produce(ctx, topic, p.part, []kafka.Record{{Key: kafka.NewBytes([]byte(fmt.Sprintf("%d/%d", p.part, i))), Value: kafka.NewBytes(v)}})
@@ -72,15 +79,15 @@ func (t *stageTwo) checkpoint(ctx context.Context, p *s2Part) error {
 	return nil
 }
 
-// restore builds the task of a partition from the latest snapshot: the
-// cache when it is the one the group's commit names, else the changelog
-// read from that snapshot (or from its start) to its end.
+// restore builds the task of a partition from the latest good snapshot:
+// the cache when it is the one the group's commit names and its checksum
+// holds; else the changelog's snapshots from that one on, newest first;
+// else, when those are damaged too, the ones before it. An older snapshot
+// carries its own internal-topic offset, so the task reads again from
+// there and re-raises the same alerts under the same delivery keys. With
+// no snapshot anywhere the task starts empty; with snapshots but none
+// good it is an error, and the partition is not read.
 func (t *stageTwo) restore(ctx context.Context, part int) (*s2Part, error) {
-	task, err := t.newTask(part)
-	if err != nil {
-		return nil, err
-	}
-	p := &s2Part{part: part, task: task}
 	from := int64(kafka.FirstOffset)
 	c, err := t.s.committed(ctx, t.group, map[string][]int{t.s.cfg.Kafka.InternalTopic: {part}})
 	if err != nil {
@@ -91,32 +98,103 @@ func (t *stageTwo) restore(ctx context.Context, part int) (*s2Part, error) {
 			from, _ = strconv.ParseInt(v, 10, 64)
 		}
 	}
-	var snap []byte
+	var bad []string
+	try := func(what string, b []byte) (*s2Part, bool) {
+		task, err := t.newTask(part)
+		if err != nil {
+			bad = append(bad, err.Error())
+			return nil, false
+		}
+		if err := task.UnmarshalBinary(b); err != nil {
+			bad = append(bad, what+": "+err.Error())
+			t.s.log.Warn("stage two: snapshot does not restore; trying the one before", "partition", part, "from", what, "err", err)
+			return nil, false
+		}
+		t.s.log.Info("stage two: task restored", "partition", part, "from", what, "offset", task.Offset(), "bytes", len(b))
+		return &s2Part{part: part, task: task, saved: task.Offset()}, true
+	}
 	if from >= 0 {
-		if at, b, err := readCache(t.cacheFile(part)); err == nil && at == from {
-			snap = b
+		at, b, err := readCache(t.cacheFile(part))
+		switch {
+		case err == nil && at == from:
+			if p, ok := try("cache", b); ok {
+				return p, nil
+			}
+		case err != nil && !errors.Is(err, os.ErrNotExist):
+			bad = append(bad, err.Error())
+			t.s.log.Warn("stage two: snapshot cache unreadable; reading the changelog", "partition", part, "err", err)
 		}
 	}
-	if snap == nil {
-		if snap, err = t.readChangelog(ctx, part, from); err != nil {
-			return nil, err
+	// newestFirst tries the snapshots written before offset before.
+	newestFirst := func(snaps []changelogSnapshot, before int64) (*s2Part, bool) {
+		for i := len(snaps) - 1; i >= 0; i-- {
+			sn := snaps[i]
+			if sn.at >= before {
+				continue
+			}
+			what := fmt.Sprintf("changelog %s/%d@%d", t.s.cfg.Kafka.ChangelogTopic, part, sn.at)
+			b, err := sn.b, error(nil)
+			if sn.sealed {
+				b, err = openSnapshot(sn.b)
+			}
+			if err != nil {
+				bad = append(bad, what+": "+err.Error())
+				t.s.log.Warn("stage two: changelog snapshot damaged; trying the one before", "partition", part, "from", what, "err", err)
+				continue
+			}
+			if p, ok := try(what, b); ok {
+				return p, true
+			}
 		}
+		return nil, false
 	}
-	if snap == nil {
-		t.s.log.Info("stage two: no snapshot; the task starts empty", "partition", part)
-		return p, nil
-	}
-	if err := task.UnmarshalBinary(snap); err != nil {
+	snaps, err := t.readChangelog(ctx, part, from)
+	if err != nil {
 		return nil, err
 	}
-	p.saved = task.Offset()
-	t.s.log.Info("stage two: task restored", "partition", part, "offset", task.Offset(), "bytes", len(snap))
-	return p, nil
+	if p, ok := newestFirst(snaps, math.MaxInt64); ok {
+		return p, nil
+	}
+	if from > 0 {
+		// Every snapshot from the committed one on is damaged: the ones
+		// before it, read from the start.
+		older, err := t.readChangelog(ctx, part, kafka.FirstOffset)
+		if err != nil {
+			return nil, err
+		}
+		if p, ok := newestFirst(older, from); ok {
+			return p, nil
+		}
+		snaps = append(snaps, older...)
+	}
+	if len(snaps) == 0 && len(bad) == 0 {
+		task, err := t.newTask(part)
+		if err != nil {
+			return nil, err
+		}
+		t.s.log.Info("stage two: no snapshot; the task starts empty", "partition", part)
+		return &s2Part{part: part, task: task}, nil
+	}
+	return nil, fmt.Errorf("no good snapshot of %d found: %s", len(snaps), strings.Join(bad, "; "))
 }
 
-// readChangelog returns the last complete snapshot in a changelog
-// partition from offset from to its end, or nil.
-func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]byte, error) {
+// keepSnapshots bounds the snapshots readChangelog keeps in memory, the
+// newest: a fallback past this many damaged ones in a row is not worth a
+// partition's memory several times over (a compacted changelog keeps
+// about one per partition anyway).
+const keepSnapshots = 4
+
+// changelogSnapshot is one complete snapshot on the changelog, with the
+// offset of its first chunk; sealed when it ends in its checksum.
+type changelogSnapshot struct {
+	at     int64
+	sealed bool
+	b      []byte
+}
+
+// readChangelog returns the complete snapshots in a changelog partition
+// from offset from to its end, oldest first (sealed: see openSnapshot).
+func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]changelogSnapshot, error) {
 	topic := t.s.cfg.Kafka.ChangelogTopic
 	h, err := t.s.highWatermarks(ctx, []string{topic})
 	if err != nil {
@@ -136,8 +214,9 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]b
 	defer cancel()
 	var (
 		curID  []byte
+		curAt  int64
 		chunks [][]byte
-		last   []byte
+		out    []changelogSnapshot
 	)
 	for {
 		m, err := r.FetchMessage(rctx)
@@ -145,44 +224,24 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]b
 			return nil, fmt.Errorf("read changelog %s/%d: %w", topic, part, err)
 		}
 		if v := m.Value; len(v) >= chunkHeader {
-			id, n, i := v[:8], int(binary.BigEndian.Uint32(v[8:])), int(binary.BigEndian.Uint32(v[12:]))
+			id, nRaw, i := v[:8], binary.BigEndian.Uint32(v[8:]), int(binary.BigEndian.Uint32(v[12:]))
+			sealed, n := nRaw&sealedChunks != 0, int(nRaw&^sealedChunks)
 			if i == 0 || !bytes.Equal(id, curID) {
-				curID, chunks = bytes.Clone(id), nil
+				curID, curAt, chunks = bytes.Clone(id), m.Offset, nil
 			}
 			if i == len(chunks) && n > 0 && n < 1<<16 {
 				chunks = append(chunks, v[chunkHeader:])
 				if len(chunks) == n {
-					last = bytes.Join(chunks, nil)
+					out = append(out, changelogSnapshot{at: curAt, sealed: sealed, b: bytes.Join(chunks, nil)})
+					if len(out) > keepSnapshots {
+						out = out[1:]
+					}
 					chunks = nil
 				}
 			}
 		}
 		if m.Offset >= end-1 {
-			return last, nil
+			return out, nil
 		}
 	}
-}
-
-func writeCache(file string, at int64, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return err
-	}
-	tmp := file + ".tmp"
-	var hdr [8]byte
-	binary.BigEndian.PutUint64(hdr[:], uint64(at))
-	if err := os.WriteFile(tmp, append(hdr[:], b...), 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, file)
-}
-
-func readCache(file string) (int64, []byte, error) {
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return 0, nil, err
-	}
-	if len(b) < 8 {
-		return 0, nil, fmt.Errorf("%s: truncated", file)
-	}
-	return int64(binary.BigEndian.Uint64(b)), b[8:], nil
 }

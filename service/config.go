@@ -74,6 +74,11 @@ type KafkaConfig struct {
 	// quiet partition does not stall every bucket; a partition with a
 	// backlog never counts as idle.
 	IdleAfter time.Duration `yaml:"idle_partition_after"`
+	// MaxQueued bounds the records a stage-one input partition holds
+	// while they wait for the routing table (a BGP feed that lags but is
+	// not idle): at the bound its reading pauses until the table moves,
+	// so a late source costs time, not memory.
+	MaxQueued int `yaml:"max_queued_records"`
 	// SessionTimeout of the consumer group membership.
 	SessionTimeout time.Duration `yaml:"session_timeout"`
 	// PollInterval is how often high watermarks are read for lag and
@@ -86,6 +91,12 @@ type KafkaConfig struct {
 	InternalTopic      string `yaml:"internal_topic"`
 	InternalPartitions int    `yaml:"internal_partitions"`
 	ChangelogTopic     string `yaml:"changelog_topic"`
+	// SilenceTopic, compacted, one partition, carries the silences set
+	// through any instance's API to every other (`run`).
+	SilenceTopic string `yaml:"silence_topic"`
+	// ViewTopic, compacted, one partition, carries every instance's
+	// alerts and outage events to every other, for the API and the page.
+	ViewTopic string `yaml:"view_topic"`
 	// TLS and SASL to the brokers (kafkasec.go); absent means plaintext.
 	TLS  *KafkaTLS  `yaml:"tls"`
 	SASL *KafkaSASL `yaml:"sasl"`
@@ -196,7 +207,13 @@ const (
 	DefaultSessionTimeout     = 10 * time.Second
 	DefaultInternalTopic      = "outagewatch-partials"
 	DefaultChangelogTopic     = "outagewatch-stage2-changelog"
+	DefaultSilenceTopic       = "outagewatch-silences"
+	DefaultViewTopic          = "outagewatch-alerts"
 	DefaultInternalPartitions = 6
+	// DefaultMaxQueued is 128 of stage one's fetch batches (512 records):
+	// at the few hundred bytes of a goflow2 or dnstap record, some tens of
+	// MB per partition, a few seconds of a busy exporter.
+	DefaultMaxQueued = 128 * 512
 )
 
 // LoadConfig reads and validates a config file. Unknown keys are errors
@@ -273,11 +290,23 @@ func (c *Config) validate() error {
 	if c.Kafka.IdleAfter <= 0 {
 		c.Kafka.IdleAfter = DefaultIdleAfter
 	}
+	switch {
+	case c.Kafka.MaxQueued < 0:
+		return fmt.Errorf("kafka.max_queued_records: %d is negative", c.Kafka.MaxQueued)
+	case c.Kafka.MaxQueued == 0:
+		c.Kafka.MaxQueued = DefaultMaxQueued
+	}
 	if c.Kafka.InternalTopic == "" {
 		c.Kafka.InternalTopic = DefaultInternalTopic
 	}
 	if c.Kafka.ChangelogTopic == "" {
 		c.Kafka.ChangelogTopic = DefaultChangelogTopic
+	}
+	if c.Kafka.SilenceTopic == "" {
+		c.Kafka.SilenceTopic = DefaultSilenceTopic
+	}
+	if c.Kafka.ViewTopic == "" {
+		c.Kafka.ViewTopic = DefaultViewTopic
 	}
 	switch {
 	case c.Kafka.InternalPartitions < 0:
@@ -287,6 +316,9 @@ func (c *Config) validate() error {
 	}
 	if seen[c.Kafka.InternalTopic] || seen[c.Kafka.ChangelogTopic] {
 		return fmt.Errorf("kafka.internal_topic %q or changelog_topic %q is also an input topic", c.Kafka.InternalTopic, c.Kafka.ChangelogTopic)
+	}
+	if seen[c.Kafka.SilenceTopic] || seen[c.Kafka.ViewTopic] {
+		return fmt.Errorf("kafka.silence_topic %q or view_topic %q is also an input topic", c.Kafka.SilenceTopic, c.Kafka.ViewTopic)
 	}
 	if c.Kafka.PollInterval <= 0 {
 		c.Kafka.PollInterval = DefaultPollInterval

@@ -40,6 +40,9 @@ func (c *Config) checkLoaded(file string, b []byte) error {
 	if c.History < 0 {
 		return at("history_buckets", fmt.Errorf("history_buckets: %d is negative (zero keeps the default)", c.History))
 	}
+	if c.Kafka.MaxQueued < 0 {
+		return at("kafka.max_queued_records", fmt.Errorf("kafka.max_queued_records: %d is negative (zero keeps the default)", c.Kafka.MaxQueued))
+	}
 	if _, err := memlimit.Parse(c.MemoryLimit); err != nil {
 		return at("memory_limit", fmt.Errorf("memory_limit: %w", err))
 	}

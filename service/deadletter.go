@@ -3,6 +3,7 @@ package service
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -57,7 +58,7 @@ func (d *deadLetters) pending() int { return len(d.batch) }
 
 // flush writes the batch, retrying with backoff until ctx ends: losing a
 // dead letter would lose the only copy once the offset is committed.
-func (d *deadLetters) flush(ctx context.Context, s *Service) error {
+func (d *deadLetters) flush(ctx context.Context, met *metrics, log *slog.Logger) error {
 	if len(d.batch) == 0 {
 		return nil
 	}
@@ -66,13 +67,13 @@ func (d *deadLetters) flush(ctx context.Context, s *Service) error {
 		err := d.w.WriteMessages(ctx, d.batch...)
 		if err == nil {
 			for _, m := range d.batch {
-				s.met.deadLetters.WithLabelValues(headerValue(m.Headers, HeaderTopic), headerValue(m.Headers, HeaderReason)).Inc()
+				met.deadLetters.WithLabelValues(headerValue(m.Headers, HeaderTopic), headerValue(m.Headers, HeaderReason)).Inc()
 			}
 			d.batch = d.batch[:0]
 			return nil
 		}
-		s.met.deadLetterErrors.Inc()
-		s.log.Warn("dead-letter write failed; retrying", "topic", d.topic, "records", len(d.batch), "err", err)
+		met.deadLetterErrors.Inc()
+		log.Warn("dead-letter write failed; retrying", "topic", d.topic, "records", len(d.batch), "err", err)
 		if sleepCtx(ctx, backoff) != nil {
 			return fmt.Errorf("dead-letter topic %s: %w", d.topic, err)
 		}

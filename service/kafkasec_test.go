@@ -30,10 +30,11 @@ import (
 func TestConfigNegativeDurations(t *testing.T) {
 	base := "kafka:\n  brokers: [b:9092]\n  topics: [{name: flows, stream: flows, format: goflow2-pb}]\ndata_dir: /tmp/x\n"
 	cases := map[string]string{
-		base + "checkpoint_interval: -10s\n":       "c.yaml:5: checkpoint_interval: -10s is negative",
-		base + "bucket_width: 5m\nlateness: -1m\n": "c.yaml:6: lateness: -1m0s is negative",
-		base + "bucket_width: -5m\n":               "c.yaml:5: bucket_width: -5m0s is negative",
-		base + "history_buckets: -1\n":             "c.yaml:5: history_buckets: -1 is negative",
+		base + "checkpoint_interval: -10s\n":                                         "c.yaml:5: checkpoint_interval: -10s is negative",
+		base + "bucket_width: 5m\nlateness: -1m\n":                                   "c.yaml:6: lateness: -1m0s is negative",
+		base + "bucket_width: -5m\n":                                                 "c.yaml:5: bucket_width: -5m0s is negative",
+		base + "history_buckets: -1\n":                                               "c.yaml:5: history_buckets: -1 is negative",
+		strings.Replace(base, "  topics:", "  max_queued_records: -5\n  topics:", 1): "c.yaml:3: kafka.max_queued_records: -5 is negative",
 	}
 	for _, k := range []string{"idle_partition_after", "session_timeout", "poll_interval"} {
 		text := strings.Replace(base, "  topics:", "  "+k+": -2s\n  topics:", 1)

@@ -79,10 +79,16 @@ func newMetrics(s *Service) *metrics {
 	}
 	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
 		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
-		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s}, &pipelineCollector{s.p}, buildInfo(),
+		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s}, buildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
+	if s == nil {
+		// A staged process (newStagedMetrics) reads its pipelines and
+		// topics its own way.
+		return m
+	}
+	f(&pipelineCollector{s.p})
 	// Every configured topic has its records counter from the start.
 	// Decode errors and dead letters are labelled by reason too, an open
 	// set, so those appear with their first record.

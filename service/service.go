@@ -67,7 +67,13 @@ type partition struct {
 	progressAt time.Time
 }
 
-// Service is one running instance of `outagewatch run`.
+// Service is the single-aggregator service: one pipeline per instance
+// over the partitions it is assigned.
+//
+// Deprecated: `outagewatch run` runs Staged, the per-partition runtime,
+// which has everything this has but the mapping file reload and the
+// recorded charts of the outage page; Service stays until those move and
+// its tests are carried over.
 type Service struct {
 	cfg  *Config
 	opts Options
@@ -437,7 +443,7 @@ func (s *Service) loop(ctx context.Context) error {
 			}
 		}
 		if s.dlq != nil && s.dlq.pending() >= 512 {
-			s.dlq.flush(ctx, s)
+			s.dlq.flush(ctx, s.met, s.log)
 		}
 	}
 }
@@ -616,7 +622,7 @@ func (s *Service) updateLag(now time.Time) {
 func (s *Service) checkpoint(final bool) error {
 	if s.dlq != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := s.dlq.flush(ctx, s)
+		err := s.dlq.flush(ctx, s.met, s.log)
 		cancel()
 		if err != nil {
 			s.met.checkpointErrors.Inc()
@@ -805,18 +811,19 @@ func fetchBatches(ctx context.Context, cfg *Config, dialer *kafka.Dialer, log *s
 		return
 	}
 	const batchMax, batchWait = 512, 5 * time.Millisecond
+	retry := newRetry()
 	for {
 		m, err := r.FetchMessage(ctx)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
 			}
-			log.Warn("fetch", "topic", k.topic, "partition", k.part, "err", err)
-			if sleepCtx(ctx, time.Second) != nil {
+			if sleepCtx(ctx, retry.fail(time.Now(), log, "fetch: retrying", err, "topic", k.topic, "partition", k.part)) != nil {
 				return
 			}
 			continue
 		}
+		retry.ok(log, "fetch: reading again")
 		batch := make([]kafka.Message, 1, batchMax)
 		batch[0] = m
 		bctx, cancel := context.WithTimeout(ctx, batchWait)

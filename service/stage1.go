@@ -13,8 +13,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -43,6 +45,13 @@ type s1Part struct {
 	maxTime  int64              // highest event time processed
 	hwm      int64              // high watermark; -1 unknown
 	lastRecv time.Time
+	records  prometheus.Counter
+	counted  int64 // next offset the records counter counts
+	recvTime int64 // highest event time received, queued or processed
+	// queued counts the records sent by the partition's reader and not
+	// yet processed (in flight or in queue), for the reader to pause at
+	// MaxQueued; nil for BGP, whose records are processed at once.
+	queued *atomic.Int64
 	// queue holds records fetched but not yet processed: a bucket's
 	// records wait until the routing table has been brought to its start,
 	// so they are attributed with the table of that moment wherever they
@@ -75,6 +84,10 @@ type stageOne struct {
 	bgpFlushed int64
 	bgpPending map[int][]rawRecord
 	bgpSaved   time.Time
+	// wr paces writes to the internal topic while they fail: step runs on
+	// every batch received and every tick, far more often than a lost
+	// broker should be asked.
+	wr *retry
 }
 
 // bgpCheckpoint is the routing table's state in the data dir: the BGP
@@ -91,14 +104,23 @@ func (o *stageOne) bgpFile() string { return filepath.Join(o.s.cfg.DataDir, "sta
 
 // saveBGP writes the routing table's checkpoint; never while a flush of it
 // is unwritten, since the checkpoint says it was sent.
-func (o *stageOne) saveBGP() {
-	if len(o.bgp) == 0 || len(o.bgpPending) > 0 {
-		return
+func (o *stageOne) saveBGP(ctx context.Context) error {
+	if len(o.bgp) == 0 {
+		return nil
+	}
+	if len(o.bgpPending) > 0 {
+		return errors.New("stage one: routing table checkpoint waits for its flush to be written")
+	}
+	// The checkpoint passes the held records it rejected: their dead
+	// letters first.
+	if err := o.s.flushDeadLetters(ctx); err != nil {
+		o.s.log.Warn("stage one: routing table checkpoint not written", "err", err)
+		return err
 	}
 	cp := bgpCheckpoint{Next: map[string]int64{}, MaxTime: map[string]int64{}, Flushed: o.bgpFlushed}
 	for k, p := range o.bgp {
 		if len(p.queue) > 0 {
-			return
+			return nil // taken on the next tick, once processed
 		}
 		cp.Next[sourceName(k)], cp.MaxTime[sourceName(k)] = p.next, p.maxTime
 	}
@@ -112,6 +134,7 @@ func (o *stageOne) saveBGP() {
 	if err != nil {
 		o.s.log.Warn("stage one: routing table checkpoint not written", "err", err)
 	}
+	return err
 }
 
 // loadBGP restores the routing table's checkpoint, if any.
@@ -140,25 +163,37 @@ func (o *stageOne) loadBGP() error {
 
 func (s *Staged) runStageOne(ctx context.Context) error {
 	pc := s.pipelineConfig(s.m)
+	pc.Rejected = s.rejectHeld
 	o := &stageOne{s: s, router: stage.NewRouter(s.m, s.cfg.Correlation.ZoneOwners, s.cfg.Kafka.InternalPartitions),
-		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}}
-	var err error
-	if o.bgpP, err = pipeline.New(pc, nil); err != nil {
-		return err
-	}
-	cfg := o.bgpP.Aggregator().Config()
-	o.width, o.late = cfg.Width, cfg.Lateness
+		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: newRetry()}
 	var inputs, bgpTopics []string
 	for _, t := range s.cfg.Kafka.Topics {
 		if ingest.Ordered(t.Stream) {
 			bgpTopics = append(bgpTopics, t.Name)
-			if _, err := o.bgpP.Decoder(t.Stream, t.Format); err != nil {
-				return err
-			}
 		} else {
 			inputs = append(inputs, t.Name)
 		}
 	}
+	// newBGP builds the routing table's pipeline with its decoders.
+	newBGP := func() error {
+		var err error
+		if o.bgpP, err = pipeline.New(pc, nil); err != nil {
+			return err
+		}
+		for _, t := range s.cfg.Kafka.Topics {
+			if ingest.Ordered(t.Stream) {
+				if _, err := o.bgpP.Decoder(t.Stream, t.Format); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	if err := newBGP(); err != nil {
+		return err
+	}
+	cfg := o.bgpP.Aggregator().Config()
+	o.width, o.late = cfg.Width, cfg.Lateness
 	msgs := make(chan fetched, 64)
 	kctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -171,17 +206,26 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		// the start, as a GlobalKTable.
 		for _, k := range parts {
 			t, _ := s.cfg.topic(k.topic)
-			o.bgp[k] = &s1Part{k: k, topic: t, hwm: -1, lastRecv: time.Now()}
+			o.bgp[k] = &s1Part{k: k, topic: t, hwm: -1, lastRecv: time.Now(), records: s.status.met.records.WithLabelValues(k.topic)}
 		}
 		if err := o.loadBGP(); err != nil {
-			return err
+			// The next good copy of the table is the BGP topic itself,
+			// read whole from its start: slower, never wrong.
+			s.log.Warn("stage one: routing table checkpoint does not restore; reading BGP from the start", "err", err)
+			if err := newBGP(); err != nil {
+				return err
+			}
+			for _, p := range o.bgp {
+				p.next, p.maxTime = 0, 0
+			}
+			o.bgpFlushed = 0
 		}
 		for k, p := range o.bgp {
 			off := p.next
 			if off == 0 {
 				off = kafka.FirstOffset
 			}
-			go s.readFrom(kctx, bgpGen, k, off, msgs)
+			go s.readFrom(kctx, bgpGen, k, off, msgs, nil)
 		}
 	}
 	var gens <-chan *kafka.Generation
@@ -213,7 +257,9 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			o.saveBGP()
+			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			_ = o.saveBGP(fctx)
+			cancel()
 			return nil
 		case gen := <-gens:
 			o.assign(ctx, gen, msgs)
@@ -226,12 +272,16 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 		case f := <-msgs:
 			o.receive(f)
 			o.step(ctx)
+		case reply := <-s.cp1:
+			o.step(ctx)
+			reply <- o.saveBGP(ctx)
 		case now := <-tick.C:
 			o.step(ctx)
 			if now.Sub(o.bgpSaved) >= s.cfg.CheckpointInterval {
-				o.saveBGP()
+				_ = o.saveBGP(ctx)
 				o.bgpSaved = now
 			}
+			o.observeLag()
 		}
 	}
 }
@@ -274,7 +324,8 @@ func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 				s.log.Error("stage one: task not built", "partition", sourceName(k), "err", err)
 				continue
 			}
-			pt := &s1Part{k: k, topic: t, p: p, hwm: -1, lastRecv: time.Now(), open: map[int64]int64{}}
+			pt := &s1Part{k: k, topic: t, p: p, hwm: -1, lastRecv: time.Now(), open: map[int64]int64{}, queued: new(atomic.Int64),
+				records: s.status.met.records.WithLabelValues(k.topic)}
 			off := a.Offset
 			if c, ok := committed[k]; ok && c.CommittedOffset >= 0 {
 				off = c.CommittedOffset
@@ -285,7 +336,7 @@ func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 			pt.next = max(off, 0)
 			o.parts[k] = pt
 			gid := gen.ID
-			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs) })
+			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs, pt.queued) })
 		}
 	}
 	s.status.held1.Set(float64(len(o.parts)))
@@ -304,6 +355,13 @@ func (o *stageOne) receive(f fetched) {
 		return // a generation that has ended
 	}
 	p.queue = append(p.queue, f.msgs...)
+	for i := range f.msgs {
+		p.recvTime = max(p.recvTime, f.msgs[i].Time.UnixNano())
+		if off := f.msgs[i].Offset; off >= max(p.next, p.counted) {
+			p.records.Inc()
+			p.counted = off + 1
+		}
+	}
 	p.lastRecv = time.Now()
 	if n := len(f.msgs); n > 0 {
 		p.hwm = max(p.hwm, f.msgs[n-1].HighWaterMark)
@@ -334,6 +392,7 @@ func (o *stageOne) step(ctx context.Context) {
 	if len(o.bgpPending) > 0 && o.write(ctx, o.bgpPending) == nil {
 		o.bgpPending = nil
 	}
+	o.s.status.queued.Set(float64(o.queuedRecords()))
 	instMax := o.instMax()
 	for _, p := range o.parts {
 		wm := p.maxTime - o.late
@@ -360,6 +419,7 @@ func (o *stageOne) processInputs() {
 			o.process(p.p, p, m)
 		}
 		p.queue = p.queue[i:]
+		p.queued.Add(-int64(i))
 	}
 }
 
@@ -374,10 +434,32 @@ func (o *stageOne) instMax() int64 {
 	return m
 }
 
+// queuedRecords counts the input records waiting for the routing table.
+func (o *stageOne) queuedRecords() int {
+	n := 0
+	for _, p := range o.parts {
+		n += len(p.queue)
+	}
+	return n
+}
+
+// recvMax is the highest event time received here, queued or processed.
+func (o *stageOne) recvMax() int64 {
+	m := o.instMax()
+	for _, p := range o.parts {
+		m = max(m, p.recvTime)
+	}
+	return m
+}
+
 // advanceBGP flushes the routing table as far as it may go, into
 // bgpPending; false when it cannot move.
 func (o *stageOne) advanceBGP(now time.Time) bool {
-	wm, ok := o.watermark(o.bgp, now, o.instMax())
+	// An idle routing table moves with the latest record received, not
+	// processed: input records wait in their queues for the table, so
+	// the time processed cannot pass it, and a quiet BGP feed would hold
+	// every bucket.
+	wm, ok := o.watermark(o.bgp, now, o.recvMax())
 	if !ok {
 		return false
 	}
@@ -420,6 +502,13 @@ func (o *stageOne) process(pl *pipeline.Pipeline, p *s1Part, m *kafka.Message) {
 	}
 	rec := ingest.Record{Stream: p.topic.Stream, Format: p.topic.Format, Topic: m.Topic, Partition: int32(m.Partition),
 		Offset: m.Offset, Time: t, Key: m.Key, Value: m.Value}
+	if p.p == nil {
+		// Held until its bucket closes; a dead letter made then keeps the
+		// headers.
+		for _, h := range m.Headers {
+			rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
+		}
+	}
 	if p.p != nil {
 		if b := t - t%o.width; b >= p.flushed {
 			if _, ok := p.open[b]; !ok {
@@ -428,9 +517,20 @@ func (o *stageOne) process(pl *pipeline.Pipeline, p *s1Part, m *kafka.Message) {
 		}
 	}
 	if err := pl.Process(&rec); err != nil {
-		o.s.log.Debug("stage one: record skipped", "partition", sourceName(p.k), "offset", m.Offset, "err", err)
+		o.s.reject(m, err)
 	}
 	p.maxTime = max(p.maxTime, t)
+}
+
+// observeLag sets the consumer lag of every partition read here.
+func (o *stageOne) observeLag() {
+	for _, ps := range []map[tp]*s1Part{o.bgp, o.parts} {
+		for k, p := range ps {
+			if p.hwm >= 0 {
+				o.s.status.met.lag.WithLabelValues(k.topic, strconv.Itoa(int(k.part))).Set(float64(max(0, p.hwm-p.next)))
+			}
+		}
+	}
 }
 
 func (o *stageOne) caughtUp(p *s1Part) bool {
@@ -524,6 +624,12 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 // recs, so a retry writes only the rest, in the same order.
 func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	const maxRequest = 512 << 10
+	if len(recs) == 0 {
+		return nil
+	}
+	if !o.wr.ready(time.Now()) {
+		return errWaiting
+	}
 	for _, part := range slices.Sorted(maps.Keys(recs)) {
 		for rs := recs[part]; len(rs) > 0; rs = recs[part] {
 			n, size := 0, 0
@@ -536,9 +642,10 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 				krs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
 			}
 			if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, krs); err != nil {
-				o.s.log.Warn("stage one: partials not written; retrying", "err", err)
+				o.wr.fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
 				return err
 			}
+			o.wr.ok(o.s.log, "stage one: partials written again")
 			recs[part] = rs[n:]
 		}
 		delete(recs, part)
@@ -546,10 +653,20 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	return nil
 }
 
+// errWaiting is a write not tried: the wait after a failed one is not
+// over.
+var errWaiting = errors.New("waiting to retry the internal topic")
+
 // commitPart commits the offset of the oldest open bucket's first record,
 // with the end of the flushed buckets.
 func (o *stageOne) commitPart(ctx context.Context, p *s1Part) {
 	if o.gen == nil {
+		return
+	}
+	// The offset passes the records refused so far: their dead letters
+	// first. Unwritten, nothing is committed and the next flush tries
+	// again.
+	if err := o.s.flushDeadLetters(ctx); err != nil {
 		return
 	}
 	off := p.next

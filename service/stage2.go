@@ -2,8 +2,10 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -37,6 +39,13 @@ type stageTwo struct {
 	sources []string
 	tasks   map[int]*s2Part
 	lastCP  time.Time
+	// unrestored are the partitions of this generation whose state
+	// restored from no copy, with why; retried every checkpoint interval
+	// (a broker error passes), named by /readyz until then.
+	unrestored map[int]string
+	retried    time.Time
+	// cpRetry paces snapshot rounds while the changelog cannot be written.
+	cpRetry *retry
 }
 
 func (s *Staged) runStageTwo(ctx context.Context) error {
@@ -44,14 +53,13 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	// one keeps (and writes) in this process too.
 	m := *s.m
 	m.Live = nil
-	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}}
-	for {
+	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}, cpRetry: newRetry()}
+	for r := newRetry(); ; {
 		var err error
 		if t.sources, err = s.sources(ctx); err == nil {
 			break
 		}
-		s.log.Warn("stage two: input partitions not known yet; retrying", "err", err)
-		if sleepCtx(ctx, time.Second) != nil {
+		if sleepCtx(ctx, r.fail(time.Now(), s.log, "stage two: input partitions not known yet; retrying", err)) != nil {
 			return nil
 		}
 	}
@@ -69,14 +77,23 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			t.cpRetry = newRetry() // the last round is tried whatever came before
 			t.checkpointAll(context.Background())
 			return nil
 		case gen := <-gens:
 			t.assign(ctx, gen, msgs)
 		case f := <-msgs:
 			t.apply(f)
+		case reply := <-s.cp2:
+			t.cpRetry = newRetry() // asked for: tried now
+			reply <- t.checkpointAll(ctx)
+			t.lastCP = time.Now()
 		case now := <-tick.C:
+			if len(t.unrestored) > 0 && now.Sub(t.retried) >= s.cfg.CheckpointInterval {
+				t.retryRestore(ctx, msgs)
+			}
 			t.watchStalls(now)
+			t.observeWatermark(now)
 			if now.Sub(t.lastCP) >= s.cfg.CheckpointInterval {
 				t.checkpointAll(ctx)
 				t.lastCP = now
@@ -92,35 +109,71 @@ func (t *stageTwo) assign(ctx context.Context, gen *kafka.Generation, msgs chan 
 	s := t.s
 	t.gen = gen
 	held := map[int]*s2Part{}
+	t.unrestored = map[int]string{}
 	for _, as := range gen.Assignments {
 		for _, a := range as {
-			p := t.tasks[a.ID]
-			if p == nil {
-				var err error
-				if p, err = t.restore(ctx, a.ID); err != nil {
-					s.log.Error("stage two: task not restored; its partition is not read", "partition", a.ID, "err", err)
-					continue
-				}
+			if p := t.tasks[a.ID]; p != nil {
+				held[a.ID] = p
+				t.start(p, msgs)
+			} else {
+				t.unrestored[a.ID] = "not restored yet"
 			}
-			held[a.ID] = p
-			off := p.task.Offset()
-			if off == 0 {
-				off = kafka.FirstOffset
-			}
-			k := tp{s.cfg.Kafka.InternalTopic, int32(a.ID)}
-			gid := gen.ID
-			gen.Start(func(gctx context.Context) { s.readFrom(gctx, gid, k, off, msgs) })
 		}
 	}
 	t.tasks = held
-	pipes := make([]*pipeline.Pipeline, 0, len(held))
-	for _, id := range slices.Sorted(maps.Keys(held)) {
-		pipes = append(pipes, held[id].task.Pipeline())
+	t.retryRestore(ctx, msgs)
+	s.status.assigned[1].Store(true)
+	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(t.tasks), "unrestored", len(t.unrestored))
+}
+
+// start reads a task's partition from its offset in this generation.
+func (t *stageTwo) start(p *s2Part, msgs chan fetched) {
+	off := p.task.Offset()
+	if off == 0 {
+		off = kafka.FirstOffset
+	}
+	k := tp{t.s.cfg.Kafka.InternalTopic, int32(p.part)}
+	gid := t.gen.ID
+	t.gen.Start(func(gctx context.Context) { t.s.readFrom(gctx, gid, k, off, msgs, nil) })
+}
+
+// retryRestore restores the partitions not restored yet and starts the
+// ones that now are; those that still fail are counted and named.
+func (t *stageTwo) retryRestore(ctx context.Context, msgs chan fetched) {
+	s := t.s
+	t.retried = time.Now()
+	for _, part := range slices.Sorted(maps.Keys(t.unrestored)) {
+		p, err := t.restore(ctx, part)
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			s.status.restoreFailures.Inc()
+			t.unrestored[part] = err.Error()
+			s.log.Error("stage two: task not restored; its partition is not read until it is", "partition", part, "err", err)
+			continue
+		}
+		delete(t.unrestored, part)
+		t.tasks[part] = p
+		t.start(p, msgs)
+	}
+	pipes := make([]*pipeline.Pipeline, 0, len(t.tasks))
+	for _, id := range slices.Sorted(maps.Keys(t.tasks)) {
+		pipes = append(pipes, t.tasks[id].task.Pipeline())
 	}
 	s.status.pipes.Store(&pipes)
-	s.status.held2.Set(float64(len(held)))
-	s.status.assigned[1].Store(true)
-	s.log.Info("stage two: generation", "id", gen.ID, "partitions", len(held))
+	s.status.held2.Set(float64(len(t.tasks)))
+	s.status.unrestored.Set(float64(len(t.unrestored)))
+	if len(t.unrestored) == 0 {
+		s.status.unrestoredWhy.Store(nil)
+		return
+	}
+	var names []string
+	for _, part := range slices.Sorted(maps.Keys(t.unrestored)) {
+		names = append(names, fmt.Sprintf("%d (%s)", part, t.unrestored[part]))
+	}
+	why := "stage-two partitions not restored, not read: " + strings.Join(names, "; ")
+	s.status.unrestoredWhy.Store(&why)
 }
 
 func (t *stageTwo) newTask(part int) (*stage.Task, error) {
@@ -161,14 +214,51 @@ func (t *stageTwo) apply(f fetched) {
 	p.task.Close()
 }
 
-func (t *stageTwo) checkpointAll(ctx context.Context) {
+func (t *stageTwo) checkpointAll(ctx context.Context) error {
+	start, wrote := time.Now(), false
+	var errs []error
+	if !t.cpRetry.ready(start) {
+		return errors.New("stage two: waiting to retry the changelog after a failed snapshot")
+	}
 	for _, p := range t.tasks {
 		if p.task.Offset() == p.saved {
 			continue
 		}
+		wrote = true
 		if err := t.checkpoint(ctx, p); err != nil {
-			t.s.log.Warn("stage two: snapshot not written; the changelog keeps the previous one", "partition", p.part, "err", err)
+			errs = append(errs, fmt.Errorf("stage two partition %d: %w", p.part, err))
+			// One failure backs the round off: the others would meet the
+			// same broker.
+			break
 		}
+	}
+	if wrote {
+		t.s.status.observeCheckpoint(start, len(errs) > 0)
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.cpRetry.fail(time.Now(), t.s.log, "stage two: snapshots not written; the changelog keeps the previous ones", err)
+		return err
+	}
+	t.cpRetry.ok(t.s.log, "stage two: snapshots written again")
+	return nil
+}
+
+// observeWatermark sets the watermark age: wall time less the least
+// watermark of the tasks held here.
+func (t *stageTwo) observeWatermark(now time.Time) {
+	var wm int64
+	for _, p := range t.tasks {
+		if w, ok := p.task.Watermark(); ok && (wm == 0 || w < wm) {
+			wm = w
+		}
+	}
+	switch {
+	case wm > 0:
+		t.s.status.met.watermarkAge.Set(now.Sub(time.Unix(0, wm)).Seconds())
+	case len(t.tasks) > 0:
+		// Tasks held and no bucket closed by any: as stale as can be,
+		// not 0 (fresh).
+		t.s.status.met.watermarkAge.Set(math.Inf(1))
 	}
 }
 
@@ -189,7 +279,8 @@ func (t *stageTwo) watchStalls(now time.Time) {
 		why := "stage-two partitions wait on sources that stopped flushing: " + strings.Join(held, "; ")
 		t.s.status.why.Store(&why)
 	}()
-	for _, p := range t.tasks {
+	for _, part := range slices.Sorted(maps.Keys(t.tasks)) {
+		p := t.tasks[part]
 		wm, _ := p.task.Watermark()
 		if wm != p.wm || p.movedAt.IsZero() {
 			p.wm, p.movedAt, p.warned = wm, now, false

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -22,7 +23,7 @@ import (
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/rules"
-	"github.com/outagewatch/outagewatch/silence"
+	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 // Staged is `outagewatch run --stage 1|2|both`: the service split as a
@@ -44,8 +45,19 @@ type Staged struct {
 	// transport is client's: Run closes its connections when it returns.
 	transport *kafka.Transport
 	disp      *alerting.Dispatcher
-	mute      *silence.Store
+	mute      *sharedSilences
 	status    *stagedStatus
+	// dlq takes stage one's records that do not decode; nil without a
+	// dead-letter topic.
+	dlq *deadLetters
+	// cp1 and cp2 ask each stage's loop for a checkpoint now (the
+	// checkpoint API).
+	cp1, cp2 chan chan error
+	// page keeps the alert events delivered here, ended ones included,
+	// for the outage page.
+	page *statuspage.Store
+	// view is the deployment's alerts and events (where stage two runs).
+	view *deploymentView
 }
 
 // Stage names accepted by NewStaged.
@@ -57,7 +69,8 @@ const (
 
 // NewStaged builds the stages named by which ("1", "2" or "both").
 func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
-	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus()}
+	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus(),
+		cp1: make(chan chan error), cp2: make(chan chan error)}
 	switch which {
 	case StageOne:
 		s.one = true
@@ -109,11 +122,21 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			return nil, err
 		}
 		sinks = append(sinks, opts.Sinks...)
+		for _, sk := range opts.Sinks {
+			if st, ok := sk.(*statuspage.Store); ok {
+				s.page = st
+			}
+		}
+		if s.page == nil {
+			s.page = statuspage.NewStore()
+			sinks = append(sinks, s.page)
+		}
 		oc := opts.Outbox
 		if oc.Logger == nil {
 			oc.Logger = s.log
 		}
-		if s.mute, err = silence.Open(filepath.Join(cfg.DataDir, "silences.json"), cfg.Silences); err != nil {
+		s.view = newDeploymentView(s)
+		if s.mute, err = newSharedSilences(s, cfg.Silences); err != nil {
 			return nil, err
 		}
 		if s.disp, err = alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(cfg.DataDir, "outbox"), Outbox: oc,
@@ -121,6 +144,10 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			return nil, err
 		}
 	}
+	if s.one && cfg.Kafka.DeadLetterTopic != "" {
+		s.dlq = newDeadLetters(cfg, s.opts.Dialer)
+	}
+	s.status.reg.MustRegister(&stagedCollector{s})
 	s.transport = kafkaTransport(s.opts.Dialer)
 	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second, Transport: s.transport}
 	return s, nil
@@ -140,7 +167,9 @@ func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
 }
 
 func (s *Staged) dispatch(ev *alerting.Event) {
+	s.view.publish(ev)
 	if err := s.disp.Dispatch(ev); err != nil {
+		s.status.met.dispatchErrors.Inc()
 		s.log.Error("alert not queued", "id", ev.ID, "status", ev.Status, "err", err)
 	}
 }
@@ -155,6 +184,10 @@ func (s *Staged) Run(ctx context.Context) error {
 	}
 	defer srv.Close()
 	defer s.transport.CloseIdleConnections()
+	if s.dlq != nil {
+		defer s.dlq.close()
+	}
+	go s.probeBrokers(ctx)
 	if err := s.createTopics(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped while starting
@@ -171,6 +204,13 @@ func (s *Staged) Run(ctx context.Context) error {
 			cancel()
 			s.disp.Close()
 		}()
+	}
+	if s.mute != nil {
+		go s.mute.follow(ctx)
+	}
+	if s.view != nil {
+		go s.view.write(ctx)
+		go s.view.follow(ctx)
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
@@ -193,7 +233,12 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		{Topic: k.InternalTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1},
 		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
 			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
+		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1,
+			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 	}}
+	r := newRetry()
 	for {
 		res, err := s.client.CreateTopics(ctx, req)
 		if err == nil {
@@ -204,8 +249,7 @@ func (s *Staged) createTopics(ctx context.Context) error {
 			}
 			return nil
 		}
-		s.log.Warn("kafka: topics not created yet; retrying", "err", err)
-		if sleepCtx(ctx, time.Second) != nil {
+		if sleepCtx(ctx, r.fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
 			return ctx.Err()
 		}
 	}
@@ -294,7 +338,43 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 	for _, p := range slices.Sorted(mapsKeys(offs)) {
 		commits = append(commits, offs[p])
 	}
-	return commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
+	err := commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
+	if err != nil {
+		s.status.met.commitErrors.Inc()
+	} else {
+		s.status.met.commits.Inc()
+	}
+	return err
+}
+
+// reject counts a stage-one record that did not decode and dead-letters
+// it, as the plain service does.
+func (s *Staged) reject(m *kafka.Message, err error) {
+	reason := ingest.Reason(err)
+	s.status.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
+	if s.dlq != nil {
+		s.dlq.add(m, reason, err)
+	}
+}
+
+// rejectHeld is reject for a BGP record, which the routing table's
+// pipeline holds until its bucket closes and decodes only then.
+func (s *Staged) rejectHeld(rec *ingest.Record, err error) {
+	m := kafka.Message{Topic: rec.Topic, Partition: int(rec.Partition), Offset: rec.Offset,
+		Key: rec.Key, Value: rec.Value, Time: time.Unix(0, rec.Time)}
+	for _, h := range rec.Headers {
+		m.Headers = append(m.Headers, kafka.Header{Key: h.Key, Value: h.Value})
+	}
+	s.reject(&m, err)
+}
+
+// flushDeadLetters writes the dead letters gathered so far; an offset or
+// a checkpoint that covers a refused record is written only after it.
+func (s *Staged) flushDeadLetters(ctx context.Context) error {
+	if s.dlq == nil {
+		return nil
+	}
+	return s.dlq.flush(ctx, s.status.met, s.log)
 }
 
 // committed reads a group's committed offsets and metadata of partitions.
@@ -328,6 +408,11 @@ func mapsKeys[K comparable, V any](m map[K]V) func(func(K) bool) {
 	}
 }
 
+// queuePoll is how often a paused reader looks whether its queue has
+// room again: a tenth of stage one's tick, a small delay beside the
+// bucket it waits for.
+const queuePoll = 10 * time.Millisecond
+
 // fetched is a batch of one partition's records, from one generation.
 type fetched struct {
 	gen  int32
@@ -336,8 +421,21 @@ type fetched struct {
 }
 
 // readFrom feeds one partition to out from off until ctx ends, in batches.
-func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched) {
+// With queued set, it counts the records it sends there and waits while
+// the count (less what the reader of out has taken off it) is at
+// MaxQueued.
+func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched, queued *atomic.Int64) {
 	fetchBatches(ctx, s.cfg, s.opts.Dialer, s.log, k, off, func(batch []kafka.Message) bool {
+		for queued != nil && queued.Load() >= int64(s.cfg.Kafka.MaxQueued) {
+			// Paused: the routing table has to move first. A poll, as
+			// the table moves in the main loop's own time.
+			if sleepCtx(ctx, queuePoll) != nil {
+				return false
+			}
+		}
+		if queued != nil {
+			queued.Add(int64(len(batch)))
+		}
 		select {
 		case out <- fetched{gen: gen, k: k, msgs: batch}:
 			return true
@@ -360,15 +458,20 @@ func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name
 	}
 	gens := make(chan *kafka.Generation)
 	go func() {
+		r := newRetry()
 		for {
 			gen, err := cg.Next(ctx)
 			if err != nil {
 				if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
 					return
 				}
-				s.log.Warn(name+": consumer group: retrying", "err", err)
+				s.status.met.groupErrors.Inc()
+				if sleepCtx(ctx, r.fail(time.Now(), s.log, name+": consumer group: retrying", err)) != nil {
+					return
+				}
 				continue
 			}
+			r.ok(s.log, name+": consumer group joined again")
 			select {
 			case gens <- gen:
 			case <-ctx.Done():
@@ -382,4 +485,66 @@ func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name
 // highWatermarks of topics, for telling a caught-up partition.
 func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]int64, error) {
 	return highWatermarks(ctx, s.client, topics)
+}
+
+// probeBrokers connects to the brokers every poll interval (backing off
+// while they fail), so /readyz says at once that they are gone, or that
+// they refuse this instance's credentials. A connection of its own, not a
+// request through the shared transport: that one answers metadata from
+// its cache for seconds after the brokers are gone, and reports a refused
+// SASL handshake as a broker "not available".
+func (s *Staged) probeBrokers(ctx context.Context) {
+	r := newRetry()
+	for {
+		err := s.dialAny(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		wait := s.cfg.Kafka.PollInterval
+		s.status.setBroker(err)
+		if err != nil {
+			wait = max(wait, r.fail(time.Now(), s.log, "kafka: not ready", err, "why", brokerTrouble(err)))
+		} else {
+			r.ok(s.log, "kafka reachable")
+		}
+		if sleepCtx(ctx, wait) != nil {
+			return
+		}
+	}
+}
+
+// dialAny connects (TCP, TLS, SASL) to the brokers in turn until one
+// accepts; the first broker's error when none does.
+func (s *Staged) dialAny(ctx context.Context) error {
+	var first error
+	for _, b := range s.cfg.Kafka.Brokers {
+		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
+		conn, err := s.opts.Dialer.DialContext(dctx, "tcp", b)
+		cancel()
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if first == nil {
+			first = fmt.Errorf("broker %s: %w", b, err)
+		}
+	}
+	return first
+}
+
+// brokerTrouble says what a failed broker request means for an operator:
+// an authentication failure is named as one, not as a broker that is
+// down.
+func brokerTrouble(err error) string {
+	switch {
+	case errors.Is(err, kafka.SASLAuthenticationFailed):
+		return "kafka refused the SASL credentials (kafka.sasl username or password): " + err.Error()
+	case errors.Is(err, kafka.UnsupportedSASLMechanism), errors.Is(err, kafka.IllegalSASLState):
+		return "kafka refused the SASL mechanism (kafka.sasl.mechanism): " + err.Error()
+	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.GroupAuthorizationFailed),
+		errors.Is(err, kafka.ClusterAuthorizationFailed):
+		return "kafka denied access (ACLs): " + err.Error()
+	default:
+		return "kafka unreachable: " + err.Error()
+	}
 }

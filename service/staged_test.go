@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -407,7 +406,9 @@ func TestStagedSeparateStages(t *testing.T) {
 // A staged process answers the alert API for the partitions it holds:
 // fed the Uganda fixture up to a day into the shutdown, once it has
 // delivered every line a replay of the same records gives, the alerts it
-// lists as active are exactly those the replay leaves firing.
+// lists as active are exactly those the replay leaves firing, its outage
+// page lists the replay's outage events, and the silence and checkpoint
+// APIs work on it as on the single-aggregator service.
 func TestStagedAlertAPI(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("runs days of the Uganda fixture through both stages")
@@ -440,6 +441,8 @@ func TestStagedAlertAPI(t *testing.T) {
 	dir := t.TempDir()
 	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
 	cfg.LocalASNs = f.local
+	t.Setenv("OUTAGEWATCH_TEST_TOKEN", "tok")
+	cfg.HTTP.TokenEnv = "OUTAGEWATCH_TEST_TOKEN"
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -473,23 +476,6 @@ func TestStagedAlertAPI(t *testing.T) {
 			t.Fatalf("%d of %d lines delivered", n, len(wantLines))
 		}
 	}
-	resp, err := http.Get("http://" + ln.Addr().String() + "/api/v1/alerts")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct {
-		Alerts []alerting.Event `json:"alerts"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, a := range body.Alerts {
-		got = append(got, a.ID)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("active alerts\n got %v\nwant %v", got, want)
-	}
+	waitActive(t, "http://"+ln.Addr().String(), want)
+	checkStagedPage(t, "http://"+ln.Addr().String(), wantLines)
 }

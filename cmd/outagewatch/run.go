@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/spf13/cobra"
 
@@ -26,17 +25,18 @@ func runCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "run --config F | run --demo [FIXTURE]",
 		Short: "Run the live service: consume the stream topics from Kafka, alert to the configured sinks",
-		Long: `run consumes the configured topics in one Kafka consumer group, runs them
-through the same pipeline as replay, checkpoints its state to data_dir before
-committing offsets, and serves /metrics, /healthz, /readyz and /api/v1/alerts
-(127.0.0.1:9310 unless http.listen says otherwise). SIGTERM or SIGINT writes
-a final checkpoint and flushes pending alerts. See deploy/outagewatch.yaml.
+		Long: `run consumes the configured topics from Kafka through the per-partition
+pipeline, the same stages replay drives in process, and alerts to the
+configured sinks. It serves /metrics, /healthz, /readyz, the alert, event
+and silence API, the outage page and the manual checkpoint (127.0.0.1:9310
+unless http.listen says otherwise). SIGTERM or SIGINT checkpoints and
+flushes pending alerts. See deploy/outagewatch.yaml and docs/runtime.md.
 
-One instance needs nothing more. For more than one, run the two stages
-(docs/deployment.md): --stage 1 pre-aggregates the input partitions it is
-assigned into the internal topic, --stage 2 merges and judges the partitions
-of that topic, --stage both does both in one process; any number of
-instances of each give the alerts of one.
+Both stages run in this process by default: stage one pre-aggregates the
+input partitions it is assigned into the internal topic, stage two merges
+and judges the partitions of that topic, its state on a changelog topic.
+Any number of instances, killed and restarted at will, give the alerts of
+one; --stage 1 or --stage 2 runs one stage only, to scale them apart.
 
 run --demo needs no Kafka and no config: it starts an in-process broker,
 plays a bundled incident into it (uganda-2021-01-13 unless FIXTURE names
@@ -76,24 +76,17 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			if stage != "" {
-				st, err := service.NewStaged(cfg, service.Options{}, stage)
-				if err != nil {
-					return err
-				}
-				return st.Run(ctx)
-			}
-			svc, err := service.New(cfg, service.Options{Sinks: []alerting.Sink{statuspage.NewStore()}}) // the status page lists ended outages too
+			// The page lists ended outages too: a store among the sinks.
+			st, err := service.NewStaged(cfg, service.Options{Sinks: []alerting.Sink{statuspage.NewStore()}}, stage)
 			if err != nil {
 				return err
 			}
-			svc.WatchMap(ctx, 30*time.Second) // map file edits (or SIGHUP) take effect without a restart
-			return svc.Run(ctx)
+			return st.Run(ctx)
 		},
 	}
 	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml",
 		"configuration file (the default is relative to the working directory; deploy/outagewatch.yaml is the annotated example)")
-	c.Flags().StringVar(&stage, "stage", "", "run as a stage of a scaled-out service: 1, 2 or both (docs/deployment.md)")
+	c.Flags().StringVar(&stage, "stage", service.StageBoth, "the stages run here: both, or 1 or 2 to scale them apart (docs/runtime.md)")
 	c.Flags().BoolVar(&demoOn, "demo", false, "run the live service on an in-process Kafka that a bundled incident plays into (docs/demo.md)")
 	c.Flags().Float64Var(&demo.speed, "speed", demo.speed, "with --demo, the multiple of real time the incident plays at")
 	c.Flags().DurationVar(&demo.lead, "lead", demo.lead, "with --demo, how long before the incident's first labelled onset the data starts playing at --speed")

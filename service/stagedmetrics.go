@@ -1,0 +1,81 @@
+package service
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// newStagedMetrics is the plain service's set of metrics (Go, process,
+// records, decode errors, dead letters, lag, watermark, checkpoints,
+// commits, sinks) for a staged process: the same names from the same
+// constructors, with the pipeline's counters read from the stage-two
+// tasks held here instead of from one pipeline.
+func newStagedMetrics() *metrics {
+	m := newMetrics(nil)
+	// The plain collector reads one pipeline; a registry unregisters by
+	// descriptors, which do not touch the service.
+	m.reg.Unregister(&statsCollector{})
+	return m
+}
+
+// stagedCollector is statsCollector over the pipelines of the stage-two
+// partitions held here, summed; the watermark is the least of theirs.
+type stagedCollector struct{ s *Staged }
+
+func (c *stagedCollector) Describe(ch chan<- *prometheus.Desc) { (&statsCollector{}).Describe(ch) }
+
+func (c *stagedCollector) Collect(ch chan<- prometheus.Metric) {
+	cm := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+	}
+	gm := func(d *prometheus.Desc, v float64, l ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
+	}
+	var buckets, findings, events, late, active, series, wm int64
+	for _, p := range c.s.status.held() {
+		st := p.Stats()
+		buckets += st.BucketsClosed
+		findings += st.Findings
+		events += st.Events
+		late += st.Late
+		series += int64(st.Series)
+		active += int64(len(p.ActiveAlerts()))
+		if st.Watermark > 0 && (wm == 0 || st.Watermark < wm) {
+			wm = st.Watermark
+		}
+	}
+	cm(descBuckets, float64(buckets))
+	cm(descFindings, float64(findings))
+	cm(descEvents, float64(events))
+	cm(descLate, float64(late))
+	gm(descActive, float64(active))
+	gm(descSeries, float64(series))
+	gm(descWM, float64(wm)/1e9)
+	if c.s.disp != nil {
+		for _, ss := range c.s.disp.Stats() {
+			cm(descSent, float64(ss.Sent), ss.Sink)
+			cm(descFail, float64(ss.Failures), ss.Sink)
+			cm(descDropped, float64(ss.Dropped), ss.Sink)
+			gm(descDepth, float64(ss.QueueDepth), ss.Sink)
+		}
+	}
+	ready := 0.0
+	if ok, _ := c.s.Ready(); ok {
+		ready = 1
+	}
+	gm(descReady, ready)
+	gm(descLastCP, float64(c.s.status.lastCPWall.Load())/1e9)
+}
+
+// observeCheckpoint counts a stage-two checkpoint round as the plain
+// service counts its checkpoints.
+func (st *stagedStatus) observeCheckpoint(start time.Time, failed bool) {
+	if failed {
+		st.met.checkpointErrors.Inc()
+		return
+	}
+	st.met.checkpoints.Inc()
+	st.met.checkpointSeconds.Observe(time.Since(start).Seconds())
+	st.lastCPWall.Store(time.Now().UnixNano())
+}
