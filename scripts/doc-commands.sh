@@ -21,6 +21,7 @@ needs=(
 	'actions list --audit /var/::a deployment'"'"'s audit log'
 	'actions undo ID::an action id from a deployment'"'"'s audit log'
 	'actions override::a deployment'"'"'s audit log and gobgpd'
+	'scoreboard --data DIR::the labelled sets'"'"' directory (CI runs the board on its own copy)'
 )
 
 pass=0 fail=0 skipped=0
