@@ -1,14 +1,10 @@
 package detectors_test
 
 import (
-	"bufio"
-	"compress/gzip"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +14,7 @@ import (
 	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/obs/quality"
 	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/score"
 )
 
 // The labelled RIPE Atlas RTT series in testdata/atlas-rtt-labelled (one
@@ -44,42 +41,16 @@ type atlasSample struct {
 	cp  bool
 }
 
+// readAtlasSeries reads a labelled trace with the scoreboard's reader.
 func readAtlasSeries(t testing.TB, file string) []atlasSample {
 	t.Helper()
-	f, err := os.Open(file)
+	ss, err := score.ReadAtlasRTT(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(zr)
-	var out []atlasSample
-	for line := 0; sc.Scan(); line++ {
-		if line == 0 {
-			continue // header
-		}
-		// Five of the files end their lines with CR LF.
-		parts := strings.Split(strings.TrimRight(sc.Text(), "\r"), ";")
-		if len(parts) != 3 {
-			t.Fatalf("%s:%d: want epoch;rtt;cp", file, line+1)
-		}
-		// The files write the time two ways: dd/mm/yyyy HH:MM and
-		// yyyy-mm-dd HH:MM:SS, both UTC.
-		ts, err := time.Parse("02/01/2006 15:04", parts[0])
-		if err != nil {
-			ts, err = time.Parse(time.DateTime, parts[0])
-		}
-		if err != nil {
-			t.Fatalf("%s:%d: %v", file, line+1, err)
-		}
-		rtt, err := strconv.ParseFloat(parts[1], 64)
-		if err != nil {
-			t.Fatalf("%s:%d: %v", file, line+1, err)
-		}
-		out = append(out, atlasSample{t: ts.UnixNano(), rtt: rtt, cp: parts[2] == "1"})
+	out := make([]atlasSample, len(ss))
+	for i, x := range ss {
+		out[i] = atlasSample{t: x.Time.UnixNano(), rtt: x.RTT, cp: x.CP}
 	}
 	return out
 }
