@@ -2,10 +2,8 @@ package score
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -15,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 )
 
 // BoardSet is one real labelled set on the scoreboard: which files, read
@@ -60,20 +56,13 @@ func LoadBoardSet(file string) (*BoardSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scoreboard: %w", err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
+	doc, err := parseDoc(file, b)
+	if err != nil {
+		return nil, err
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	var s BoardSet
-	if err := dec.Decode(&s); err != nil {
-		var te *yaml.TypeError
-		msg := err.Error()
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg = te.Errors[0]
-		}
-		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), "line "))
+	if err := decodeKnown(file, b, &s); err != nil {
+		return nil, err
 	}
 	s.File = file
 	line := func(key string) int {

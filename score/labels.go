@@ -55,24 +55,16 @@ func LoadLabels(file string) (*Labels, error) {
 // without detector, entity, onset or a positive within, an allowance whose
 // window ends before it starts.
 func ParseLabels(file string, b []byte) (*Labels, error) {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
+	doc, err := parseDoc(file, b)
+	if err != nil {
+		return nil, err
 	}
 	if len(doc.Content) == 0 || doc.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s:1: want a mapping with expect: (and name:, inputs:, allow:)", file)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
 	var l Labels
-	if err := dec.Decode(&l); err != nil {
-		var te *yaml.TypeError
-		msg := err.Error()
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg = te.Errors[0]
-		}
-		msg = strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), "line ")
-		return nil, fmt.Errorf("%s:%s", file, msg)
+	if err := decodeKnown(file, b, &l); err != nil {
+		return nil, err
 	}
 	l.File = file
 	if l.Name == "" {
@@ -120,6 +112,31 @@ func ParseLabels(file string, b []byte) (*Labels, error) {
 		}
 	}
 	return &l, nil
+}
+
+// parseDoc parses b as a YAML node tree, a syntax error as file:line.
+func parseDoc(file string, b []byte) (*yaml.Node, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
+	}
+	return &doc, nil
+}
+
+// decodeKnown decodes b into v, refusing unknown keys; the first error
+// reads file:line: reason.
+func decodeKnown(file string, b []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil {
+		var te *yaml.TypeError
+		msg := err.Error()
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+		}
+		return fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), "line "))
+	}
+	return nil
 }
 
 // InputPaths returns the labels' inputs relative to the labels file.
