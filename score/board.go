@@ -87,6 +87,23 @@ func (r *Row) Add(o Row) {
 	r.Delay = medianDuration(r.delays)
 }
 
+// finish counts the alerts and pages that near does not place at a label
+// as false, and sets the median delay.
+func (r *Row) finish(alerts, pages []alerting.Event, near func(alerting.Event) bool) {
+	for _, a := range alerts {
+		if !near(a) {
+			r.False++
+			r.FalseAt = append(r.FalseAt, a.Start.UTC().Format(time.RFC3339)+" "+a.Rule+" "+a.Entity)
+		}
+	}
+	for _, p := range pages {
+		if !near(p) {
+			r.FalsePages++
+		}
+	}
+	r.Delay = medianDuration(r.delays)
+}
+
 func medianDuration(ds []time.Duration) time.Duration {
 	if len(ds) == 0 {
 		return 0
@@ -162,18 +179,7 @@ func ScoreWindows(set string, windows []Window, events []alerting.Event) Row {
 		}
 		r.delays = append(r.delays, max(0, alerts[first].At.Sub(w.From)))
 	}
-	for _, a := range alerts {
-		if !near(a) {
-			r.False++
-			r.FalseAt = append(r.FalseAt, a.Start.UTC().Format(time.RFC3339)+" "+a.Rule+" "+a.Entity)
-		}
-	}
-	for _, p := range pages {
-		if !near(p) {
-			r.FalsePages++
-		}
-	}
-	r.Delay = medianDuration(r.delays)
+	r.finish(alerts, pages, near)
 	return r
 }
 
@@ -281,18 +287,7 @@ func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
 			return d >= -ShiftLate && d <= ShiftLate
 		})
 	}
-	for _, a := range alerts {
-		if !near(a) {
-			r.False++
-			r.FalseAt = append(r.FalseAt, a.Start.UTC().Format(time.RFC3339)+" "+a.Rule+" "+a.Entity)
-		}
-	}
-	for _, p := range pages {
-		if !near(p) {
-			r.FalsePages++
-		}
-	}
-	r.Delay = medianDuration(r.delays)
+	r.finish(alerts, pages, near)
 	return r
 }
 
