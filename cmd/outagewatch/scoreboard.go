@@ -3,7 +3,9 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -146,31 +148,33 @@ func writeIODAObservations(src, dst, entity string, columns map[string]string) e
 	if err != nil {
 		return err
 	}
+	cols := slices.Sorted(maps.Keys(columns))
+	return writeBuffered(dst, func(w *bufio.Writer) error {
+		fmt.Fprintln(w, "time,entity,signal,value")
+		for _, r := range rows {
+			for _, c := range cols {
+				v, ok := r.Values[c]
+				if !ok {
+					return fmt.Errorf("%s: no column %q", src, c)
+				}
+				if math.IsNaN(v) {
+					continue
+				}
+				fmt.Fprintf(w, "%s,%s,%s,%s\n", r.Time.Format(time.RFC3339), entity, columns[c], strconv.FormatFloat(v, 'f', -1, 64))
+			}
+		}
+		return nil
+	})
+}
+
+// writeBuffered creates dst and writes it through a buffer with write.
+func writeBuffered(dst string, write func(*bufio.Writer) error) error {
 	f, err := os.Create(dst)
 	if err != nil {
 		return err
 	}
 	w := bufio.NewWriter(f)
-	fmt.Fprintln(w, "time,entity,signal,value")
-	cols := make([]string, 0, len(columns))
-	for c := range columns {
-		cols = append(cols, c)
-	}
-	slices.Sort(cols)
-	for _, r := range rows {
-		for _, c := range cols {
-			v, ok := r.Values[c]
-			if !ok {
-				f.Close()
-				return fmt.Errorf("%s: no column %q", src, c)
-			}
-			if math.IsNaN(v) {
-				continue
-			}
-			fmt.Fprintf(w, "%s,%s,%s,%s\n", r.Time.Format(time.RFC3339), entity, columns[c], strconv.FormatFloat(v, 'f', -1, 64))
-		}
-	}
-	if err := w.Flush(); err != nil {
+	if err := errors.Join(write(w), w.Flush()); err != nil {
 		f.Close()
 		return err
 	}
@@ -217,17 +221,10 @@ func writeAtlasResults(paths []string, dst string) ([]atlasTrace, error) {
 		}
 	}
 	slices.SortStableFunc(lines, func(a, b line) int { return int(a.t - b.t) })
-	f, err := os.Create(dst)
-	if err != nil {
-		return nil, err
-	}
-	w := bufio.NewWriter(f)
-	for _, l := range lines {
-		fmt.Fprintln(w, l.txt)
-	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return traces, f.Close()
+	return traces, writeBuffered(dst, func(w *bufio.Writer) error {
+		for _, l := range lines {
+			fmt.Fprintln(w, l.txt)
+		}
+		return nil
+	})
 }
