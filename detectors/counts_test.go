@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -187,5 +188,47 @@ func TestIODARulesReportATooSmallCount(t *testing.T) {
 	}
 	if got := u.Unjudgeable(); len(got) != 1 || got[0] != "active_probing_slash24 region:XX-2" {
 		t.Fatalf("unjudgeable %v, want the region's series", got)
+	}
+}
+
+// A noisy count of about 30 /24s that halves for three hours, as a
+// region's active probing does in a blackout that leaves its backup
+// links up, is past IODA's 20 % on every round but no single round is
+// three of its Poisson standard deviations (√30 × 3 = 16) down: the
+// shipped IODA rule fires on its second round, dated from the first,
+// because two rounds in a row past 1.79σ are as rare by chance as one
+// past 3σ. One round at a third of normal, then back, pages nobody.
+func TestIODARulesJudgeARunOfRounds(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("active_probing_slash24")
+	step := time.Duration(sig.Def().Cadence)
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(21, 4))
+	n := int(3 * 24 * time.Hour / step)
+	base := make([]float64, n)
+	for i := range base {
+		base[i] = poisson(rng, 30)
+	}
+	outage := n - int(6*time.Hour/step)
+
+	// Halved: 15 to 17 blocks a round, each 13 to 15 blocks (2.4σ to
+	// 2.7σ) short of 30, none of them the 16 that one round alone needs.
+	vs := slices.Clone(base)
+	for i := outage; i < outage+int(3*time.Hour/step); i++ {
+		vs[i] = float64(15 + i%3)
+	}
+	f := judgeSeries(t, set, sig, "region:XX-3", from, step, vs)
+	start := from.Add(time.Duration(outage) * step)
+	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != start.UnixNano() || f[0].At != start.Add(2*step).UnixNano() {
+		t.Fatalf("halved from %s: findings %+v, want a firing from then, raised after two rounds", start, f)
+	}
+
+	vs = slices.Clone(base)
+	vs[outage] = 10
+	if f := judgeSeries(t, set, sig, "region:XX-3", from, step, vs); len(f) != 0 {
+		t.Fatalf("one round at 10: %+v", f[0])
 	}
 }

@@ -77,26 +77,33 @@ const countSigmas = 3
 // t's hour of the day, and the spread around it. A series with a daily
 // cycle (a telescope's sources follow the day of the machines behind
 // them) is lower at night than its median without anything being wrong,
-// so where the window covers a day and more and the cycle is most of the
-// series' spread, each hour of the day has its own level (the median of
-// the window's buckets at that hour) and the spread is that of every
+// so where the window covers two days and more and the cycle is most of
+// the series' spread, each hour of the day has its own level (the median
+// of the window's buckets at that hour) and the spread is that of every
 // bucket's residual against its hour's level; otherwise the level is base
-// and the spread the window's own. The spread
-// is robust (the scaled median absolute deviation) and, for a Poisson
+// and the spread the window's own. A cycle must be seen twice to be one:
+// in a window of one day each hour's "level" is that hour's few buckets,
+// which leaves no residual to speak of and calls noise a cycle. The
+// spread is robust (the scaled median absolute deviation) and, for a Poisson
 // count, at least √level, its sampling noise. The window's outliers were
 // kept out of the history (the baseline stands in their place), so a past
 // outage does not widen it.
-func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma float64) {
-	sc.v, sc.h = sc.v[:0], sc.h[:0]
+//
+// rho is the lag-1 autocorrelation of the same residuals, over pairs of
+// adjacent buckets, clipped to [0, 0.95]: how much a bucket's chance
+// deviation carries into the next, which decides how rare a run of
+// deviations is (runSigmas).
+func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma, rho float64) {
+	sc.v, sc.h, sc.x = sc.v[:0], sc.h[:0], sc.x[:0]
 	from := max(t-int64(window), r.Oldest())
 	for x := from; x < t; x += w {
 		if v, ok := r.Get(x); ok {
-			sc.v, sc.h = append(sc.v, v), append(sc.h, int8(x%dayNs/3600e9))
+			sc.v, sc.h, sc.x = append(sc.v, v), append(sc.h, int8(x%dayNs/3600e9)), append(sc.x, x)
 		}
 	}
 	level = base
 	var hourly [24]float64
-	byHour := t-from >= dayNs
+	byHour := t-from >= 2*dayNs
 	if byHour {
 		for h := range hourly {
 			sc.tmp = sc.tmp[:0]
@@ -125,18 +132,57 @@ func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, pois
 		// series without one they are the noise of a few buckets each.
 		if s := robustSpread(sc.tmp, 0); s < sigma/2 {
 			level, sigma = hourly[t%dayNs/3600e9], s
+		} else {
+			byHour = false
 		}
 	}
+	rho = lag1(sc, w, func(i int) float64 {
+		if byHour {
+			return sc.v[i] - hourly[sc.h[i]]
+		}
+		return sc.v[i] - base
+	})
 	if poisson && level > 0 {
 		sigma = max(sigma, math.Sqrt(level))
 	}
-	return level, sigma
+	return level, sigma, rho
+}
+
+// lag1 is the lag-1 autocorrelation of res over the buckets of sc.x that
+// are w apart, clipped to [0, 0.95]: 0 with fewer than ten such pairs.
+// A negative one would make runs rarer than independent noise does; it is
+// taken as 0, which errs towards the stricter bar.
+func lag1(sc *noiseScratch, w int64, res func(i int) float64) float64 {
+	var sum, sq float64
+	for i := range sc.x {
+		e := res(i)
+		sum, sq = sum+e, sq+e*e
+	}
+	n := float64(len(sc.x))
+	if n == 0 {
+		return 0
+	}
+	mean := sum / n
+	vr := sq/n - mean*mean
+	var cov float64
+	pairs := 0
+	for i := 1; i < len(sc.x); i++ {
+		if sc.x[i]-sc.x[i-1] == w {
+			cov += (res(i) - mean) * (res(i-1) - mean)
+			pairs++
+		}
+	}
+	if pairs < 10 || vr <= 0 {
+		return 0
+	}
+	return min(max(cov/float64(pairs)/vr, 0), 0.95)
 }
 
 // noiseScratch is windowNoise's room, kept by a detector between buckets.
 type noiseScratch struct {
 	v, tmp []float64
 	h      []int8
+	x      []int64
 }
 
 // flapHold is Prometheus' keep_firing_for for one series: after an alert

@@ -73,10 +73,14 @@ type PrefixWithdrawal struct {
 	FeedFaultMinEntities int     `yaml:"feed_fault_min_entities"`
 	// Noise is how many standard deviations of the series' own noise (see
 	// windowNoise: the spread of its baseline window and, for a Poisson
-	// count, √baseline) the shortfall must also exceed; 0 judges the
-	// relative drop alone. A bucket still counts as down while firing
-	// until it is back within one standard deviation (or under
-	// ResolveBelow).
+	// count, √baseline) a one-bucket drop must exceed; 0 judges the
+	// relative drop alone. A rule whose For spans n buckets asks each of
+	// them for less (runSigmas), so that n buckets in a row past it are
+	// as unlikely by chance as one bucket past Noise: a small, noisy
+	// count that halves for a few buckets stands out where no single
+	// bucket would, and one odd bucket does not. A bucket still counts as
+	// down while firing until it is back within one standard deviation
+	// (or under ResolveBelow).
 	Noise float64 `yaml:"noise"`
 	// Critical is a collapse: a drop this deep fires on its first bucket
 	// and is never adopted as the new baseline, however long it lasts (a
@@ -141,6 +145,9 @@ type prefixWithdrawal struct {
 	scratch []float64
 	noise   noiseScratch
 	judged  []spaceJudged
+	// bars are runBar's, for buckets of barStep.
+	bars    [21]float64
+	barStep int64
 	// unjudgeable holds the series too small or too noisy for any drop to
 	// pass both bars (see Unjudgeable), as of their last judged bucket.
 	unjudgeable map[*aggregate.Series]bool
@@ -200,9 +207,69 @@ type spaceJudged struct {
 	// and its noise (windowNoise), worked out only where they decide: for
 	// a drop past the threshold, or while firing.
 	level, sigma float64
-	// anomalous is past both bars; down is still short of the baseline
-	// by more than resolve_below and one sigma; critical past Critical.
-	anomalous, down, critical bool
+	// over is past the relative threshold, anomalous past the noise bar
+	// too (runSigmas); down is still short of the baseline by more than
+	// resolve_below and one sigma; critical is a collapse past Critical
+	// that is past the one-bucket noise bar on its own.
+	over, anomalous, down, critical bool
+}
+
+// runSigmas is the bar each of n buckets in a row must pass so that the
+// run is as unlikely by chance as one bucket past k standard deviations
+// (one in 740 at k = 3, Shewhart's limit), for Gaussian noise whose
+// deviations carry from one bucket to the next with lag-1
+// autocorrelation rho (windowNoise). For independent noise the one-sided
+// tail is shared out as its n-th root: two buckets in a row past 1.79σ,
+// or three past 1.22σ, are as rare as one past 3σ. The more a deviation
+// carries over, the less a second bucket adds, and the bar rises towards
+// k: at rho 0.6 two buckets must each be past 2.42σ. A run of n is taken
+// as a Markov chain, its first bucket's tail times the chance of each
+// next one given the last (the bivariate normal orthant). Every bucket of
+// the run must still be past the rule's relative threshold.
+func runSigmas(k float64, n int, rho float64) float64 {
+	if n <= 1 || k <= 0 {
+		return k
+	}
+	target := normTail(k)
+	lo, hi := 0.0, k
+	for range 50 {
+		b := (lo + hi) / 2
+		p1 := normTail(b)
+		if p1*math.Pow(orthant(b, rho)/p1, float64(n-1)) > target {
+			lo = b
+		} else {
+			hi = b
+		}
+	}
+	return hi
+}
+
+// normTail is P(Z ≥ x) for a standard normal Z.
+func normTail(x float64) float64 { return 0.5 * math.Erfc(x/math.Sqrt2) }
+
+// orthant is P(Z1 ≥ b, Z2 ≥ b) for standard normals with correlation
+// rho: the integral over x ≥ b of φ(x)·P(Z2 ≥ b | Z1 = x), by Simpson's
+// rule over the eight standard deviations past b that hold all of it.
+func orthant(b, rho float64) float64 {
+	if rho <= 0 {
+		t := normTail(b)
+		return t * t
+	}
+	s := math.Sqrt(1 - rho*rho)
+	const steps = 256
+	h := 8.0 / steps
+	f := func(x float64) float64 {
+		return math.Exp(-x*x/2) / math.Sqrt(2*math.Pi) * normTail((b-rho*x)/s)
+	}
+	sum := f(b) + f(b+8)
+	for i := 1; i < steps; i++ {
+		c := 2.0
+		if i%2 == 1 {
+			c = 4
+		}
+		sum += c * f(b+float64(i)*h)
+	}
+	return sum * h / 3
 }
 
 func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(Finding)) {
@@ -227,14 +294,18 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			continue
 		}
 		j := spaceJudged{p: pt, st: st, base: base, drop: 1 - pt.Value/base}
-		j.anomalous, j.down = j.drop >= d.p.Threshold, j.drop >= d.p.ResolveBelow
-		if d.p.Noise > 0 && (j.anomalous || (st.Firing && j.down)) {
-			j.level, j.sigma = windowNoise(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
+		j.over, j.down = j.drop >= d.p.Threshold, j.drop >= d.p.ResolveBelow
+		j.anomalous = j.over
+		j.critical = j.over && d.p.Critical > 0 && j.drop >= d.p.Critical
+		if d.p.Noise > 0 && (j.over || (st.Firing && j.down)) {
+			var rho float64
+			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
 			short := j.level - pt.Value
-			j.anomalous = j.anomalous && short >= d.p.Noise*j.sigma
+			bar := d.runBar(pt.Series.Step(), rho)
+			j.anomalous = j.over && short >= bar*j.sigma
+			j.critical = j.critical && short >= d.p.Noise*j.sigma
 			j.down = j.down && short >= j.sigma
 		}
-		j.critical = j.anomalous && d.p.Critical > 0 && j.drop >= d.p.Critical
 		if d.p.Noise > 0 {
 			switch {
 			case pt.Series.Signal.Def().Poisson && base < d.p.Noise*d.p.Noise:
@@ -322,6 +393,20 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			st.Firing, st.Recovered, st.FireBase, st.Low = false, 0, 0, 0
 		}
 	}
+}
+
+// runBar is the noise bar of each bucket of a run of For (runSigmas), for
+// noise of lag-1 autocorrelation rho, worked out once per twentieth of
+// rho (rounded up, towards the stricter bar).
+func (d *prefixWithdrawal) runBar(step int64, rho float64) float64 {
+	if step != d.barStep {
+		d.barStep, d.bars = step, [21]float64{}
+	}
+	i := int(math.Ceil(rho * 20))
+	if d.bars[i] == 0 {
+		d.bars[i] = runSigmas(d.p.Noise, d.p.For.buckets(step), float64(i)/20)
+	}
+	return d.bars[i]
 }
 
 func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJudged) Finding {

@@ -1,0 +1,76 @@
+package detectors
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/series"
+)
+
+// The run bar: one bucket is judged at k; n independent buckets share
+// the tail P(Z ≥ k) as its n-th root; correlated ones ask for more, up
+// to k as a deviation carries over whole.
+func TestRunSigmas(t *testing.T) {
+	cases := []struct {
+		n    int
+		rho  float64
+		want float64
+	}{
+		{1, 0, 3},
+		{1, 0.9, 3},
+		// (P(Z ≥ 3))^(1/2) = 0.03674 = P(Z ≥ 1.790)
+		{2, 0, 1.790},
+		// (P(Z ≥ 3))^(1/3) = 0.1106 = P(Z ≥ 1.223)
+		{3, 0, 1.223},
+		// P(Z1 ≥ b, Z2 ≥ b; ρ = 0.6) = 0.00135 at b = 2.42
+		{2, 0.6, 2.420},
+	}
+	for _, c := range cases {
+		if got := runSigmas(3, c.n, c.rho); math.Abs(got-c.want) > 0.005 {
+			t.Errorf("runSigmas(3, %d, %g) = %.4f, want %.3f", c.n, c.rho, got, c.want)
+		}
+	}
+	// The joint tail it aims at is the one-bucket tail, and the bar
+	// rises with the correlation.
+	prev := 0.0
+	for _, rho := range []float64{0, 0.2, 0.4, 0.6, 0.8, 0.95} {
+		b := runSigmas(3, 2, rho)
+		if b <= prev || b > 3 {
+			t.Fatalf("runSigmas(3, 2, %g) = %.3f after %.3f: want rising, at most 3", rho, b, prev)
+		}
+		prev = b
+		if p := orthant(b, rho); math.Abs(p-normTail(3))/normTail(3) > 1e-3 {
+			t.Fatalf("rho %g: two buckets past %.3f have chance %.3g, want %.3g", rho, b, p, normTail(3))
+		}
+	}
+	// The orthant of independent normals is the square of one tail.
+	if p, want := orthant(1, 0), normTail(1)*normTail(1); math.Abs(p-want) > 1e-12 {
+		t.Fatalf("orthant(1, 0) = %g, want %g", p, want)
+	}
+}
+
+// windowNoise reads how much a deviation carries into the next bucket:
+// an AR(1) series of coefficient 0.6 gives about 0.6, white noise about 0.
+func TestWindowNoiseAutocorrelation(t *testing.T) {
+	const w = int64(600e9)
+	for _, phi := range []float64{0, 0.6} {
+		r := series.New(200, w)
+		rng := rand.New(rand.NewPCG(1, 2))
+		e := 0.0
+		t0 := int64(1700000000e9) / w * w
+		n := 144
+		for i := range n {
+			e = phi*e + rng.NormFloat64()
+			r.Put(t0+int64(i)*w, 100+5*e)
+		}
+		var sc noiseScratch
+		_, sigma, rho := windowNoise(r, t0+int64(n)*w, w, Duration(int64(n)*w), 100, false, &sc)
+		if math.Abs(rho-phi) > 0.15 {
+			t.Errorf("AR(1) of %g: rho %.2f", phi, rho)
+		}
+		if sigma <= 0 {
+			t.Errorf("AR(1) of %g: sigma %g", phi, sigma)
+		}
+	}
+}
