@@ -267,7 +267,7 @@ func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
 		first := -1
 		for i, a := range alerts {
 			if !a.Start.Before(cp.Add(-ShiftEarly)) && !a.Start.After(cp.Add(ShiftLate)) &&
-				(first < 0 || a.At.Before(alerts[first].At)) {
+				!a.At.After(cp.Add(ShiftRaised)) && (first < 0 || a.At.Before(alerts[first].At)) {
 				first = i
 			}
 		}
@@ -275,10 +275,10 @@ func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
 			r.Missed = append(r.Missed, cp)
 			continue
 		}
+		// Raised within the hour is what detected means here, so every
+		// detected shift was raised inside its window.
 		r.Detected++
-		if !alerts[first].At.After(cp.Add(ShiftRaised)) {
-			r.Inside++
-		}
+		r.Inside++
 		r.delays = append(r.delays, max(0, alerts[first].At.Sub(cp)))
 	}
 	near := func(ev alerting.Event) bool {

@@ -93,9 +93,14 @@ func TestUpwardShiftsAndTheirScore(t *testing.T) {
 	if r.Windows != 1 || r.Detected != 1 || r.Inside != 1 || r.Alerts != 3 || r.False != 1 || r.Delay != 40*time.Minute {
 		t.Fatalf("got %+v: want 1 shift detected and raised inside at 40 min, 3 alerts of which the one at 140 min false", r)
 	}
-	// Raised more than an hour after: detected, not inside.
-	if r := score.ScoreShifts("atlas", s, []alerting.Event{alert(204, 261)}); r.Detected != 1 || r.Inside != 0 {
+	// Raised more than an hour after: missed, as the scoring defines a
+	// detection (and the alert, starting at the shift, is not false).
+	if r := score.ScoreShifts("atlas", s, []alerting.Event{alert(204, 261)}); r.Detected != 0 || r.Inside != 0 || len(r.Missed) != 1 || r.False != 0 {
 		t.Fatalf("late alert: %+v", r)
+	}
+	// An hour to the minute is in time.
+	if r := score.ScoreShifts("atlas", s, []alerting.Event{alert(204, 260)}); r.Detected != 1 || r.Inside != 1 {
+		t.Fatalf("alert raised at the hour: %+v", r)
 	}
 }
 
