@@ -313,7 +313,7 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 	if inc.firing() == 0 {
 		o.FiguresAt = "paged"
 	}
-	ev.Severity = c.cfg.Severity.Severity(o.Impact)
+	ev.Severity = capSeverity(c.cfg.Severity.Severity(o.Impact), members)
 	o.Cause = c.cause(members, shares)
 	ev.Receivers = receivers(members)
 	ev.Summary = c.summary(ev)
@@ -619,4 +619,20 @@ func (c *Correlator) title(place string, sc alerting.Scope, members []*alerting.
 		names[i] = c.name(e)
 	}
 	return strings.Join(names, ", ") + " in " + sc.Name
+}
+
+// capSeverity bounds an event's severity by the highest of its members':
+// impact measures how much of a place is hit, while a rule's severity is
+// what its author says its alerts are worth, and grouping must not raise
+// it. One probe's latency shift (a rule at info) is an info event however
+// large the shift; an alert de-rated as unstable pages as info.
+func capSeverity(sev string, members []*alerting.Event) string {
+	top := 0
+	for _, m := range members {
+		top = max(top, alerting.SeverityRank(m.Severity))
+	}
+	if top > 0 && alerting.SeverityRank(sev) > top {
+		return severityNames[top]
+	}
+	return sev
 }

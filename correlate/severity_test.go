@@ -158,3 +158,28 @@ func TestReplayTakesSeverityFromTheRules(t *testing.T) {
 		}
 	}
 }
+
+// An event is worth no more than its members' rules say: a whole
+// country's traffic gone for an hour is impact 1, critical, but if its
+// only rule is a warning the event pages as a warning; a second member
+// at critical lifts the cap.
+func TestEventSeverityCappedByItsRules(t *testing.T) {
+	c := correlate.New(correlate.Config{Map: testMap(), GroupWait: -1})
+	a := alert(alerting.Firing, "traffic_drop", "traffic_bytes", "country:GB", t0, t0.Add(5*time.Minute), -100)
+	a.Severity = "warning"
+	c.Add(a)
+	var got []string
+	for m := 5; m <= 60; m += 5 {
+		at := t0.Add(time.Duration(m) * time.Minute)
+		if m == 45 {
+			c.Add(alert(alerting.Firing, "prefix_withdrawal", "bgp_announced_v4", "country:GB", t0.Add(40*time.Minute), at, -100))
+		}
+		for _, ev := range c.Flush(at) {
+			got = append(got, ev.Update+"@"+at.Format("15:04")+"/"+ev.Severity)
+		}
+	}
+	want := "open@10:05/warning grow@10:45/critical"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("notifications %v, want %s", got, want)
+	}
+}
