@@ -647,9 +647,13 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 				continue
 			}
 			if st.Run >= forN {
+				pre4 := d.spaceBefore(c, d.space4, pt.Series.Entity, st.RunStart-w)
+				pre6 := d.spaceBefore(c, d.space6, pt.Series.Entity, st.RunStart-w)
+				if st.Run < burstConfirm && !d.spaceGone(c, pt.Series.Entity, pre4, pre6) {
+					continue
+				}
 				st.Firing, st.FireStart, st.Peak, st.Total, st.Bar = true, st.RunStart, pt.Value, pt.Value, j.bar
-				st.Pre4 = d.spaceBefore(c, d.space4, pt.Series.Entity, st.RunStart-w)
-				st.Pre6 = d.spaceBefore(c, d.space6, pt.Series.Entity, st.RunStart-w)
+				st.Pre4, st.Pre6 = pre4, pre6
 				emit(d.finding(Firing, c, j, ""))
 			}
 			continue
@@ -686,6 +690,35 @@ func (d *withdrawalBurst) spaceBefore(c *aggregate.Closed, sig obs.Signal, entit
 		}
 	}
 	return math.NaN()
+}
+
+// burstConfirm is how many buckets in a row a burst must last to fire
+// when it has taken no space with it. A peer that resets its session, or
+// re-sends its table, withdraws and re-announces in one bucket or two and
+// leaves every route where it was; an outage takes routes away and keeps
+// them away, and instability that matters (a worm's churn, a flapping
+// core) goes on. So a one-bucket burst fires only when the entity's
+// announced space has fallen (below RecoverShare of what it was before);
+// where the space is not known (a feed of update counts alone), a burst
+// must show in two buckets in a row, as a run of rounds must elsewhere.
+const burstConfirm = 2
+
+// spaceGone reports whether the entity's announced space, on some family
+// known before the burst (pre4, pre6; NaN unknown), is now under
+// RecoverShare of it or reads no data.
+func (d *withdrawalBurst) spaceGone(c *aggregate.Closed, entity string, pre4, pre6 float64) bool {
+	for _, x := range [2]struct {
+		sig obs.Signal
+		pre float64
+	}{{d.space4, pre4}, {d.space6, pre6}} {
+		if math.IsNaN(x.pre) || x.pre <= 0 {
+			continue
+		}
+		if pt := findPoint(c, x.sig, entity); pt != nil && (pt.Missing || pt.Value < d.p.RecoverShare*x.pre) {
+			return true
+		}
+	}
+	return false
 }
 
 // spaceBack reports whether the entity's announced space is back to

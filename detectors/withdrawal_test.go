@@ -320,8 +320,9 @@ func TestWithdrawalBurstResolvesWhenRoutesReturn(t *testing.T) {
 		f[0].Details["total_withdrawals"].(float64) < 540 {
 		t.Fatalf("resolve %+v", f)
 	}
-	// A flap (withdrawn and re-announced within the bucket) resolves
-	// after resolve_for of calm; the previous burst did not raise the bar.
+	// A flap (withdrawn and re-announced within the bucket, the space
+	// intact) is a session reset's or a table transfer's shape: one
+	// bucket of it pages nobody.
 	for k := 0; k < 6; k++ {
 		r.bucket(burstCells(background(i), nil)...)
 		i++
@@ -330,13 +331,29 @@ func TestWithdrawalBurstResolvesWhenRoutesReturn(t *testing.T) {
 	wd["asn:5"] = 120
 	r.bucket(burstCells(wd, nil)...)
 	i++
+	r.bucket(burstCells(background(i), nil)...)
+	i++
+	if f := r.take(); len(f) != 0 {
+		t.Fatalf("a one-bucket flap fired: %+v", f)
+	}
+	// Churn that goes on for two buckets fires, dated from its first,
+	// and resolves after resolve_for of calm; the previous burst did not
+	// raise the bar.
+	churn := r.t
+	for k := 0; k < 2; k++ {
+		wd = background(i)
+		wd["asn:5"] = 120
+		r.bucket(burstCells(wd, nil)...)
+		i++
+	}
 	for k := 0; k < 3; k++ {
 		r.bucket(burstCells(background(i), nil)...)
 		i++
 	}
 	f = r.take()
-	if len(f) != 2 || f[0].Status != Firing || f[0].Observed != 120 || f[1].Status != Resolved || f[1].At-f[0].At != 3*w5 {
-		t.Fatalf("flap %+v", f)
+	if len(f) != 2 || f[0].Status != Firing || f[0].Observed != 120 || f[0].Start != churn || f[0].At != churn+2*w5 ||
+		f[1].Status != Resolved || f[1].At-f[0].At != 3*w5 {
+		t.Fatalf("churn %+v", f)
 	}
 }
 
@@ -353,9 +370,14 @@ func TestWithdrawalBurstRelativeToNormal(t *testing.T) {
 	for ; i < 36; i++ {
 		r.bucket(burstCells(busy(i), nil)...)
 	}
-	wd := busy(i)
-	wd["asn:2"], wd["asn:3"] = 250, 250
-	r.bucket(burstCells(wd, nil)...)
+	// Two buckets of it: withdrawals alone, the space unchanged, must
+	// last (burstConfirm).
+	for range 2 {
+		wd := busy(i)
+		wd["asn:2"], wd["asn:3"] = 250, 250
+		r.bucket(burstCells(wd, nil)...)
+		i++
+	}
 	f := r.take()
 	if len(f) != 1 || f[0].Entity != "asn:3" || f[0].Details["threshold"] != 100.0 {
 		t.Fatalf("findings %+v", f)
