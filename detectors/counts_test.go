@@ -146,9 +146,11 @@ func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 	}
 }
 
-// A count of about 4 /24s cannot be judged at three standard deviations
-// of its own Poisson noise (√4 × 3 is more than all of it): the rule says
-// so rather than paging at random, and a real 0 does not page either.
+// A count of about 4 /24s cannot be judged: its own spread (a Poisson
+// count of 4 strays by about 3 either way) times the bar of two rounds
+// in a row (1.79σ) is more than all of it, so not even a drop to zero
+// stands out. The rule says so rather than paging at random, and a real
+// 0 does not page either.
 func TestIODARulesReportATooSmallCount(t *testing.T) {
 	set, err := rules.Load("../examples/ioda/ioda.yaml")
 	if err != nil {

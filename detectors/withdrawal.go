@@ -150,13 +150,14 @@ type prefixWithdrawal struct {
 	barStep int64
 	// unjudgeable holds the series too small or too noisy for any drop to
 	// pass both bars (see Unjudgeable), as of their last judged bucket.
-	unjudgeable map[*aggregate.Series]bool
+	unjudgeable map[*aggregate.Series]uint8
 }
 
 // Unjudgeable lists, as "signal entity", the series that this rule
-// cannot judge at its threshold: a Poisson count under Noise² (at a
-// baseline of 9, three standard deviations of it are all of it), or a
-// series whose own noise puts a drop to zero inside the noise bar.
+// cannot judge at its threshold: a series whose own noise puts a drop to
+// zero inside the noise bar of the rule's run (runSigmas), as a Poisson
+// count under bar² does (one bucket at 3σ: under 9; two independent
+// rounds at 1.79σ: under 3.2).
 // Such a series is watched by nobody, which the replay summary says
 // instead of paging at random.
 func (d *prefixWithdrawal) Unjudgeable() []string {
@@ -168,16 +169,30 @@ func (d *prefixWithdrawal) Unjudgeable() []string {
 	return out
 }
 
-// judgeable records whether a series can be judged, from what this
-// bucket showed of it.
-func (d *prefixWithdrawal) judgeable(s *aggregate.Series, ok bool) {
+// Why a series is unjudgeable, or that it is not.
+const (
+	judgeableNow uint8 = iota
+	unjudgeableCount
+	unjudgeableNoise
+)
+
+func cond[T any](c bool, a, b T) T {
+	if c {
+		return a
+	}
+	return b
+}
+
+// judgeable records whether a series can be judged, and if not why, from
+// what this bucket showed of it.
+func (d *prefixWithdrawal) judgeable(s *aggregate.Series, why uint8) {
 	switch {
-	case !ok && d.unjudgeable == nil:
-		d.unjudgeable = map[*aggregate.Series]bool{s: true}
-	case !ok:
-		d.unjudgeable[s] = true
-	default:
+	case why == judgeableNow:
 		delete(d.unjudgeable, s)
+	case d.unjudgeable == nil:
+		d.unjudgeable = map[*aggregate.Series]uint8{s: why}
+	default:
+		d.unjudgeable[s] = why
 	}
 }
 
@@ -207,6 +222,8 @@ type spaceJudged struct {
 	// and its noise (windowNoise), worked out only where they decide: for
 	// a drop past the threshold, or while firing.
 	level, sigma float64
+	// bar is the run's noise bar in sigmas (runSigmas).
+	bar float64
 	// over is past the relative threshold, anomalous past the noise bar
 	// too (runSigmas); down is still short of the baseline by more than
 	// resolve_below and one sigma; critical is a collapse past Critical
@@ -301,19 +318,27 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			var rho float64
 			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
 			short := j.level - pt.Value
-			bar := d.runBar(pt.Series.Step(), rho)
-			j.anomalous = j.over && short >= bar*j.sigma
+			j.bar = d.runBar(pt.Series.Step(), rho)
+			j.anomalous = j.over && short >= j.bar*j.sigma
 			j.critical = j.critical && short >= d.p.Noise*j.sigma
 			j.down = j.down && short >= j.sigma
 		}
 		if d.p.Noise > 0 {
+			// What decides is the most a drop can be, all of the level,
+			// against the bar of the rule's run. A Poisson count's
+			// sampling noise is independent from round to round, and
+			// √level of it puts that bar at level ≥ bar²; a count back
+			// above it is judgeable again. Otherwise only a new reading
+			// of the series' noise changes the verdict.
+			poisson := pt.Series.Signal.Def().Poisson
+			small := poisson && base < math.Pow(d.runBar(pt.Series.Step(), 0), 2)
 			switch {
-			case pt.Series.Signal.Def().Poisson && base < d.p.Noise*d.p.Noise:
-				d.judgeable(pt.Series, false)
+			case small:
+				d.judgeable(pt.Series, unjudgeableCount)
 			case j.sigma > 0:
-				d.judgeable(pt.Series, j.level > d.p.Noise*j.sigma)
-			case d.unjudgeable[pt.Series]:
-				d.judgeable(pt.Series, true)
+				d.judgeable(pt.Series, cond(j.level > j.bar*j.sigma, judgeableNow, unjudgeableNoise))
+			case d.unjudgeable[pt.Series] == unjudgeableCount:
+				d.judgeable(pt.Series, judgeableNow)
 			}
 		}
 		js = append(js, j)
