@@ -234,3 +234,28 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 		t.Fatalf("one round at 10: %+v", f[0])
 	}
 }
+
+// An hourly export judged by rules written for 5-minute data: the IODA
+// BGP rule needs a day of history, which 24 hourly readings are (not 24
+// five-minute buckets' worth), and a fifth of a country's space gone at
+// the next hour fires then.
+func TestIODARulesJudgeAnHourlyExport(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("bgp_visible_slash24")
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	vs := make([]float64, 72)
+	for i := range vs {
+		vs[i] = float64(2929 - i%2)
+	}
+	for i := 48; i < 52; i++ {
+		vs[i] = 2300
+	}
+	f := judgeSeries(t, set, sig, "country:XX", from, time.Hour, vs)
+	at := from.Add(48 * time.Hour)
+	if len(f) != 2 || f[0].Status != detectors.Firing || f[0].Start != at.UnixNano() || f[1].Status != detectors.Resolved {
+		t.Fatalf("findings %+v, want a firing from %s and its resolve", f, at)
+	}
+}

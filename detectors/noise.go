@@ -90,10 +90,10 @@ const countSigmas = 3
 // outage does not widen it.
 //
 // rho is the lag-1 autocorrelation of the same residuals, over pairs of
-// adjacent buckets, clipped to [0, 0.95]: how much a bucket's chance
+// adjacent readings (buckets step apart, the series' own cadence), clipped to [0, 0.95]: how much a bucket's chance
 // deviation carries into the next, which decides how rare a run of
 // deviations is (runSigmas).
-func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma, rho float64) {
+func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma, rho float64) {
 	sc.v, sc.h, sc.x = sc.v[:0], sc.h[:0], sc.x[:0]
 	from := max(t-int64(window), r.Oldest())
 	for x := from; x < t; x += w {
@@ -136,7 +136,7 @@ func windowNoise(r *series.Ring, t, w int64, window Duration, base float64, pois
 			byHour = false
 		}
 	}
-	rho = lag1(sc, w, func(i int) float64 {
+	rho = lag1(sc, max(step, w), func(i int) float64 {
 		if byHour {
 			return sc.v[i] - hourly[sc.h[i]]
 		}

@@ -301,7 +301,11 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory)
+		// A series that reports every step, not every bucket (an hourly
+		// export judged in 5-minute buckets), holds one bucket a step:
+		// its history is as long as its buckets times its step.
+		step := pt.Series.Step()
+		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory/Duration(max(step/w, 1)))
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
@@ -316,9 +320,9 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		j.critical = j.over && d.p.Critical > 0 && j.drop >= d.p.Critical
 		if d.p.Noise > 0 && (j.over || (st.Firing && j.down)) {
 			var rho float64
-			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
+			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, step, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
 			short := j.level - pt.Value
-			j.bar = d.runBar(pt.Series.Step(), rho)
+			j.bar = d.runBar(step, rho)
 			j.anomalous = j.over && short >= j.bar*j.sigma
 			j.critical = j.critical && short >= d.p.Noise*j.sigma
 			j.down = j.down && short >= j.sigma
@@ -331,7 +335,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// above it is judgeable again. Otherwise only a new reading
 			// of the series' noise changes the verdict.
 			poisson := pt.Series.Signal.Def().Poisson
-			small := poisson && base < math.Pow(d.runBar(pt.Series.Step(), 0), 2)
+			small := poisson && base < math.Pow(d.runBar(step, 0), 2)
 			switch {
 			case small:
 				d.judgeable(pt.Series, unjudgeableCount)
