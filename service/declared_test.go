@@ -49,7 +49,7 @@ func TestDeclaredSignalsFromKafkaAlertAsReplayDoes(t *testing.T) {
 			alerts++
 		}
 	}
-	if alerts != 6 || !strings.Contains(want[0], `"signal":"bgp_visible_slash24"`) {
+	if alerts != 6 || !strings.Contains(out.String(), `"signal":"bgp_visible_slash24"`) {
 		t.Fatalf("replay gave %d alerts: %q", alerts, want)
 	}
 
