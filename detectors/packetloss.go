@@ -42,8 +42,9 @@ const (
 // A destination is lossy in a bucket when its loss is at least Threshold
 // over at least MinPackets packets (fewer packets are no data: one lost
 // ping of two is not 50 % loss). The transit fires once at least
-// MinDestinations destinations have been lossy for For, and resolves once
-// fewer have been lossy for ResolveFor. A bucket in which none of the
+// MinDestinations destinations have been lossy for For, and more than
+// its usual share of lossy destinations explains by chance (usualBar),
+// and resolves once fewer have been lossy for ResolveFor. A bucket in which none of the
 // transit's paths was measured (the operator took the ports down, or the
 // probes stopped) holds the state: no data is not recovery.
 //
@@ -114,6 +115,47 @@ type lossState struct {
 	// Peak is the most lossy destinations seen in one bucket of the
 	// current episode, for the resolve message.
 	Peak int
+	// Usual is the share of the transit's measured destinations that are
+	// lossy in an ordinary bucket (an exponentially weighted mean over
+	// about a day of buckets that did not fire), and Seen how many
+	// buckets it holds (see usualBar).
+	Usual float64
+	Seen  int
+}
+
+// usualDay is the memory of lossState.Usual: a day, the longest cycle
+// a path's background loss follows (evening queues).
+const usualDay = int64(24 * 3600e9)
+
+// usualBar is the number of lossy destinations out of judged that chance
+// gives a transit whose paths lose packets as usual: the usual share
+// q of them, plus countSigmas binomial standard deviations
+// √(judged·q·(1−q)). A transit whose paths each drop a packet now and
+// then has a few destinations past the threshold in every bucket (at 1 %
+// background loss and 10 packets, one in ten); the more destinations it
+// carries, the more of them, and ten at once is no longer news. A
+// transit is judged once it has an hour of ordinary buckets, as a
+// baseline needs min_history elsewhere: before, it has no usual to be
+// judged against, and the bar is out of reach.
+func (st *lossState) usualBar(judged int, w int64) float64 {
+	if int64(st.Seen)*w < 3600e9 {
+		return math.Inf(1)
+	}
+	n, q := float64(judged), st.Usual
+	return n*q + countSigmas*math.Sqrt(n*q*(1-q))
+}
+
+// learnUsual adds an ordinary bucket's share of lossy destinations.
+func (st *lossState) learnUsual(lossy, judged int, w int64) {
+	if judged == 0 {
+		return
+	}
+	share := float64(lossy) / float64(judged)
+	alpha := max(float64(w)/float64(usualDay), 1/float64(st.Seen+1))
+	st.Usual += (share - st.Usual) * alpha
+	if st.Seen < math.MaxInt32 {
+		st.Seen++
+	}
 }
 
 // lossGroup is what one bucket says about one transit.
@@ -166,7 +208,7 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		g := groups[key]
 		st := stateOf(d.states, key)
 		n := len(g.lossy)
-		if n >= d.p.MinDestinations {
+		if n >= d.p.MinDestinations && float64(n) > st.usualBar(len(g.judged), w) {
 			if st.Run == 0 {
 				st.RunStart = c.Start
 			}
@@ -184,6 +226,7 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		}
 		st.Run = 0
 		if !st.Firing {
+			st.learnUsual(n, len(g.judged), w)
 			continue
 		}
 		st.Recovered++

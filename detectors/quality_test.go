@@ -242,12 +242,18 @@ func sortedKeys(m map[string][2]float64) []string {
 
 func dst(i int) string { return fmt.Sprintf("198.18.%d.0/24", i) }
 
-// telia builds the buckets of a transit incident: clean, 4 lossy buckets,
-// one without measurements of AS1299, then clean.
+// warm is the hour of clean buckets a transit needs before it is judged
+// (lossState.usualBar), which telia's incident comes after.
+const warm = 12
+
+// telia builds the buckets of a transit incident: an hour clean (warm),
+// then at bucket warm+2 four lossy buckets, one without measurements of
+// AS1299, then clean.
 func telia() []map[string][2]float64 {
 	var out []map[string][2]float64
-	for i := 0; i < 10; i++ {
+	for k := 0; k < warm+10; k++ {
 		b := map[string][2]float64{}
+		i := k - warm
 		lossy := i >= 2 && i < 6
 		for d := 1; d <= 20; d++ {
 			b["path:3356@ams01>"+dst(d)] = [2]float64{0, 20}
@@ -287,7 +293,7 @@ func TestPacketLossPerTransitAS(t *testing.T) {
 		t.Fatalf("%d findings, want firing and resolved: %+v", len(r.findings), r.findings)
 	}
 	f, res := r.findings[0], r.findings[1]
-	t2 := start + 2*w5
+	t2 := start + (warm+2)*w5
 	if f.Status != Firing || f.Detector != PacketLossName || f.Entity != "transit:1299" || f.Signal != "packet_loss" ||
 		f.Start != t2 || f.At != t2+w5 {
 		t.Fatalf("firing: %+v", f)
@@ -321,7 +327,7 @@ func TestPacketLossPerTransitAS(t *testing.T) {
 	}
 	// Bucket 6 had no AS1299 data (held); 7, 8, 9 clean: resolved at the
 	// end of 9, recovered since 7.
-	if res.Status != Resolved || res.Entity != "transit:1299" || res.Start != t2 || res.End != start+7*w5 || res.At != start+10*w5 ||
+	if res.Status != Resolved || res.Entity != "transit:1299" || res.Start != t2 || res.End != start+(warm+7)*w5 || res.At != start+(warm+10)*w5 ||
 		res.Details["peak_lossy_destinations"] != 17 || res.Details["lossy_destinations"] != 0 {
 		t.Fatalf("resolved: %+v", res)
 	}
@@ -354,7 +360,7 @@ func TestPacketLossPerSite(t *testing.T) {
 func TestPacketLossCheckpointRoundTrip(t *testing.T) {
 	bs := telia()
 	whole := lossRun(DefaultPacketLoss(), bs)
-	half := lossRun(DefaultPacketLoss(), bs[:4])
+	half := lossRun(DefaultPacketLoss(), bs[:warm+4])
 	b, err := half.det.MarshalBinary()
 	if err != nil {
 		t.Fatal(err)
@@ -365,8 +371,8 @@ func TestPacketLossCheckpointRoundTrip(t *testing.T) {
 	if err := rest.det.UnmarshalBinary(b); err != nil {
 		t.Fatal(err)
 	}
-	for i, bk := range bs[4:] {
-		tt := start + int64(4+i)*w5
+	for i, bk := range bs[warm+4:] {
+		tt := start + int64(warm+4+i)*w5
 		for _, e := range sortedKeys(bk) {
 			rest.agg.Observe(&obs.Observation{Time: tt + 7, Signal: quality.PacketLoss, Entity: e, Value: bk[e][0], Hash: uint64(bk[e][1])})
 		}
@@ -424,17 +430,48 @@ func TestCompareDest(t *testing.T) {
 
 func BenchmarkPacketLossBucket(b *testing.B) {
 	bs := telia()
-	r := lossRun(DefaultPacketLoss(), bs[:3])
+	r := lossRun(DefaultPacketLoss(), bs[:warm+3])
 	var pts []aggregate.Point
 	var closed *aggregate.Closed
-	for e, v := range bs[3] {
-		r.agg.Observe(&obs.Observation{Time: start + 3*w5 + 7, Signal: quality.PacketLoss, Entity: e, Value: v[0], Hash: uint64(v[1])})
+	for e, v := range bs[warm+3] {
+		r.agg.Observe(&obs.Observation{Time: start + (warm+3)*w5 + 7, Signal: quality.PacketLoss, Entity: e, Value: v[0], Hash: uint64(v[1])})
 	}
-	r.agg.Advance(start+4*w5, func(c *aggregate.Closed) { closed = c; pts = append(pts, c.Points...) })
+	r.agg.Advance(start+(warm+4)*w5, func(c *aggregate.Closed) { closed = c; pts = append(pts, c.Points...) })
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		r.det.Bucket(closed, pts, func(Finding) {})
 	}
 	b.ReportMetric(float64(len(pts))*float64(b.N)/b.Elapsed().Seconds(), "points/s")
+}
+
+// A big transit whose paths drop a packet now and then has a few
+// destinations past 10 % in every bucket: 200 destinations measured with
+// 10 pings, one lost on every tenth, is 20 lossy destinations a bucket,
+// twice MinDestinations, all day. Once it has learnt that (an hour of
+// buckets), 20 is its usual and pages nobody; 60 lossy at once, past
+// 20 + 3·√(200·0.1·0.9) = 32.7, fires.
+func TestPacketLossJudgesAgainstTheTransitsUsualLoss(t *testing.T) {
+	var bs []map[string][2]float64
+	for i := range 36 {
+		b := map[string][2]float64{}
+		for d := range 200 {
+			loss := 0.0
+			if (d+i)%10 == 0 {
+				loss = 0.1
+			}
+			b[fmt.Sprintf("path:174@ams01>198.%d.%d.0/24", 18+d/200, d%200)] = [2]float64{loss, 10}
+		}
+		if i >= 30 {
+			for d := range 60 {
+				b[fmt.Sprintf("path:174@ams01>198.%d.%d.0/24", 18+d/200, d%200)] = [2]float64{0.3, 10}
+			}
+		}
+		bs = append(bs, b)
+	}
+	r := lossRun(DefaultPacketLoss(), bs)
+	// The first hour (12 buckets) learns the usual and judges nothing.
+	if len(r.findings) != 1 || r.findings[0].Status != Firing || r.findings[0].Start != start+30*w5 {
+		t.Fatalf("findings %+v, want one firing at bucket 30", r.findings)
+	}
 }
