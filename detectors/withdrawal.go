@@ -145,9 +145,8 @@ type prefixWithdrawal struct {
 	scratch []float64
 	noise   noiseScratch
 	judged  []spaceJudged
-	// bars are runBar's, for buckets of barStep.
-	bars    [21]float64
-	barStep int64
+	// bars are runBar's, by run length.
+	bars map[int]*[21]float64
 	// unjudgeable holds the series too small or too noisy for any drop to
 	// pass both bars (see Unjudgeable), as of their last judged bucket.
 	unjudgeable map[*aggregate.Series]uint8
@@ -175,13 +174,6 @@ const (
 	unjudgeableCount
 	unjudgeableNoise
 )
-
-func cond[T any](c bool, a, b T) T {
-	if c {
-		return a
-	}
-	return b
-}
 
 // judgeable records whether a series can be judged, and if not why, from
 // what this bucket showed of it.
@@ -339,8 +331,10 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			switch {
 			case small:
 				d.judgeable(pt.Series, unjudgeableCount)
+			case j.sigma > 0 && j.level > j.bar*j.sigma:
+				d.judgeable(pt.Series, judgeableNow)
 			case j.sigma > 0:
-				d.judgeable(pt.Series, cond(j.level > j.bar*j.sigma, judgeableNow, unjudgeableNoise))
+				d.judgeable(pt.Series, unjudgeableNoise)
 			case d.unjudgeable[pt.Series] == unjudgeableCount:
 				d.judgeable(pt.Series, judgeableNow)
 			}
@@ -424,18 +418,25 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	}
 }
 
-// runBar is the noise bar of each bucket of a run of For (runSigmas), for
-// noise of lag-1 autocorrelation rho, worked out once per twentieth of
-// rho (rounded up, towards the stricter bar).
+// runBar is the noise bar of each bucket of a run of For (runSigmas) on
+// a series of the given step, for noise of lag-1 autocorrelation rho,
+// worked out once per run length and twentieth of rho (rounded up,
+// towards the stricter bar): series of different steps share the table.
 func (d *prefixWithdrawal) runBar(step int64, rho float64) float64 {
-	if step != d.barStep {
-		d.barStep, d.bars = step, [21]float64{}
+	n := d.p.For.buckets(step)
+	bars := d.bars[n]
+	if bars == nil {
+		if d.bars == nil {
+			d.bars = map[int]*[21]float64{}
+		}
+		bars = new([21]float64)
+		d.bars[n] = bars
 	}
-	i := int(math.Ceil(rho * 20))
-	if d.bars[i] == 0 {
-		d.bars[i] = runSigmas(d.p.Noise, d.p.For.buckets(step), float64(i)/20)
+	i := int(math.Ceil(min(max(rho, 0), 1) * 20))
+	if bars[i] == 0 {
+		bars[i] = runSigmas(d.p.Noise, n, float64(i)/20)
 	}
-	return d.bars[i]
+	return bars[i]
 }
 
 func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJudged) Finding {
