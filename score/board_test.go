@@ -104,17 +104,21 @@ func TestUpwardShiftsAndTheirScore(t *testing.T) {
 	}
 }
 
-// The windows of the IODA sets are the runs of their file's LABEL column.
+// The windows of the sets read from IODA's exports (its three signals,
+// and Google's traffic beside them) are the runs of their file's LABEL
+// column.
 func TestIODASetWindowsAreTheirLabels(t *testing.T) {
-	sets, _ := filepath.Glob("../scoreboard/ioda-*.yaml")
-	if len(sets) != 3 {
-		t.Fatalf("want the three IODA sets, found %v", sets)
-	}
-	for _, f := range sets {
+	all, _ := filepath.Glob("../scoreboard/*.yaml")
+	n := 0
+	for _, f := range all {
 		s, err := score.LoadBoardSet(f)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if s.Format != "ioda-csv" {
+			continue
+		}
+		n++
 		paths, err := s.Paths("../../shared/testdata")
 		if err != nil {
 			t.Fatal(err)
@@ -126,6 +130,9 @@ func TestIODASetWindowsAreTheirLabels(t *testing.T) {
 		if got := score.LabelWindows(rows); !reflect.DeepEqual(got, s.Windows) {
 			t.Errorf("%s: windows %v, the LABEL column says %v", f, s.Windows, got)
 		}
+	}
+	if n != 4 {
+		t.Fatalf("%d sets read IODA's exports, want Gaza, Iraq, Zhytomyr and Iraq's Google traffic", n)
 	}
 }
 
