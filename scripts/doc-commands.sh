@@ -16,9 +16,14 @@
 #     SIGTERM must end them with status 0;
 #   * a deployment's paths (/var/lib/outagewatch, /tmp/outagewatch) become
 #     directories of this run, in copies of the configs under $tmp/root;
-#   * placeholders (ID, DIR) are replaced by a real value: the audit log is
-#     the Telia dry-run's, DIR is ../shared/testdata (the labelled sets, not
-#     part of the repository: without it those commands are "not run here").
+#   * placeholders are replaced by a real value: ID by a shutdown of the
+#     audit log (the Telia dry-run's, cut while its shutdowns are in force),
+#     the webhook secret's "..." by a test secret, DIR by ../shared/testdata
+#     (the labelled sets, not part of the repository: without it those
+#     commands are "not run here").
+# Only `go run ./cmd/outagewatch` lines are read: those written for an
+# installed binary (`outagewatch ...`) are parsed by
+# TestDocumentedCommandsParse, not run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -195,7 +200,10 @@ live() {
 	metrics http://127.0.0.1:9310/metrics || return 1
 	poll http://127.0.0.1:9310/ 60 "$want" || return 1
 	note "checked: the outage page shows $want"
-	stop
+	stop || return 1
+	if grep -q 'slack.com' "$tmp/bg.err" && ! grep -q 'proxyconnect' "$tmp/bg.err"; then
+		fail "the Slack sink reached past the proxy: $(grep -m1 slack.com "$tmp/bg.err")"
+	fi
 }
 
 # run --demo: until its printed page lists the Uganda shutdown.
