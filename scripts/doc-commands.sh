@@ -330,7 +330,7 @@ pass=0 fail=0 skipped=0
 while IFS= read -r line; do
 	args=${line#*go run ./cmd/outagewatch }
 	cmd=${line//go run .\/cmd\/outagewatch/$ow}
-	fn=""
+	fn="" t0=$SECONDS
 	for s in "${setup[@]}"; do
 		if [[ $args =~ ${s%%::*} ]]; then
 			fn=${s#*::}
@@ -351,7 +351,7 @@ while IFS= read -r line; do
 	case $code in
 	0)
 		pass=$((pass + 1))
-		echo "ok    $line"
+		echo "ok    $line  ($((SECONDS - t0)) s)"
 		;;
 	skip)
 		skipped=$((skipped + 1))
