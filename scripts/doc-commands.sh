@@ -10,7 +10,7 @@
 #   * a Kafka broker: scripts/testkafka, an in-process Kafka (kfake, the
 #     real wire protocol) on the loopback port the config names (9092 for
 #     the README's minimal config, 9094 for deploy/outagewatch.host.yaml),
-#     fed by `outagewatch produce` with a bundled incident;
+#     fed by `outagewatch produce` with the Uganda shutdown;
 #   * commands that serve until stopped run in the background: their page
 #     is polled until it shows the incident, /metrics must answer, and
 #     SIGTERM must end them with status 0;
@@ -124,17 +124,18 @@ launch() {
 }
 
 # stop sends SIGTERM to the launched command and requires status 0 within
-# 20 s.
+# 30 s (the service gives its sinks 10 s to flush: a Slack sink that cannot
+# be reached takes them all).
 stop() {
 	kill -TERM "$pid"
-	for _ in $(seq 200); do
+	for _ in $(seq 300); do
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
 	if kill -0 "$pid" 2>/dev/null; then
 		kill -KILL "$pid"
 		wait "$pid" 2>/dev/null
-		fail "still running 20 s after SIGTERM"
+		fail "still running 30 s after SIGTERM"
 		return 1
 	fi
 	wait "$pid"
@@ -181,10 +182,10 @@ live() {
 		cp deploy/map.yaml "$dir/map.yaml"
 		note "with: run in $dir, outagewatch.yaml the README's minimal config with /var/lib/outagewatch -> $dir/state, map.yaml deploy/map.yaml"
 		note "with: SLACK_BOT_TOKEN=xoxb-not-a-token and HTTPS_PROXY=http://127.0.0.1:9 (nothing reaches Slack)"
-		# A quiet weekend: whatever pages (the feed-health alert of a
-		# replayed feed) goes nowhere.
-		kafka $port && feed $port quiet-weekend-2024-03-09 || return 1
-		want='<h1>Outages</h1>'
+		# The Uganda shutdown: the page lists MTN Uganda's outage; its
+		# pages to Slack stop at the proxy.
+		kafka $port && feed $port uganda-2021-01-13 || return 1
+		want='>AS20294<'
 	fi
 	launch "$2" "$dir" SLACK_BOT_TOKEN=xoxb-not-a-token HTTPS_PROXY=http://127.0.0.1:9
 	poll http://127.0.0.1:9310/readyz 60 '^ok' || return 1
@@ -201,8 +202,10 @@ live() {
 	poll http://127.0.0.1:9310/ 60 "$want" || return 1
 	note "checked: the outage page shows $want"
 	stop || return 1
-	if grep -q 'slack.com' "$tmp/bg.err" && ! grep -q 'proxyconnect' "$tmp/bg.err"; then
-		fail "the Slack sink reached past the proxy: $(grep -m1 slack.com "$tmp/bg.err")"
+	if grep 'slack.com' "$tmp/bg.err" | grep -qv 'proxyconnect'; then
+		fail "the Slack sink reached past the proxy: $(grep slack.com "$tmp/bg.err" | grep -v -m1 proxyconnect)"
+	elif grep -q 'slack.com' "$tmp/bg.err"; then
+		note "checked: $(grep -c 'slack.com' "$tmp/bg.err") attempts to post to Slack all stopped at the proxy"
 	fi
 }
 
