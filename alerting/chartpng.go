@@ -7,6 +7,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/chart"
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/words"
 )
 
 // ChartUnit returns how to chart a signal declared with unit u: per-bucket
@@ -34,10 +35,9 @@ func ChartUnit(signal string, bucket time.Duration) (chart.Unit, float64) {
 		return chart.Milliseconds, 1
 	case "Mbps":
 		return chart.BitsPerSecond, 1e6
-	case "slash24":
-		return chart.Unit{Name: "/24s"}, 1
-	case "slash48":
-		return chart.Unit{Name: "/48s"}, 1
+	case "slash24", "slash48":
+		// "/24 prefixes", as the text around the chart says.
+		return chart.Unit{Name: words.Unit(u)}, 1
 	}
 	return chart.Unit{Name: u, SI: true}, 1
 }

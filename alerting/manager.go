@@ -63,7 +63,7 @@ func (m *Manager) Handle(r *rules.Rule, f detectors.Finding) *Event {
 		Labels: m.labels(f.Entity, labels), Start: ts(f.Start), At: ts(f.At),
 		Observed: f.Observed, Baseline: f.Baseline, ObservedUnit: ObservedUnit(f.Signal), BaselineMethod: f.BaselineMethod, ChangePct: f.ChangePct,
 		Reason:   f.Reason,
-		Severity: severity, Summary: f.Summary, Actions: []string{}, Details: f.Details, Receivers: receivers,
+		Severity: severity, Summary: SummaryInWords(f.Signal, f.Summary), Actions: []string{}, Details: f.Details, Receivers: receivers,
 	}
 	if r != nil {
 		ev.Threshold = ThresholdText(r.Params)

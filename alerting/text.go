@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -182,6 +183,35 @@ func Measure(signal string, observed, baseline, changePct float64, method string
 	}
 	return Human(signal, observed) + " vs " + Human(signal, baseline) + " expected, " + HumanChange(changePct)
 }
+
+// SummaryInWords writes a detector's summary of an alert for a person, as
+// the rest of a notification is written: a signal named by its raw name
+// ("traffic_bytes of AS20294", "(bgp_announced_v4)") in words ("traffic
+// of AS20294", "(announced IPv4 space)"), the
+// baseline method it judged against in words ("against similar_days
+// baseline": "against the same time on similar days"), and a minus before
+// a figure as a real minus sign ("−96.9%").
+func SummaryInWords(signal, summary string) string {
+	if signal != "" {
+		if rest, ok := strings.CutPrefix(summary, signal+" of "); ok {
+			summary = SignalWords(signal) + " of " + rest
+		}
+		summary = strings.ReplaceAll(summary, "("+signal+")", "("+SignalWords(signal)+")")
+	}
+	summary = rawMethod.ReplaceAllStringFunc(summary, func(m string) string {
+		return "against " + BaselineWording(rawMethod.FindStringSubmatch(m)[1])
+	})
+	return asciiMinus.ReplaceAllString(summary, "${1}−${2}")
+}
+
+var (
+	// rawMethod is a baseline method named as the code names it
+	// ("against similar_days baseline").
+	rawMethod = regexp.MustCompile(`against ([a-z]+_[a-z_]+) baseline`)
+	// asciiMinus is a hyphen standing for a minus: before a figure, at
+	// the start or after a space or an opening parenthesis.
+	asciiMinus = regexp.MustCompile(`(^|[\s(])-([0-9])`)
+)
 
 // SignalWords names a signal in words for notifications.
 func SignalWords(signal string) string {

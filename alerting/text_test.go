@@ -102,3 +102,17 @@ func TestTextLine(t *testing.T) {
 		t.Errorf("alert line\n got %s\nwant %s", got, want)
 	}
 }
+
+// A chart's value axis names routed space as the text beside it does:
+// "/24 prefixes", not "/24s".
+func TestChartUnitRoutedSpace(t *testing.T) {
+	for signal, want := range map[string]string{"bgp_announced_v4": "/24 prefixes", "bgp_announced_v6": "/48 prefixes"} {
+		u, scale := ChartUnit(signal, 5*time.Minute)
+		if u.Name != want || u.SI || scale != 1 {
+			t.Errorf("%s: unit %+v scale %v, want %s unscaled", signal, u, scale, want)
+		}
+		if got := u.Format(243, 50); got != "243 "+want {
+			t.Errorf("%s: axis label %q", signal, got)
+		}
+	}
+}

@@ -26,7 +26,7 @@ func TestUnitFormat(t *testing.T) {
 		{Milliseconds, 22, 5, "22 ms"},
 		{Milliseconds, 0.25, 0.05, "0.25 ms"},
 		{Percent, 0.125, 0.025, "12.5 %"},
-		{Unit{Name: "/24s"}, 40, 10, "40 /24s"},
+		{Unit{Name: "/24 prefixes"}, 40, 10, "40 /24 prefixes"},
 	} {
 		if got := tc.u.Format(tc.v, tc.step); got != tc.want {
 			t.Errorf("%v.Format(%g, %g) = %q, want %q", tc.u, tc.v, tc.step, got, tc.want)
@@ -144,5 +144,33 @@ func TestPNG(t *testing.T) {
 		var b2 bytes.Buffer
 		sample().PNG(&b2, 2)
 		os.WriteFile(filepath.Join(dir, "chart-sample.png"), b2.Bytes(), 0o644)
+	}
+}
+
+// A unit in words ("/24 prefixes") moves the plot right of its widest
+// value label, so that no label is cut at the chart's left edge; the
+// usual units keep the plot at padL.
+func TestSVGWideUnitLabels(t *testing.T) {
+	c := sample()
+	c.Unit = Unit{Name: "/24 prefixes"}
+	c.Title = "announced IPv4 space of Uganda"
+	for _, s := range c.Series {
+		for i := range s.Values {
+			s.Values[i] /= 1.6e8 // 30e9 → 187.5, the sample's shape
+		}
+	}
+	var b bytes.Buffer
+	if err := c.SVG(&b); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	// "300 /24 prefixes" is 16 characters, 98.6 px at 11 px: the plot
+	// starts at 112.6 and the label ends 6 px before it, 8 px from the
+	// edge.
+	for _, want := range []string{`<text x="106.6" y="50.0" font-size="11" fill="#444444" text-anchor="end">300 /24 prefixes</text>`,
+		`>0 /24 prefixes</text>`, `<polyline fill="none" points="112.6,216.0 884.0,216.0"`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SVG lacks %s", want)
+		}
 	}
 }

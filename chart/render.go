@@ -38,7 +38,18 @@ func textWidth(s string, size float64) float64 { return float64(len([]rune(s))) 
 // draw lays the chart out on cv.
 func (c *Chart) draw(cv canvas) {
 	w, h := c.size()
+	lo, hi := c.yRange()
+	ticks, lo, hi := niceTicks(lo, hi, 5)
+	step := 0.0
+	if len(ticks) > 1 {
+		step = ticks[1] - ticks[0]
+	}
+	// The plot starts right of the widest value label ("240 /24
+	// prefixes"), and never left of padL.
 	x0, x1, y0, y1 := padL, w-padR, padT, h-padB
+	for _, v := range ticks {
+		x0 = math.Max(x0, textWidth(c.Unit.Format(v, step), fontSize)+14)
+	}
 	items, rows := c.legend(8, x1)
 	y0 += float64(rows-1) * 14
 	cv.rect(0, 0, w, h, "#ffffff", 1, "", false)
@@ -51,8 +62,6 @@ func (c *Chart) draw(cv canvas) {
 	xOf := func(t time.Time) float64 {
 		return x0 + (x1-x0)*float64(t.Sub(start))/float64(end.Sub(start))
 	}
-	lo, hi := c.yRange()
-	ticks, lo, hi := niceTicks(lo, hi, 5)
 	yOf := func(v float64) float64 { return y1 - (y1-y0)*(v-lo)/(hi-lo) }
 
 	// Spans under everything else.
@@ -82,10 +91,6 @@ func (c *Chart) draw(cv canvas) {
 	}
 
 	// Value axis: grid and labels.
-	step := 0.0
-	if len(ticks) > 1 {
-		step = ticks[1] - ticks[0]
-	}
 	for _, v := range ticks {
 		y := yOf(v)
 		cv.polyline([]pt{{x0, y}, {x1, y}}, gridGrey, 1, false)

@@ -71,7 +71,7 @@ func TestIberianReportInChromium(t *testing.T) {
 	// line (over 100 points) across each chart.
 	baselines := b.Int(`[...document.querySelectorAll('figure:not(.overlay) svg')].filter(s => [...s.querySelectorAll('polyline[stroke="#e69f00"]')].some(p => p.getAttribute('points').split(' ').length > 100)).length`)
 	hours := b.Int(`[...document.querySelectorAll('figure:not(.overlay) svg')].filter(s => [...s.querySelectorAll('text')].some(t => /^\d\d:00$/.test(t.textContent)) && [...s.querySelectorAll('text')].some(t => t.textContent === 'UTC')).length`)
-	units := b.String(`[...new Set([...document.querySelectorAll('figure svg text')].map(t => t.textContent).filter(s => /^[-0-9.]+ .*(bit\/s|queries\/s|ms|%|\/24s|\/48s)$/.test(s)).map(s => s.replace(/^[-0-9.]+ [kMGT]?/, '')))].sort().join(',')`)
+	units := b.String(`[...new Set([...document.querySelectorAll('figure svg text')].map(t => t.textContent).filter(s => /^[-0-9.]+ .*(bit\/s|queries\/s|ms|%|\/24 prefixes|\/48 prefixes)$/.test(s)).map(s => s.replace(/^[-0-9.]+ [kMGT]?/, '')))].sort().join(',')`)
 	if charts != len(series) || legends != charts || baselines != charts || hours != charts {
 		t.Errorf("%d charts (%d with a legend, %d with a baseline through the window, %d with hours in UTC), want one for each of the %d alerted series",
 			charts, legends, baselines, hours, len(series))
@@ -80,7 +80,7 @@ func TestIberianReportInChromium(t *testing.T) {
 	if st.Size() > 5<<20 {
 		t.Errorf("report is %d bytes, over 5 MB", st.Size())
 	}
-	for _, u := range []string{"/24s", "bit/s", "ms", "queries/s", "%"} {
+	for _, u := range []string{"/24 prefixes", "bit/s", "ms", "queries/s", "%"} {
 		if !strings.Contains(units, u) {
 			t.Errorf("no axis in %s (units seen: %s)", u, units)
 		}

@@ -79,7 +79,7 @@ func newMetrics(s *Service) *metrics {
 	}
 	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
 		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
-		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s}, buildInfo(),
+		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s}, BuildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -98,9 +98,10 @@ func newMetrics(s *Service) *metrics {
 	return m
 }
 
-// buildInfo is outagewatch_build_info: 1, labelled with the version, the
-// VCS revision and the Go version the binary was built from.
-func buildInfo() prometheus.Collector {
+// BuildInfo is outagewatch_build_info: 1, labelled with the version, the
+// VCS revision and the Go version the binary was built from. Every
+// process of outagewatch that serves /metrics registers it.
+func BuildInfo() prometheus.Collector {
 	v, rev := Version, ""
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "" {
@@ -126,7 +127,7 @@ func buildInfo() prometheus.Collector {
 // the live service uses.
 func ReplayMetrics(p *pipeline.Pipeline) http.Handler {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(&pipelineCollector{p}, buildInfo(), collectors.NewGoCollector())
+	reg.MustRegister(&pipelineCollector{p}, BuildInfo(), collectors.NewGoCollector())
 	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 }
 

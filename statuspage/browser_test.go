@@ -35,9 +35,10 @@ func replayFixture(t *testing.T, name string) (*statuspage.Store, *recorder.Reco
 
 // valueAtJS maps an SVG y coordinate of a chart to its value, from two of
 // the value axis' labels (drawn 4 px under their grid line, right-aligned
-// left of the plot).
+// left of the plot, which starts further right for a wide unit such as
+// "/24 prefixes").
 const valueAtJS = `function valueAt(svg, y){
-  const ts=[...svg.querySelectorAll('text[text-anchor=end]')].filter(t=>+t.getAttribute('x')<90)
+  const ts=[...svg.querySelectorAll('text[text-anchor=end]')].filter(t=>+t.getAttribute('x')<200&&/^[-0-9.]/.test(t.textContent))
     .map(t=>[parseFloat(t.textContent), +t.getAttribute('y')-4]);
   const [a,b]=[ts[0],ts[ts.length-1]];
   return a[0]+(y-a[1])*(b[0]-a[0])/(b[1]-a[1]);
@@ -72,7 +73,7 @@ func noOverflow(t *testing.T, b *browsertest.Browser, what string) {
 // serves): the list names Uganda with MTN among its networks and its worst
 // traffic change; the incident shows traffic at about −97 % at its worst
 // (not the −4 % it had recovered to at resolve), its cause and type, the
-// routed space's baseline held at the detector's 243.8 /24s through the
+// routed space's baseline held at the detector's 243.8 /24 prefixes through the
 // shutdown, and the withdrawal peak at its bucket's 315; no console error,
 // no horizontal overflow on a phone.
 func TestStatusPageInChromium(t *testing.T) {
@@ -105,7 +106,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	} else {
 		t.Fatal(err)
 	}
-	if rows != 1 || place != "Uganda" || !strings.Contains(networks, "MTN Uganda (AS20294)") || worst != "traffic −97 %" ||
+	if rows != 1 || place != "Uganda" || !strings.Contains(networks, "MTN Uganda (AS20294)") || worst != "traffic −97\u00a0%" ||
 		scope != "nationwide · power outage or shutdown" {
 		t.Errorf("%d incidents, first %q, networks %q, worst %q, scope %q: want one, Uganda, with MTN Uganda (AS20294), traffic −97 %%, nationwide · power outage or shutdown",
 			rows, place, networks, worst, scope)
@@ -222,8 +223,9 @@ func TestIberianIncidentInChromium(t *testing.T) {
 	b.Do(chromedp.Navigate(srv.URL+"/incident/"+spain.ID), chromedp.WaitVisible(chromedp.CSS("#place")))
 
 	shares := b.String(`[...document.querySelectorAll('table.networks tbody tr')].map(r=>r.querySelector('[data-l=network]').textContent+': '+r.querySelector('.share').textContent).join('; ')`)
-	want := "Telefonica de Espana (AS3352): 33.3 % of Spain's traffic; Euskaltel (AS12338): 9.5 % of Spain's traffic; " +
-		"Vodafone Spain (AS12430): 18.5 % of Spain's traffic; Orange Espagne (AS12479): 25.3 % of Spain's traffic; Digi Spain (AS57269): 12.5 % of Spain's traffic"
+	// Each figure is joined to its "%" by a no-break space.
+	want := "Telefonica de Espana (AS3352): 33.3\u00a0% of Spain's traffic; Euskaltel (AS12338): 9.5\u00a0% of Spain's traffic; " +
+		"Vodafone Spain (AS12430): 18.5\u00a0% of Spain's traffic; Orange Espagne (AS12479): 25.3\u00a0% of Spain's traffic; Digi Spain (AS57269): 12.5\u00a0% of Spain's traffic"
 	if shares != want {
 		t.Errorf("networks\n%s\nwant\n%s", shares, want)
 	}

@@ -142,10 +142,15 @@ func worst(in Incident) string {
 	}
 	c := in.Changes[0]
 	if c.Peak.Baseline == 0 || c.Peak.Method == "threshold" {
-		return alerting.SignalWords(c.Signal) + " " + alerting.Human(c.Signal, c.Peak.Observed)
+		return keepPercent(alerting.SignalWords(c.Signal) + " " + alerting.Human(c.Signal, c.Peak.Observed))
 	}
-	return alerting.SignalWords(c.Signal) + " " + alerting.HumanChange(c.Peak.ChangePct)
+	return keepPercent(alerting.SignalWords(c.Signal) + " " + alerting.HumanChange(c.Peak.ChangePct))
 }
+
+// keepPercent joins each figure to its "%" with a no-break space, so that
+// a narrow cell never breaks "−61 %" before its "%" (the figures the
+// page sets in a span of their own are kept whole by their span).
+func keepPercent(s string) string { return strings.ReplaceAll(s, " %", "\u00a0%") }
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	ins, rg, err := h.incidents(r)
@@ -168,7 +173,7 @@ func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 
 func (h *handler) row(in Incident, now time.Time) incidentRow {
 	r := incidentRow{Incident: in, StartS: in.Start.UTC().Format("2006-01-02 15:04"),
-		DurationS: human(in.Duration(now)), ConfidenceS: fmt.Sprintf("%.0f %%", in.Confidence*100), WorstS: worst(in)}
+		DurationS: human(in.Duration(now)), ConfidenceS: keepPercent(fmt.Sprintf("%.0f %%", in.Confidence*100)), WorstS: worst(in)}
 	if in.End != nil {
 		r.EndS = in.End.UTC().Format("2006-01-02 15:04")
 	}

@@ -283,3 +283,33 @@ func TestResolvedFiguresAsPaged(t *testing.T) {
 		t.Errorf("page lacks %s", want)
 	}
 }
+
+// A figure and its "%" stay together wherever the page sets them in
+// running text (the list's worst change, why, the shares, a member's
+// summary): a no-break space joins them.
+func TestPercentKeptWithItsFigure(t *testing.T) {
+	in := Incident{ID: "x", Place: "Spain", Start: time.Date(2025, 4, 28, 10, 30, 0, 0, time.UTC), Confidence: 0.8,
+		Detail: Detail{PlaceEntity: "country:ES", Impact: 0.3, Share: 0.5,
+			Changes: []Change{{Kind: "traffic", Signal: "traffic_bytes", Entity: "country:ES", Name: "Spain",
+				Peak: Peak{ChangePct: -60.8, Observed: 39, Baseline: 100}}},
+			Nets: []Network{{Entity: "asn:3352", Name: "Telefonica de Espana (AS3352)", Share: 0.333}},
+			Members: []Member{{Event: alerting.Event{Status: alerting.Firing, Signal: "traffic_bytes", Entity: "country:ES",
+				Summary: "Spain: traffic −61 % against similar days"}}}}}
+	if got := worst(in); got != "traffic −61\u00a0%" {
+		t.Errorf("worst %q", got)
+	}
+	h, err := IncidentHTML(in, nil, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"confidence 80\u00a0%",
+		"traffic −61\u00a0%, 50\u00a0% of Spain&#39;s traffic affected",
+		"33.3\u00a0% of Spain&#39;s traffic",
+		"<td data-l=\"summary\">Spain: traffic −61\u00a0% against similar days</td>",
+	} {
+		if !strings.Contains(string(h), want) {
+			t.Errorf("page lacks %q in\n%s", want, h)
+		}
+	}
+}

@@ -107,8 +107,8 @@ func (v *incidentView) fill(charts Charts) {
 		v.EndS = in.End.UTC().Format("2006-01-02 15:04")
 	}
 	v.DurationS = human(in.Duration(v.O.Now))
-	v.Confidence = fmt.Sprintf("%.0f %%", in.Confidence*100)
-	v.Why = why(in)
+	v.Confidence = keepPercent(fmt.Sprintf("%.0f %%", in.Confidence*100))
+	v.Why = keepPercent(why(in))
 	for _, c := range in.Changes {
 		r := changeRow{Kind: c.Kind, What: alerting.SignalWords(c.Signal), Where: c.Name, Alerts: c.Alerts, Firing: c.Firing,
 			Worst: peakPhrases(c.Signal, c.Peak), WorstAt: peakAt(c.Peak)}
@@ -126,7 +126,7 @@ func (v *incidentView) fill(charts Charts) {
 	for _, n := range in.Nets {
 		r := netRow{Name: n.Name, Share: "share unknown"}
 		if n.Share > 0 {
-			r.Share = fmt.Sprintf("%.1f %% of %s's traffic", n.Share*100, in.Place)
+			r.Share = keepPercent(fmt.Sprintf("%.1f %% of %s's traffic", n.Share*100, in.Place))
 		}
 		if v.O.Links {
 			r.Links = asLinks(n.Entity)
@@ -138,7 +138,7 @@ func (v *incidentView) fill(charts Charts) {
 	}
 	for _, p := range in.Pages {
 		v.Pages = append(v.Pages, pageRow{At: p.At.UTC().Format("2006-01-02 15:04"), Update: p.Update, Severity: p.Severity,
-			Title: p.Title, Summary: p.Summary, Muted: p.Muted, Changed: p.Changed})
+			Title: p.Title, Summary: keepPercent(p.Summary), Muted: p.Muted, Changed: keepPercent(p.Changed)})
 	}
 	ms := in.Members
 	if len(ms) == 0 && len(in.Alerts) > 0 {
@@ -156,7 +156,7 @@ func (v *incidentView) fill(charts Charts) {
 func memberRowOf(m Member) memberRow {
 	r := memberRow{Status: m.Status, Detector: m.Detector, Signal: m.Signal, Where: cmp.Or(m.Labels["display"], m.Entity),
 		When: m.Start.UTC().Format("01-02 15:04"), Peak: peakPhrases(m.Signal, m.Peak), PeakAt: peakAt(m.Peak),
-		Summary: m.Summary, Muted: m.Muted}
+		Summary: keepPercent(m.Summary), Muted: m.Muted}
 	r.Now = phrases{nowWords(m.Signal, m.Peak, m.ChangePct, m.Observed)}
 	if m.End != nil {
 		r.When += " – " + m.End.UTC().Format("01-02 15:04")

@@ -19,6 +19,7 @@ import (
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/decider"
 	"github.com/outagewatch/outagewatch/planhook"
+	"github.com/outagewatch/outagewatch/service"
 	"github.com/outagewatch/outagewatch/tmfeed"
 	"github.com/outagewatch/outagewatch/tmmap"
 	"github.com/outagewatch/outagewatch/trafficmanager"
@@ -72,6 +73,7 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		}
 	}
 	reg := prometheus.NewRegistry()
+	reg.MustRegister(service.BuildInfo())
 	tr.Counter = actions.NewCounter(reg)
 	pager.Register(reg)
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -251,7 +252,8 @@ func TestActionsServeTrafficManager(t *testing.T) {
 	}
 	m := get("/metrics")
 	for _, want := range []string{`outagewatch_tm_changes_total{op="move"} 7`, `outagewatch_tm_changes_total{op="withdraw"} 1`,
-		`outagewatch_tm_changes_total{op="announce"} 1`, `outagewatch_tm_max_threshold{source="static",unit="IAD/s1"} 0.9`} {
+		`outagewatch_tm_changes_total{op="announce"} 1`, `outagewatch_tm_max_threshold{source="static",unit="IAD/s1"} 0.9`,
+		`outagewatch_build_info{goversion="` + runtime.Version() + `"`} {
 		if !strings.Contains(m, want) {
 			t.Errorf("metrics lack %s", want)
 		}

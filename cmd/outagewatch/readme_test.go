@@ -133,9 +133,13 @@ func TestDocumentedCommandsParse(t *testing.T) {
 
 var errUnknown = errors.New("no such command")
 
+// envAssignment is a VAR=value before a command.
+var envAssignment = regexp.MustCompile(`^[A-Z_][A-Z0-9_]*=\S* +`)
+
 // documentedCommands returns the arguments of each outagewatch command in
 // the indented code of a Markdown text: continued lines joined, the
-// comment, pipes and redirections cut off, quotes dropped.
+// environment before it, the comment, pipes and redirections cut off,
+// quotes dropped.
 func documentedCommands(md string) []string {
 	var out []string
 	lines := strings.Split(md, "\n")
@@ -150,6 +154,10 @@ func documentedCommands(md string) []string {
 		}
 		for _, seg := range strings.Split(l, " | ") {
 			seg = strings.TrimPrefix(strings.TrimSpace(seg), "$ ")
+			// The environment a command is given (VAR=value ...).
+			for envAssignment.MatchString(seg) {
+				seg = envAssignment.ReplaceAllString(seg, "")
+			}
 			var rest string
 			switch {
 			case strings.HasPrefix(seg, "go run ./cmd/outagewatch"):
@@ -173,4 +181,15 @@ func documentedCommands(md string) []string {
 		}
 	}
 	return out
+}
+
+// A command given its environment is read as the command, so that it is
+// parsed like any other.
+func TestDocumentedCommandsWithEnvironment(t *testing.T) {
+	md := "text\n\n    OUTAGEWATCH_WEBHOOK_SECRET=... go run ./cmd/outagewatch actions serve --config deploy/actions.yaml  # the live actuator\n" +
+		"    A=1 B_2=x outagewatch run --config outagewatch.yaml >/dev/null\n"
+	got := strings.Join(documentedCommands(md), "\n")
+	if want := "actions serve --config deploy/actions.yaml\nrun --config outagewatch.yaml"; got != want {
+		t.Fatalf("got\n%s\nwant\n%s", got, want)
+	}
 }
