@@ -22,10 +22,10 @@ type retry struct {
 	warned    time.Time
 }
 
-// Defaults of the staged path's retries: 100ms is about a broker round
-// trip on a LAN, 10s the plain service's own cap on its dead-letter and
-// poll retries (deadletter.go, pollLoop) within a factor of two, and a
-// warning a minute keeps an hour-long outage to 60 lines.
+// Defaults of the runtime's retries: 100ms is about a broker round trip
+// on a LAN, 10s the dead-letter writer's own cap (deadletter.go) within a
+// factor of two, and a warning a minute keeps an hour-long outage to 60
+// lines.
 const (
 	retryMin       = 100 * time.Millisecond
 	retryMax       = 10 * time.Second

@@ -155,9 +155,9 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			addr := c.ListenAddrs()[0]
 			data := t.TempDir()
 			head := "kafka:\n  brokers: [" + addr + "]\n  group_id: sec\n  dead_letter_topic: dead\n" +
-				"  session_timeout: 1s\n  poll_interval: 100ms\n  idle_partition_after: 300ms\n" +
+				"  session_timeout: 1s\n  poll_interval: 100ms\n  idle_partition_after: 300ms\n  internal_partitions: 2\n" +
 				"  topics: [{name: flows, stream: flows, format: goflow2-pb}]\n"
-			tail := "data_dir: " + data + "\nhttp: {listen: 127.0.0.1:0}\n"
+			tail := "data_dir: " + data + "\ncheckpoint_interval: 1s\nhttp: {listen: 127.0.0.1:0}\n"
 			cfg, err := ParseConfig("sec.yaml", []byte(head+tc.yaml+tail))
 			if err != nil {
 				t.Fatal(err)
@@ -181,14 +181,12 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			}
 			w.Close()
 
-			r := startService(t, cfg, f)
-			waitFor(t, "every record consumed", 30*time.Second, func() bool {
-				return totalRecords(r.svc.Pipeline().Stats()) >= int64(len(msgs))
+			base, _, stop := startStaged(t, cfg, Options{Rules: f.set, Map: f.m})
+			waitFor(t, "every record consumed, the bad one dead-lettered", waitLong, func() bool {
+				return metricLine(t, base, `outagewatch_records_total{topic="flows"}`) == itoa(len(msgs)) &&
+					metricLine(t, base, `outagewatch_dead_letters_total{reason="truncated",topic="flows"}`) == "1"
 			})
-			if err := r.svc.Checkpoint(ctx); err != nil { // writes the dead letter
-				t.Fatal(err)
-			}
-			r.shutdown(t)
+			stop()
 
 			var buf bytes.Buffer
 			n, err := Record(ctx, RecordOptions{Brokers: []string{addr}, Topic: "dead", Stream: "flows",

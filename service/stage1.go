@@ -375,6 +375,7 @@ func (o *stageOne) receive(f fetched) {
 // The flushes of one step go out in one write per internal partition.
 func (o *stageOne) step(ctx context.Context) {
 	now := time.Now()
+	o.s.reloadMap(mapStageOne, o.s.m)
 	// The routing table: records in event-time order, held by the pipeline
 	// until their bucket closes.
 	for _, p := range o.bgp {

@@ -83,12 +83,14 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 		case gen := <-gens:
 			t.assign(ctx, gen, msgs)
 		case f := <-msgs:
+			s.reloadMap(mapStageTwo, t.m)
 			t.apply(f)
 		case reply := <-s.cp2:
 			t.cpRetry = newRetry() // asked for: tried now
 			reply <- t.checkpointAll(ctx)
 			t.lastCP = time.Now()
 		case now := <-tick.C:
+			s.reloadMap(mapStageTwo, t.m)
 			if len(t.unrestored) > 0 && now.Sub(t.retried) >= s.cfg.CheckpointInterval {
 				t.retryRestore(ctx, msgs)
 			}
@@ -180,6 +182,9 @@ func (t *stageTwo) newTask(part int) (*stage.Task, error) {
 	pc := t.s.pipelineConfig(t.m)
 	pc.NoFeedHealth = part != 0
 	pc.Events = t.s.dispatch
+	if t.s.charts != nil {
+		pc.Tap = t.s.charts.Bucket
+	}
 	p, err := pipeline.New(pc, t.s.dispatch)
 	if err != nil {
 		return nil, err

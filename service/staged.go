@@ -17,6 +17,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -58,6 +59,14 @@ type Staged struct {
 	page *statuspage.Store
 	// view is the deployment's alerts and events (where stage two runs).
 	view *deploymentView
+	// mapw loads the mapping file again when it changes (WatchMap); nil
+	// when not watched. mapApplied is the version of it each stage has
+	// swapped into its map (mapStageOne, mapStageTwo).
+	mapw       atomic.Pointer[mapWatcher]
+	mapApplied [2]atomic.Int64
+	// charts keeps the observed values of the series judged here for the
+	// outage page's charts (http.chart_history); nil when none are kept.
+	charts *recorder.Recorder
 }
 
 // Stage names accepted by NewStaged.
@@ -131,6 +140,17 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			s.page = statuspage.NewStore()
 			sinks = append(sinks, s.page)
 		}
+		if cfg.HTTP.ChartHistory > 0 {
+			// Every stage-two task taps its closed buckets into one
+			// recorder: the tasks judge disjoint series, so it holds each
+			// series of the partitions held here once.
+			width := cfg.BucketWidth
+			if width <= 0 {
+				width = time.Duration(aggregate.DefaultWidth)
+			}
+			s.charts = recorder.New()
+			s.charts.Keep = max(1, int(cfg.HTTP.ChartHistory/width))
+		}
 		oc := opts.Outbox
 		if oc.Logger == nil {
 			oc.Logger = s.log
@@ -142,6 +162,14 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		if s.disp, err = alerting.NewDispatcher(alerting.DispatcherConfig{Dir: filepath.Join(cfg.DataDir, "outbox"), Outbox: oc,
 			RateLimits: cfg.rateLimits()}, sinks...); err != nil {
 			return nil, err
+		}
+	}
+	if s.one {
+		// Every configured topic has its records counter from the
+		// start. Decode errors and dead letters are labelled by reason
+		// too, an open set, so those appear with their first record.
+		for _, t := range cfg.Kafka.Topics {
+			s.status.met.records.WithLabelValues(t.Name)
 		}
 	}
 	if s.one && cfg.Kafka.DeadLetterTopic != "" {
@@ -249,6 +277,9 @@ func (s *Staged) createTopics(ctx context.Context) error {
 			}
 			return nil
 		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if sleepCtx(ctx, r.fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
 			return ctx.Err()
 		}
@@ -348,7 +379,7 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 }
 
 // reject counts a stage-one record that did not decode and dead-letters
-// it, as the plain service does.
+// it.
 func (s *Staged) reject(m *kafka.Message, err error) {
 	reason := ingest.Reason(err)
 	s.status.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()

@@ -5,8 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -120,23 +120,7 @@ func runStaged(t *testing.T, cfg *Config, log *slog.Logger) (base string, stop f
 func runStagedObj(t *testing.T, cfg *Config, log *slog.Logger) (base string, st *Staged, stop func()) {
 	t.Helper()
 	f := loadFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err = NewStaged(cfg, Options{Rules: f.set, Map: f.m, Logger: log, Listener: ln}, StageBoth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.Run(ctx) }()
-	return "http://" + ln.Addr().String(), st, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}
+	return startStaged(t, cfg, Options{Rules: f.set, Map: f.m, Logger: log})
 }
 
 // With the broker gone, a staged process says so on /readyz, its
@@ -256,4 +240,57 @@ func TestStagedWithSASL(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(m, `outagewatch_records_total{topic="flows"} `+strconv.Itoa(len(msgs))+"\n") &&
 			strings.Contains(m, `outagewatch_dead_letters_total{reason="truncated",topic="flows"} 1`+"\n")
 	})
+}
+
+// The broker goes away mid-stream and comes back on the same address with
+// its data: the stages report not-ready meanwhile, then go on, and every
+// line of the replay is delivered as the replay gives it, none extra.
+func TestStagedBrokerOutage(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs days of the Uganda fixture through both stages")
+	}
+	f := loadFixture(t)
+	sf := loadStagedFixture(t)
+	kdir := t.TempDir()
+	c := startBroker(t, 0, kdir, f.topicNames()...)
+	addr := c.ListenAddrs()[0]
+	port, err := strconv.Atoi(addr[strings.LastIndex(addr, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceStreams(t, addr, f.topics, sf.recs)
+	dir := t.TempDir()
+	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
+	cfg.LocalASNs = f.local
+	base, stop := runStaged(t, cfg, quietLog())
+	defer stop()
+	readyz := func() int { code, _ := get(t, base+"/readyz"); return code }
+	waitFor(t, "ready", waitLong, func() bool { return readyz() == http.StatusOK })
+	alerts := filepath.Join(dir, "alerts.jsonl")
+	waitFor(t, "the first alert", waitLong, func() bool { return len(readLines(t, alerts)) > 0 })
+	c.Close()
+	waitFor(t, "not ready during the outage", waitLong, func() bool { return readyz() == http.StatusServiceUnavailable })
+	delivered := len(readLines(t, alerts))
+	time.Sleep(500 * time.Millisecond)
+
+	c = startBroker(t, port, kdir)
+	defer c.Close()
+	waitFor(t, "ready again", waitLong, func() bool { return readyz() == http.StatusOK })
+	waitLines(t, alerts, sf.want)
+	stop()
+	got, err := byDeliveryKey(readLines(t, alerts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d lines delivered before the outage", delivered, len(sf.want))
+	for k, l := range sf.want {
+		if got[k] != l {
+			t.Errorf("line differs from the replay:\nwant %s\n got %s", l, got[k])
+		}
+	}
+	for k, l := range got {
+		if _, ok := sf.want[k]; !ok {
+			t.Errorf("extra line: %s", l)
+		}
+	}
 }

@@ -16,9 +16,8 @@ import (
 
 // Bad records on every input topic of the staged path (flows, DNS, and
 // BGP, which is decoded only when its bucket closes) are all dead-lettered
-// with their reason, and counted per topic and reason in /metrics as the
-// plain service counts them; every record read is counted, and /metrics
-// has the Go and process series too.
+// with their reason, and counted per topic and reason in /metrics; every
+// record read is counted, and /metrics has the Go and process series too.
 func TestStagedDeadLetters(t *testing.T) {
 	f := loadFixture(t)
 	if testing.Short() {
@@ -26,7 +25,7 @@ func TestStagedDeadLetters(t *testing.T) {
 	}
 	const perTopic = 27
 	from, to := raceFrom, raceFrom+int64(6*time.Hour)
-	// BGP reasons are those of TestServiceDeadLettersBGP; the others are
+	// BGP reasons are those of TestStagedDeadLettersBGP; the others are
 	// what their decoder says.
 	bgpBad := []struct{ value, reason string }{
 		{`{`, "json"},
