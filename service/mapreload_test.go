@@ -198,6 +198,12 @@ func TestStagedReloadsMap(t *testing.T) {
 	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
 	cfg.LocalASNs = f.local
 	cfg.Map = file
+	// The records after the cut are produced a topic at a time, seconds
+	// after the others: no partition may count as idle meanwhile, or the
+	// flows would close buckets without BGP (a feed-health alert, as
+	// for a feed that really went quiet). Every line waited for closes
+	// on data, none on idleness.
+	cfg.Kafka.IdleAfter = time.Hour
 	_, st, stop := startStaged(t, cfg, Options{Rules: f.set})
 	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
