@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // BGP records are held until their bucket closes and decoded only then; one
@@ -125,13 +126,13 @@ func TestStagedDeadLettersBGP(t *testing.T) {
 			for _, h := range kr.Headers {
 				hs[h.Key] = string(h.Value)
 			}
-			got[hs[HeaderReason]]++
-			if hs[HeaderTopic] != bgp.Name || hs[HeaderOffset] == "" || hs[HeaderPartition] == "" || hs[HeaderError] == "" {
+			got[hs[kafkaio.HeaderReason]]++
+			if hs[kafkaio.HeaderTopic] != bgp.Name || hs[kafkaio.HeaderOffset] == "" || hs[kafkaio.HeaderPartition] == "" || hs[kafkaio.HeaderError] == "" {
 				t.Errorf("dead letter headers %v", hs)
 			}
 			if hs["collector"] == "rrc00" {
 				withHeader++
-				if string(kr.Value) != `{` || !kr.Timestamp.Equal(time.Unix(0, good[2000].Time)) || hs[HeaderPartition] != "1" {
+				if string(kr.Value) != `{` || !kr.Timestamp.Equal(time.Unix(0, good[2000].Time)) || hs[kafkaio.HeaderPartition] != "1" {
 					t.Errorf("dead letter of the record with a header: %q at %v, headers %v", kr.Value, kr.Timestamp, hs)
 				}
 			}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // A stage-two task's snapshot goes to the changelog topic's partition of
@@ -205,7 +207,7 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]c
 		return nil, nil
 	}
 	r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.s.cfg.Kafka.Brokers, Topic: topic, Partition: part,
-		Dialer: t.s.opts.Dialer, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, ErrorLogger: kafkaLogger(t.s.log)})
+		Dialer: t.s.opts.Dialer, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, ErrorLogger: kafkaio.Logger(t.s.log)})
 	defer r.Close()
 	if err := r.SetOffset(from); err != nil {
 		return nil, err

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // Every duration of the config, written negative, is refused at load with
@@ -169,7 +170,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			// Produce through the same transport the dead-letter writer
 			// uses: the good records and one that does not decode.
 			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flows", Balancer: &kafka.RoundRobin{},
-				Transport: kafkaTransport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+				Transport: kafkaio.Transport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 			msgs := []kafka.Message{{Value: []byte("not a flow"), Time: time.Unix(0, good[0].Time)}}
 			for _, r := range good {
 				msgs = append(msgs, kafka.Message{Value: r.Value, Time: time.Unix(0, r.Time)})
@@ -189,12 +190,12 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			stop()
 
 			var buf bytes.Buffer
-			n, err := Record(ctx, RecordOptions{Brokers: []string{addr}, Topic: "dead", Stream: "flows",
+			n, err := kafkaio.Record(ctx, kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "dead", Stream: "flows",
 				Format: "goflow2-pb", Dialer: d}, &buf)
-			if err != nil || n != 1 || !bytes.Contains(buf.Bytes(), []byte(`"`+HeaderReason+`"`)) {
+			if err != nil || n != 1 || !bytes.Contains(buf.Bytes(), []byte(`"`+kafkaio.HeaderReason+`"`)) {
 				t.Fatalf("dead-letter topic read back: %d records, %v", n, err)
 			}
-			n, err = Record(ctx, RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
+			n, err = kafkaio.Record(ctx, kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
 				Format: "goflow2-pb", Dialer: d}, &buf)
 			if err != nil || n != int64(len(msgs)) {
 				t.Fatalf("record: %d of %d, %v", n, len(msgs), err)
@@ -210,7 +211,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			}
 			wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer wcancel()
-			if n, err := Record(wctx, RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
+			if n, err := kafkaio.Record(wctx, kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
 				Format: "goflow2-pb", Dialer: bd}, &buf); err == nil {
 				t.Fatalf("wrong setting read %d records", n)
 			} else {

@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/pipeline"
 )
 
@@ -156,4 +157,13 @@ func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
 	gm(descActive, float64(len(c.p.ActiveAlerts())))
 	gm(descSeries, float64(st.Series))
 	gm(descWM, float64(st.Watermark)/1e9)
+}
+
+// deadLetterCounters counts the dead letters written, by source topic and
+// reason, and the failed writes.
+func (m *metrics) deadLetterCounters() kafkaio.Counters {
+	return kafkaio.Counters{
+		Written: func(topic, reason string) { m.deadLetters.WithLabelValues(topic, reason).Inc() },
+		Failed:  m.deadLetterErrors.Inc,
+	}
 }

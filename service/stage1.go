@@ -21,6 +21,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/stage"
@@ -87,7 +88,7 @@ type stageOne struct {
 	// wr paces writes to the internal topic while they fail: step runs on
 	// every batch received and every tick, far more often than a lost
 	// broker should be asked.
-	wr *retry
+	wr *kafkaio.Retry
 }
 
 // bgpCheckpoint is the routing table's state in the data dir: the BGP
@@ -165,7 +166,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	pc := s.pipelineConfig(s.m)
 	pc.Rejected = s.rejectHeld
 	o := &stageOne{s: s, router: stage.NewRouter(s.m, s.cfg.Correlation.ZoneOwners, s.cfg.Kafka.InternalPartitions),
-		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: newRetry()}
+		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: kafkaio.NewRetry()}
 	var inputs, bgpTopics []string
 	for _, t := range s.cfg.Kafka.Topics {
 		if ingest.Ordered(t.Stream) {
@@ -247,7 +248,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 				}
 				hwms <- h
 			}
-			if sleepCtx(kctx, s.cfg.Kafka.PollInterval) != nil {
+			if kafkaio.Sleep(kctx, s.cfg.Kafka.PollInterval) != nil {
 				return
 			}
 		}
@@ -628,7 +629,7 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	if len(recs) == 0 {
 		return nil
 	}
-	if !o.wr.ready(time.Now()) {
+	if !o.wr.Ready(time.Now()) {
 		return errWaiting
 	}
 	for _, part := range slices.Sorted(maps.Keys(recs)) {
@@ -643,10 +644,10 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 				krs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
 			}
 			if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, krs); err != nil {
-				o.wr.fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
+				o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
 				return err
 			}
-			o.wr.ok(o.s.log, "stage one: partials written again")
+			o.wr.OK(o.s.log, "stage one: partials written again")
 			recs[part] = rs[n:]
 		}
 		delete(recs, part)

@@ -20,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -50,7 +51,7 @@ type Staged struct {
 	status    *stagedStatus
 	// dlq takes stage one's records that do not decode; nil without a
 	// dead-letter topic.
-	dlq *deadLetters
+	dlq *kafkaio.DeadLetters
 	// cp1 and cp2 ask each stage's loop for a checkpoint now (the
 	// checkpoint API).
 	cp1, cp2 chan chan error
@@ -173,10 +174,10 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		}
 	}
 	if s.one && cfg.Kafka.DeadLetterTopic != "" {
-		s.dlq = newDeadLetters(cfg, s.opts.Dialer)
+		s.dlq = kafkaio.NewDeadLetters(cfg.Kafka.Brokers, cfg.Kafka.DeadLetterTopic, s.opts.Dialer)
 	}
 	s.status.reg.MustRegister(&stagedCollector{s})
-	s.transport = kafkaTransport(s.opts.Dialer)
+	s.transport = kafkaio.Transport(s.opts.Dialer)
 	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second, Transport: s.transport}
 	return s, nil
 }
@@ -213,7 +214,7 @@ func (s *Staged) Run(ctx context.Context) error {
 	defer srv.Close()
 	defer s.transport.CloseIdleConnections()
 	if s.dlq != nil {
-		defer s.dlq.close()
+		defer s.dlq.Close()
 	}
 	go s.probeBrokers(ctx)
 	if err := s.createTopics(ctx); err != nil {
@@ -266,7 +267,7 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1,
 			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
 	}}
-	r := newRetry()
+	r := kafkaio.NewRetry()
 	for {
 		res, err := s.client.CreateTopics(ctx, req)
 		if err == nil {
@@ -280,7 +281,7 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if sleepCtx(ctx, r.fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
+		if kafkaio.Sleep(ctx, r.Fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
 			return ctx.Err()
 		}
 	}
@@ -369,7 +370,7 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 	for _, p := range slices.Sorted(mapsKeys(offs)) {
 		commits = append(commits, offs[p])
 	}
-	err := commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
+	err := kafkaio.CommitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
 	if err != nil {
 		s.status.met.commitErrors.Inc()
 	} else {
@@ -384,7 +385,7 @@ func (s *Staged) reject(m *kafka.Message, err error) {
 	reason := ingest.Reason(err)
 	s.status.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
 	if s.dlq != nil {
-		s.dlq.add(m, reason, err)
+		s.dlq.Add(m, reason, err)
 	}
 }
 
@@ -405,7 +406,7 @@ func (s *Staged) flushDeadLetters(ctx context.Context) error {
 	if s.dlq == nil {
 		return nil
 	}
-	return s.dlq.flush(ctx, s.status.met, s.log)
+	return s.dlq.Flush(ctx, s.status.met.deadLetterCounters(), s.log)
 }
 
 // committed reads a group's committed offsets and metadata of partitions.
@@ -456,11 +457,11 @@ type fetched struct {
 // the count (less what the reader of out has taken off it) is at
 // MaxQueued.
 func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched, queued *atomic.Int64) {
-	fetchBatches(ctx, s.cfg, s.opts.Dialer, s.log, k, off, func(batch []kafka.Message) bool {
+	kafkaio.FetchBatches(ctx, s.cfg.Kafka.Brokers, s.opts.Dialer, s.log, k.topic, k.part, off, func(batch []kafka.Message) bool {
 		for queued != nil && queued.Load() >= int64(s.cfg.Kafka.MaxQueued) {
 			// Paused: the routing table has to move first. A poll, as
 			// the table moves in the main loop's own time.
-			if sleepCtx(ctx, queuePoll) != nil {
+			if kafkaio.Sleep(ctx, queuePoll) != nil {
 				return false
 			}
 		}
@@ -479,43 +480,21 @@ func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out c
 // joinGroup joins consumer group id on topics; the channel it returns gets
 // each generation until ctx ends. name says which stage in the logs.
 func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name string) (*kafka.ConsumerGroup, <-chan *kafka.Generation, error) {
-	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: id, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: topics, StartOffset: kafka.FirstOffset,
-		SessionTimeout: s.cfg.Kafka.SessionTimeout, HeartbeatInterval: s.cfg.Kafka.SessionTimeout / 5,
-		RebalanceTimeout: 2 * s.cfg.Kafka.SessionTimeout, JoinGroupBackoff: time.Second, ErrorLogger: kafkaLogger(s.log),
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	gens := make(chan *kafka.Generation)
-	go func() {
-		r := newRetry()
-		for {
-			gen, err := cg.Next(ctx)
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-					return
-				}
-				s.status.met.groupErrors.Inc()
-				if sleepCtx(ctx, r.fail(time.Now(), s.log, name+": consumer group: retrying", err)) != nil {
-					return
-				}
-				continue
-			}
-			r.ok(s.log, name+": consumer group joined again")
-			select {
-			case gens <- gen:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return cg, gens, nil
+	return kafkaio.JoinGroup(ctx, kafkaio.Group{ID: id, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: topics,
+		SessionTimeout: s.cfg.Kafka.SessionTimeout, Log: s.log, Name: name, OnError: s.status.met.groupErrors.Inc})
 }
 
 // highWatermarks of topics, for telling a caught-up partition.
 func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]int64, error) {
-	return highWatermarks(ctx, s.client, topics)
+	h, err := kafkaio.HighWatermarks(ctx, s.client, topics)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[tp]int64, len(h))
+	for k, v := range h {
+		out[tp{k.Topic, k.Partition}] = v
+	}
+	return out, nil
 }
 
 // probeBrokers connects to the brokers every poll interval (backing off
@@ -525,57 +504,21 @@ func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]in
 // its cache for seconds after the brokers are gone, and reports a refused
 // SASL handshake as a broker "not available".
 func (s *Staged) probeBrokers(ctx context.Context) {
-	r := newRetry()
+	r := kafkaio.NewRetry()
 	for {
-		err := s.dialAny(ctx)
+		err := kafkaio.DialAny(ctx, s.opts.Dialer, s.cfg.Kafka.Brokers)
 		if ctx.Err() != nil {
 			return
 		}
 		wait := s.cfg.Kafka.PollInterval
 		s.status.setBroker(err)
 		if err != nil {
-			wait = max(wait, r.fail(time.Now(), s.log, "kafka: not ready", err, "why", brokerTrouble(err)))
+			wait = max(wait, r.Fail(time.Now(), s.log, "kafka: not ready", err, "why", kafkaio.Trouble(err)))
 		} else {
-			r.ok(s.log, "kafka reachable")
+			r.OK(s.log, "kafka reachable")
 		}
-		if sleepCtx(ctx, wait) != nil {
+		if kafkaio.Sleep(ctx, wait) != nil {
 			return
 		}
-	}
-}
-
-// dialAny connects (TCP, TLS, SASL) to the brokers in turn until one
-// accepts; the first broker's error when none does.
-func (s *Staged) dialAny(ctx context.Context) error {
-	var first error
-	for _, b := range s.cfg.Kafka.Brokers {
-		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		conn, err := s.opts.Dialer.DialContext(dctx, "tcp", b)
-		cancel()
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if first == nil {
-			first = fmt.Errorf("broker %s: %w", b, err)
-		}
-	}
-	return first
-}
-
-// brokerTrouble says what a failed broker request means for an operator:
-// an authentication failure is named as one, not as a broker that is
-// down.
-func brokerTrouble(err error) string {
-	switch {
-	case errors.Is(err, kafka.SASLAuthenticationFailed):
-		return "kafka refused the SASL credentials (kafka.sasl username or password): " + err.Error()
-	case errors.Is(err, kafka.UnsupportedSASLMechanism), errors.Is(err, kafka.IllegalSASLState):
-		return "kafka refused the SASL mechanism (kafka.sasl.mechanism): " + err.Error()
-	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.GroupAuthorizationFailed),
-		errors.Is(err, kafka.ClusterAuthorizationFailed):
-		return "kafka denied access (ACLs): " + err.Error()
-	default:
-		return "kafka unreachable: " + err.Error()
 	}
 }

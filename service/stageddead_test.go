@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -130,8 +131,8 @@ func TestStagedDeadLetters(t *testing.T) {
 			for _, h := range kr.Headers {
 				hs[h.Key] = string(h.Value)
 			}
-			got[hs[HeaderTopic]+"/"+hs[HeaderReason]]++
-			if hs[HeaderOffset] == "" || hs[HeaderPartition] == "" || hs[HeaderError] == "" {
+			got[hs[kafkaio.HeaderTopic]+"/"+hs[kafkaio.HeaderReason]]++
+			if hs[kafkaio.HeaderOffset] == "" || hs[kafkaio.HeaderPartition] == "" || hs[kafkaio.HeaderError] == "" {
 				t.Errorf("dead letter headers %v", hs)
 			}
 		})

@@ -18,6 +18,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/decider"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/tmfeed"
 	"github.com/outagewatch/outagewatch/tmmap"
@@ -183,12 +184,11 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 		d.Publishers = append(d.Publishers, wh)
 	}
 	if tm.PlanTopic != "" {
-		kp, err := planhook.NewKafka(cfg.Kafka.Brokers, tm.PlanTopic)
+		tp := kafkaio.Transport(dialer)
+		kp, err := planhook.NewKafka(cfg.Kafka.Brokers, tm.PlanTopic, tp)
 		if err != nil {
 			return nil, err
 		}
-		tp := kafkaTransportOf(dialer)
-		kp.W.Transport = tp
 		closers = append(closers, func() { kp.Close(); tp.CloseIdleConnections() })
 		d.Publishers = append(d.Publishers, kp)
 	}

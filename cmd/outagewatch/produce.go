@@ -17,6 +17,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
 	"github.com/outagewatch/outagewatch/service"
@@ -86,13 +87,13 @@ live service sees the incident arrive as it would have.`,
 			if err != nil {
 				return err
 			}
-			tr := &kafka.Transport{}
+			tr := kafkaio.Transport(nil)
 			if cfg != nil {
 				d, err := cfg.KafkaDialer() // the config's client id, TLS and SASL
 				if err != nil {
 					return err
 				}
-				tr = &kafka.Transport{ClientID: d.ClientID, DialTimeout: d.Timeout, TLS: d.TLS, SASL: d.SASLMechanism}
+				tr = kafkaio.Transport(d)
 				if o.topics, err = pl.configTopics(cfg); err != nil {
 					return fmt.Errorf("produce: %s: %w", cfgFile, err)
 				}
