@@ -12,8 +12,9 @@ import (
 // held here by stagedCollector.
 func newStagedMetrics() *metrics { return newMetrics() }
 
-// stagedCollector reads, at scrape time, the counters of the pipelines of the stage-two
-// partitions held here, summed; the watermark is the least of theirs.
+// stagedCollector reads, at scrape time, the counters of the pipelines of
+// the stage-two partitions held here, summed (the watermark is the least
+// of theirs), and the dispatcher's, so the hot path pays nothing for them.
 type stagedCollector struct{ s *Staged }
 
 func (c *stagedCollector) Describe(ch chan<- *prometheus.Desc) {
