@@ -178,7 +178,7 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 	}
 	s.status.reg.MustRegister(&stagedCollector{s})
 	s.transport = kafkaio.Transport(s.opts.Dialer)
-	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second, Transport: s.transport}
+	s.client = kafkaio.NewClient(cfg.Kafka.Brokers, s.transport)
 	return s, nil
 }
 
@@ -255,36 +255,16 @@ func (s *Staged) Run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// createTopics creates the internal topic and the changelog when absent.
+// createTopics creates the internal topic, the changelog and the
+// silence and view topics when absent.
 func (s *Staged) createTopics(ctx context.Context) error {
 	k := s.cfg.Kafka
-	req := &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+	return kafkaio.CreateTopics(ctx, s.client, s.log, []kafka.TopicConfig{
 		{Topic: k.InternalTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1},
-		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
-		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
-		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
-	}}
-	r := kafkaio.NewRetry()
-	for {
-		res, err := s.client.CreateTopics(ctx, req)
-		if err == nil {
-			for t, e := range res.Errors {
-				if e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
-					return fmt.Errorf("create topic %s: %w", t, e)
-				}
-			}
-			return nil
-		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		if kafkaio.Sleep(ctx, r.Fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
-			return ctx.Err()
-		}
-	}
+		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+	})
 }
 
 // sources lists what stage two waits for: every partition of every input
@@ -318,47 +298,24 @@ func (s *Staged) sources(ctx context.Context) ([]string, error) {
 
 // partitions lists the partitions of topics from the brokers' metadata.
 func (s *Staged) partitions(ctx context.Context, topics []string) ([]tp, error) {
-	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	ps, err := kafkaio.Partitions(ctx, s.client, topics)
 	if err != nil {
-		return nil, fmt.Errorf("kafka metadata: %w", err)
+		return nil, err
 	}
-	var out []tp
-	for _, t := range md.Topics {
-		if t.Error != nil {
-			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
-		}
-		for _, p := range t.Partitions {
-			out = append(out, tp{t.Name, int32(p.ID)})
-		}
+	out := make([]tp, len(ps))
+	for i, p := range ps {
+		out[i] = tp{p.Topic, p.Partition}
 	}
-	slices.SortFunc(out, func(a, b tp) int {
-		if a.topic != b.topic {
-			if a.topic < b.topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.part - b.part)
-	})
 	return out, nil
 }
 
 func sourceName(k tp) string { return k.topic + "/" + strconv.Itoa(int(k.part)) }
 
 // produce writes records to one partition of a topic and returns the
-// offset of the first. kafka-go has no idempotent or transactional
-// producer: a retry after a lost reply writes twice, which stage two and
-// the changelog restore both tolerate.
+// offset of the first (kafkaio.Produce: a retry may write twice, which
+// stage two and the changelog restore both tolerate).
 func (s *Staged) produce(ctx context.Context, topic string, part int, recs []kafka.Record) (int64, error) {
-	res, err := s.client.Produce(ctx, &kafka.ProduceRequest{Topic: topic, Partition: part, RequiredAcks: kafka.RequireAll,
-		Records: kafka.NewRecordReader(recs...)})
-	if err != nil {
-		return 0, fmt.Errorf("produce to %s/%d: %w", topic, part, err)
-	}
-	if res.Error != nil {
-		return 0, fmt.Errorf("produce to %s/%d: %w", topic, part, res.Error)
-	}
-	return res.BaseOffset, nil
+	return kafkaio.Produce(ctx, s.client, topic, part, recs)
 }
 
 // commit commits offsets of a generation with their metadata.
@@ -411,21 +368,13 @@ func (s *Staged) flushDeadLetters(ctx context.Context) error {
 
 // committed reads a group's committed offsets and metadata of partitions.
 func (s *Staged) committed(ctx context.Context, group string, parts map[string][]int) (map[tp]kafka.OffsetFetchPartition, error) {
-	res, err := s.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
+	c, err := kafkaio.Committed(ctx, s.client, group, parts)
 	if err != nil {
 		return nil, err
 	}
-	if res.Error != nil {
-		return nil, res.Error
-	}
-	out := map[tp]kafka.OffsetFetchPartition{}
-	for t, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				return nil, fmt.Errorf("committed offset of %s/%d: %w", t, p.Partition, p.Error)
-			}
-			out[tp{t, int32(p.Partition)}] = p
-		}
+	out := make(map[tp]kafka.OffsetFetchPartition, len(c))
+	for k, v := range c {
+		out[tp{k.Topic, k.Partition}] = v
 	}
 	return out, nil
 }
