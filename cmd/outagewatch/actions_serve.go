@@ -219,7 +219,7 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 		return d.State(), err
 	})
 	api.Capacity = live.Capacity
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, Topic: tm.Topic, GroupID: "outagewatch-tm", Dialer: dialer})
+	r := kafkaio.GroupReader(cfg.Kafka.Brokers, tm.Topic, "outagewatch-tm", dialer)
 	closers = append(closers, func() { r.Close() })
 	go func() {
 		if err := live.Run(ctx, r); err != nil {

@@ -265,7 +265,7 @@ const maxBatch = 2000
 
 // createTopics creates the topics that do not exist yet.
 func createTopics(ctx context.Context, brokers []string, tr *kafka.Transport, topics []string, partitions int) error {
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
+	cl := kafkaio.NewClient(brokers, tr)
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: -1})

@@ -64,3 +64,10 @@ func JoinGroup(ctx context.Context, g Group) (*kafka.ConsumerGroup, <-chan *kafk
 	}()
 	return cg, gens, nil
 }
+
+// GroupReader reads topic as a member of consumer group, committing as it
+// goes: a feed read live whose position only needs to survive a restart
+// (the Traffic Manager's load feed).
+func GroupReader(brokers []string, topic, group string, d *kafka.Dialer) *kafka.Reader {
+	return kafka.NewReader(kafka.ReaderConfig{Brokers: brokers, Topic: topic, GroupID: group, Dialer: d})
+}
