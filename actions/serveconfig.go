@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // Serve configures `outagewatch actions serve`: where it listens, how it
@@ -52,21 +53,16 @@ type Kafka struct {
 	SASL     *KafkaSASL `yaml:"sasl"`
 }
 
-// KafkaTLS turns TLS on; see the service's kafka.tls.
-type KafkaTLS struct {
-	CAFile             string `yaml:"ca_file"`
-	CertFile           string `yaml:"cert_file"`
-	KeyFile            string `yaml:"key_file"`
-	ServerName         string `yaml:"server_name"`
-	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
-}
+// KafkaTLS turns TLS on: the service's kafka.tls, the same type.
+type KafkaTLS = kafkaio.TLS
 
 // KafkaSASL authenticates; the password comes from the environment
-// variable PasswordEnv names. See the service's kafka.sasl.
-type KafkaSASL struct {
-	Mechanism   string `yaml:"mechanism"`
-	Username    string `yaml:"username"`
-	PasswordEnv string `yaml:"password_env"`
+// variable PasswordEnv names: the service's kafka.sasl, the same type.
+type KafkaSASL = kafkaio.SASL
+
+// Conn is the block as kafkaio builds clients from it.
+func (k Kafka) Conn() kafkaio.Conn {
+	return kafkaio.Conn{Brokers: k.Brokers, ClientID: k.ClientID, TLS: k.TLS, SASL: k.SASL}
 }
 
 // TrafficManager runs the Traffic Manager live in the actions process.

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // Config names the ownership topic and the group.
@@ -57,7 +59,7 @@ func Start(ctx context.Context, cfg Config) (*Decider, error) {
 	}
 	dialer := cfg.Dialer
 	if dialer == nil {
-		dialer = &kafka.Dialer{Timeout: 10 * time.Second, DualStack: true}
+		dialer = kafkaio.PlainDialer()
 	}
 	conn, err := dialer.DialContext(ctx, "tcp", cfg.Brokers[0])
 	if err != nil {

@@ -58,7 +58,7 @@ func TestTwoDrainedOutputsAgree(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cluster.Close()
-	kp, err := NewKafka(cluster.ListenAddrs(), "tm-plans")
+	kp, err := NewKafka(cluster.ListenAddrs(), "tm-plans", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -102,14 +102,21 @@ type Kafka struct {
 	Key string
 }
 
-// NewKafka returns a publisher to topic on brokers.
-func NewKafka(brokers []string, topic string) (*Kafka, error) {
+// NewKafka returns a publisher to topic on brokers through tr (built by
+// kafkaio.Transport, with the caller's TLS and SASL; nil is kafka-go's
+// default, plain TCP).
+func NewKafka(brokers []string, topic string, tr *kafka.Transport) (*Kafka, error) {
 	if len(brokers) == 0 || topic == "" {
 		return nil, errors.New("planhook: kafka: want brokers and a topic")
 	}
-	return &Kafka{W: &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
+	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
 		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true, BatchTimeout: time.Millisecond,
-		MaxAttempts: 3, WriteTimeout: 10 * time.Second}, Key: "traffic-manager"}, nil
+		MaxAttempts: 3, WriteTimeout: 10 * time.Second}
+	if tr != nil {
+		// Not a nil *Transport in the interface: the writer would call it.
+		w.Transport = tr
+	}
+	return &Kafka{W: w, Key: "traffic-manager"}, nil
 }
 
 // Name implements Publisher.

@@ -76,7 +76,7 @@ func TestWebhookAndKafka(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cluster.Close()
-	kp, err := NewKafka(cluster.ListenAddrs(), "tm-plans")
+	kp, err := NewKafka(cluster.ListenAddrs(), "tm-plans", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,7 @@ package service
 
 import (
 	"context"
-	"io"
-	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,13 +10,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // BGP records are held until their bucket closes and decoded only then; one
 // that does not decode still reaches the dead-letter topic with its reason,
 // source position and original headers, and counts in the decode-error
-// metric, like a bad record of any other stream.
-func TestServiceDeadLettersBGP(t *testing.T) {
+// metric, like a bad record of any other stream, on the routing table
+// that stage one keeps.
+func TestStagedDeadLettersBGP(t *testing.T) {
 	f := loadFixture(t)
 	var bgp Topic
 	var good []*ingest.Record
@@ -72,27 +73,26 @@ func TestServiceDeadLettersBGP(t *testing.T) {
 	dir := t.TempDir()
 	cfg := testConfig(addr, dir, bgp)
 	cfg.Kafka.DeadLetterTopic = "dead"
-	r := startService(t, mustValidate(t, cfg), f)
+	cfg.Kafka.InternalPartitions = 2
+	base, st, stop := startStaged(t, mustValidate(t, cfg), Options{Rules: f.set, Map: f.m})
+	defer stop()
 	decodeErrors := func() int64 {
 		var n int64
-		for _, v := range r.svc.Pipeline().Stats().DecodeErrors {
+		for _, reason := range []string{"json", "ris_error", "missing_field", "peer"} {
+			v, _ := strconv.ParseInt(metricLine(t, base, `outagewatch_decode_errors_total{reason="`+reason+`",topic="`+bgp.Name+`"}`), 10, 64)
 			n += v
 		}
 		return n
 	}
-	waitFor(t, "every record consumed and every bad one applied", 60*time.Second, func() bool {
-		return totalRecords(r.svc.Pipeline().Stats()) >= int64(len(recs)+1) && decodeErrors() >= int64(nBad)
+	waitFor(t, "every record consumed and every bad one applied", waitLong, func() bool {
+		n, _ := strconv.Atoi(metricLine(t, base, `outagewatch_records_total{topic="`+bgp.Name+`"}`))
+		return n >= len(recs)+1 && decodeErrors() >= int64(nBad)
 	})
-	if err := r.svc.Checkpoint(context.Background()); err != nil { // writes the dead letters first
+	if err := st.Checkpoint(context.Background()); err != nil { // writes the dead letters first
 		t.Fatal(err)
 	}
-	resp, err := http.Get("http://" + r.svc.Addr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	r.shutdown(t)
+	_, body := get(t, base+"/metrics")
+	stop()
 
 	want := map[string]int{"json": 2, "ris_error": 1, "missing_field": 1, "peer": 1}
 	for reason, k := range want {
@@ -100,7 +100,7 @@ func TestServiceDeadLettersBGP(t *testing.T) {
 			`outagewatch_decode_errors_total{reason="` + reason + `",topic="` + bgp.Name + `"} ` + itoa(k),
 			`outagewatch_dead_letters_total{reason="` + reason + `",topic="` + bgp.Name + `"} ` + itoa(k),
 		} {
-			if !strings.Contains(string(body), line) {
+			if !strings.Contains(body, line) {
 				t.Errorf("metrics lack %q", line)
 			}
 		}
@@ -126,13 +126,13 @@ func TestServiceDeadLettersBGP(t *testing.T) {
 			for _, h := range kr.Headers {
 				hs[h.Key] = string(h.Value)
 			}
-			got[hs[HeaderReason]]++
-			if hs[HeaderTopic] != bgp.Name || hs[HeaderOffset] == "" || hs[HeaderPartition] == "" || hs[HeaderError] == "" {
+			got[hs[kafkaio.HeaderReason]]++
+			if hs[kafkaio.HeaderTopic] != bgp.Name || hs[kafkaio.HeaderOffset] == "" || hs[kafkaio.HeaderPartition] == "" || hs[kafkaio.HeaderError] == "" {
 				t.Errorf("dead letter headers %v", hs)
 			}
 			if hs["collector"] == "rrc00" {
 				withHeader++
-				if string(kr.Value) != `{` || !kr.Timestamp.Equal(time.Unix(0, good[2000].Time)) || hs[HeaderPartition] != "1" {
+				if string(kr.Value) != `{` || !kr.Timestamp.Equal(time.Unix(0, good[2000].Time)) || hs[kafkaio.HeaderPartition] != "1" {
 					t.Errorf("dead letter of the record with a header: %q at %v, headers %v", kr.Value, kr.Timestamp, hs)
 				}
 			}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // A stage-two task's snapshot goes to the changelog topic's partition of
@@ -204,12 +206,6 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]c
 	if end <= 0 || from >= end {
 		return nil, nil
 	}
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: t.s.cfg.Kafka.Brokers, Topic: topic, Partition: part,
-		Dialer: t.s.opts.Dialer, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond, ErrorLogger: kafkaLogger(t.s.log)})
-	defer r.Close()
-	if err := r.SetOffset(from); err != nil {
-		return nil, err
-	}
 	rctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	var (
@@ -218,11 +214,7 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]c
 		chunks [][]byte
 		out    []changelogSnapshot
 	)
-	for {
-		m, err := r.FetchMessage(rctx)
-		if err != nil {
-			return nil, fmt.Errorf("read changelog %s/%d: %w", topic, part, err)
-		}
+	err = kafkaio.ReadRange(rctx, t.s.cfg.Kafka.Brokers, t.s.opts.Dialer, t.s.log, topic, part, from, end, func(m kafka.Message) error {
 		if v := m.Value; len(v) >= chunkHeader {
 			id, nRaw, i := v[:8], binary.BigEndian.Uint32(v[8:]), int(binary.BigEndian.Uint32(v[12:]))
 			sealed, n := nRaw&sealedChunks != 0, int(nRaw&^sealedChunks)
@@ -240,8 +232,10 @@ func (t *stageTwo) readChangelog(ctx context.Context, part int, from int64) ([]c
 				}
 			}
 		}
-		if m.Offset >= end-1 {
-			return out, nil
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("changelog: %w", err)
 	}
+	return out, nil
 }

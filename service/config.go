@@ -97,7 +97,7 @@ type KafkaConfig struct {
 	// ViewTopic, compacted, one partition, carries every instance's
 	// alerts and outage events to every other, for the API and the page.
 	ViewTopic string `yaml:"view_topic"`
-	// TLS and SASL to the brokers (kafkasec.go); absent means plaintext.
+	// TLS and SASL to the brokers (internal/kafkaio); absent means plaintext.
 	TLS  *KafkaTLS  `yaml:"tls"`
 	SASL *KafkaSASL `yaml:"sasl"`
 }

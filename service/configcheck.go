@@ -10,6 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/memlimit"
 )
 
@@ -50,9 +51,9 @@ func (c *Config) checkLoaded(file string, b []byte) error {
 		return nil
 	}
 	if _, err := c.KafkaDialer(); err != nil {
-		var se *kafkaSecError
+		var se *kafkaio.SecError
 		if errors.As(err, &se) {
-			return at(se.key, err)
+			return at(se.Key, err)
 		}
 		return at("kafka", err)
 	}

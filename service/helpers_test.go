@@ -3,8 +3,10 @@ package service
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -234,59 +236,83 @@ func mustValidate(t testing.TB, c *Config) *Config {
 	return c
 }
 
-type running struct {
-	svc  *Service
-	stop context.CancelFunc
-	done chan error
-}
-
-func startService(t testing.TB, cfg *Config, f *fixture) *running {
+// startStaged runs both stages in this process with opts (a listener of
+// its own when opts has none) until stop, which fails the test if Run
+// returned an error. base is the URL of its HTTP endpoints.
+func startStaged(t testing.TB, cfg *Config, opts Options) (base string, st *Staged, stop func()) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	if opts.Listener == nil {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Listener = ln
 	}
-	svc, err := New(cfg, Options{Rules: f.set, Map: f.m, Logger: quietLog(), Listener: ln,
-		Outbox: alerting.OutboxConfig{InitialBackoff: 10 * time.Millisecond}})
+	if opts.Logger == nil {
+		opts.Logger = quietLog()
+	}
+	if opts.Outbox.InitialBackoff == 0 {
+		opts.Outbox.InitialBackoff = 10 * time.Millisecond
+	}
+	st, err := NewStaged(cfg, opts, StageBoth)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{svc: svc, stop: cancel, done: make(chan error, 1)}
-	go func() { r.done <- svc.Run(ctx) }()
-	return r
+	done := make(chan error, 1)
+	go func() { done <- st.Run(ctx) }()
+	var once sync.Once
+	return "http://" + opts.Listener.Addr().String(), st, func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Error(err)
+				}
+			case <-time.After(60 * time.Second):
+				t.Error("the stages did not stop")
+			}
+		})
+	}
 }
 
-func (r *running) shutdown(t testing.TB) {
+// metricLine is the value of the first series of /metrics at base whose
+// line starts with prefix (name and labels, as exposed); "" when none.
+func metricLine(t testing.TB, base, prefix string) string {
 	t.Helper()
-	r.stop()
-	select {
-	case err := <-r.done:
-		if err != nil {
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for l := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, prefix+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// waitLines waits until every line of want (by delivery key) is in the
+// file of a jsonl sink, and returns what the file holds then.
+func waitLines(t testing.TB, path string, want map[string]string) map[string]string {
+	t.Helper()
+	var got map[string]string
+	waitFor(t, "every line of the replay delivered", waitLong, func() bool {
+		var err error
+		if got, err = byDeliveryKey(readLines(t, path)); err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("service did not stop")
-	}
-}
-
-func (r *running) kill(t testing.TB) {
-	t.Helper()
-	r.svc.Kill()
-	select {
-	case <-r.done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("service did not stop")
-	}
-	r.stop()
-}
-
-func totalRecords(st pipeline.Stats) int64 {
-	var n int64
-	for _, v := range st.Records {
-		n += v
-	}
-	return n
+		for k := range want {
+			if _, ok := got[k]; !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return got
 }
 
 // waitFor polls cond until it holds or the deadline passes.
@@ -299,16 +325,6 @@ func waitFor(t testing.TB, what string, d time.Duration, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// waitDone waits until the service has consumed every record and closed
-// every bucket that replay closes.
-func waitDone(t testing.TB, r *running, f *fixture) {
-	t.Helper()
-	waitFor(t, "all records and the final watermark", waitLong, func() bool {
-		st := r.svc.Pipeline().Stats()
-		return totalRecords(st) >= int64(len(f.recs)) && st.Watermark >= f.stats.Watermark
-	})
 }
 
 // readLines reads the complete lines of a file another process may be

@@ -23,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // Every duration of the config, written negative, is refused at load with
@@ -155,9 +156,9 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			addr := c.ListenAddrs()[0]
 			data := t.TempDir()
 			head := "kafka:\n  brokers: [" + addr + "]\n  group_id: sec\n  dead_letter_topic: dead\n" +
-				"  session_timeout: 1s\n  poll_interval: 100ms\n  idle_partition_after: 300ms\n" +
+				"  session_timeout: 1s\n  poll_interval: 100ms\n  idle_partition_after: 300ms\n  internal_partitions: 2\n" +
 				"  topics: [{name: flows, stream: flows, format: goflow2-pb}]\n"
-			tail := "data_dir: " + data + "\nhttp: {listen: 127.0.0.1:0}\n"
+			tail := "data_dir: " + data + "\ncheckpoint_interval: 1s\nhttp: {listen: 127.0.0.1:0}\n"
 			cfg, err := ParseConfig("sec.yaml", []byte(head+tc.yaml+tail))
 			if err != nil {
 				t.Fatal(err)
@@ -169,7 +170,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			// Produce through the same transport the dead-letter writer
 			// uses: the good records and one that does not decode.
 			w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flows", Balancer: &kafka.RoundRobin{},
-				Transport: kafkaTransport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+				Transport: kafkaio.Transport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 			msgs := []kafka.Message{{Value: []byte("not a flow"), Time: time.Unix(0, good[0].Time)}}
 			for _, r := range good {
 				msgs = append(msgs, kafka.Message{Value: r.Value, Time: time.Unix(0, r.Time)})
@@ -181,22 +182,20 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			}
 			w.Close()
 
-			r := startService(t, cfg, f)
-			waitFor(t, "every record consumed", 30*time.Second, func() bool {
-				return totalRecords(r.svc.Pipeline().Stats()) >= int64(len(msgs))
+			base, _, stop := startStaged(t, cfg, Options{Rules: f.set, Map: f.m})
+			waitFor(t, "every record consumed, the bad one dead-lettered", waitLong, func() bool {
+				return metricLine(t, base, `outagewatch_records_total{topic="flows"}`) == itoa(len(msgs)) &&
+					metricLine(t, base, `outagewatch_dead_letters_total{reason="truncated",topic="flows"}`) == "1"
 			})
-			if err := r.svc.Checkpoint(ctx); err != nil { // writes the dead letter
-				t.Fatal(err)
-			}
-			r.shutdown(t)
+			stop()
 
 			var buf bytes.Buffer
-			n, err := Record(ctx, RecordOptions{Brokers: []string{addr}, Topic: "dead", Stream: "flows",
+			n, err := kafkaio.Record(ctx, kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "dead", Stream: "flows",
 				Format: "goflow2-pb", Dialer: d}, &buf)
-			if err != nil || n != 1 || !bytes.Contains(buf.Bytes(), []byte(`"`+HeaderReason+`"`)) {
+			if err != nil || n != 1 || !bytes.Contains(buf.Bytes(), []byte(`"`+kafkaio.HeaderReason+`"`)) {
 				t.Fatalf("dead-letter topic read back: %d records, %v", n, err)
 			}
-			n, err = Record(ctx, RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
+			n, err = kafkaio.Record(ctx, kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
 				Format: "goflow2-pb", Dialer: d}, &buf)
 			if err != nil || n != int64(len(msgs)) {
 				t.Fatalf("record: %d of %d, %v", n, len(msgs), err)
@@ -212,7 +211,7 @@ func TestKafkaSecurityAgainstKfake(t *testing.T) {
 			}
 			wctx, wcancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer wcancel()
-			if n, err := Record(wctx, RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
+			if n, err := kafkaio.Record(wctx, kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "flows", Stream: "flows",
 				Format: "goflow2-pb", Dialer: bd}, &buf); err == nil {
 				t.Fatalf("wrong setting read %d records", n)
 			} else {

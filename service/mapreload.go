@@ -10,22 +10,32 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/netmap"
-	"github.com/outagewatch/outagewatch/obs"
+)
+
+// Stages that take a reloaded map, as indexes of Staged.mapApplied.
+const (
+	mapStageOne = iota
+	mapStageTwo
 )
 
 // WatchMap reloads the mapping file (map: in the config) without a
-// restart: when its modification time changes (checked every interval) or
-// on SIGHUP. The new file is read and checked off the main loop; a file
-// that does not load is logged and the old map kept. It is swapped in on
-// the pipeline's goroutine just before the next bucket closes, so no
-// decoder ever sees half a map. Call it before Run; it stops with ctx.
-func (s *Service) WatchMap(ctx context.Context, interval time.Duration) {
+// restart: when its modification time or size changes (checked every
+// interval) or on SIGHUP. The new file is read and checked off the
+// stages' loops; a file that does not load is logged and the old map
+// kept. Each stage swaps it into its own map on its own goroutine between
+// two batches (reloadMap), so no decoder and no correlator ever sees half
+// a map. Call it before Run or while it runs; it stops with ctx.
+//
+// A reload changes what records and alerts are attributed and named with
+// from then on; an entity already routed to a stage-two partition stays
+// there while this process runs (the router keeps its keys), so a series
+// never splits over two partitions mid-alert.
+func (s *Staged) WatchMap(ctx context.Context, interval time.Duration) {
 	if s.cfg.Map == "" {
 		return
 	}
 	w := newMapWatcher(s.cfg.resolve(s.cfg.Map), s.log)
-	m := s.p.Env().Map
-	s.p.Env().BeforeClose(func(_, _ int64, _ obs.Sink) { w.apply(m) })
+	s.mapw.Store(w)
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	go func() {
@@ -45,14 +55,32 @@ func (s *Service) WatchMap(ctx context.Context, interval time.Duration) {
 	}()
 }
 
-// mapWatcher loads a changed mapping file and holds it until apply.
+// reloadMap swaps the latest map loaded by WatchMap into m, the map of
+// the stage numbered stage, if that stage has not taken it yet. It runs
+// on the stage's goroutine.
+func (s *Staged) reloadMap(stage int, m *netmap.Map) {
+	w := s.mapw.Load()
+	if w == nil {
+		return
+	}
+	n, v := w.since(s.mapApplied[stage].Load())
+	if n == nil {
+		return
+	}
+	m.Replace(n)
+	s.mapApplied[stage].Store(v)
+}
+
+// mapWatcher loads a changed mapping file and keeps the latest one that
+// loaded, numbered, for every stage to take.
 type mapWatcher struct {
 	file    string
 	log     *slog.Logger
 	mu      sync.Mutex
 	mtime   time.Time
 	size    int64
-	pending *netmap.Map
+	latest  *netmap.Map
+	version int64 // of latest; 0 before any reload
 }
 
 func newMapWatcher(file string, log *slog.Logger) *mapWatcher {
@@ -64,7 +92,7 @@ func newMapWatcher(file string, log *slog.Logger) *mapWatcher {
 }
 
 // check loads the file if it changed since the last load (or always, when
-// forced) and reports whether a new map is pending.
+// forced) and reports whether a new map is ready.
 func (w *mapWatcher) check(force bool) bool {
 	st, err := os.Stat(w.file)
 	if err != nil {
@@ -86,19 +114,20 @@ func (w *mapWatcher) check(force bool) bool {
 		w.log.Error("mapping file not reloaded; keeping the old map", "err", err)
 		return false
 	}
-	w.pending = m
+	w.latest = m
+	w.version++
 	w.log.Info("mapping file reloaded", "file", w.file, "asns", len(m.Names), "origins", m.Origins.Len(),
 		"prefix_countries", m.PrefixCountries.Len(), "regions", m.Regions.Len(), "elapsed", time.Since(start).Round(time.Millisecond))
 	return true
 }
 
-// apply swaps a pending map into m; it runs on the pipeline's goroutine.
-func (w *mapWatcher) apply(m *netmap.Map) {
+// since returns the latest map and its version when it is newer than
+// have; nil when it is not.
+func (w *mapWatcher) since(have int64) (*netmap.Map, int64) {
 	w.mu.Lock()
-	n := w.pending
-	w.pending = nil
-	w.mu.Unlock()
-	if n != nil {
-		m.Replace(n)
+	defer w.mu.Unlock()
+	if w.version <= have {
+		return nil, have
 	}
+	return w.latest, w.version
 }

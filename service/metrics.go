@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/pipeline"
 )
 
@@ -41,10 +42,9 @@ type metrics struct {
 	commitErrors      prometheus.Counter
 	groupErrors       prometheus.Counter
 	dispatchErrors    prometheus.Counter
-	unheld            prometheus.Gauge
 }
 
-func newMetrics(s *Service) *metrics {
+func newMetrics() *metrics {
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
 	m := &metrics{reg: reg,
@@ -74,26 +74,12 @@ func newMetrics(s *Service) *metrics {
 			Help: "Consumer group join/sync errors (retried)."}),
 		dispatchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_alert_queue_errors_total",
 			Help: "Alert events that could not be queued to a sink's outbox."}),
-		unheld: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_partitions_unheld",
-			Help: "Partitions with a backlog that no live instance consumes (no commit for 2×checkpoint_interval + session_timeout); each holds the watermark."}),
 	}
 	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
 		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
-		m.groupErrors, m.dispatchErrors, m.unheld, &statsCollector{s}, BuildInfo(),
+		m.groupErrors, m.dispatchErrors, BuildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
-	}
-	if s == nil {
-		// A staged process (newStagedMetrics) reads its pipelines and
-		// topics its own way.
-		return m
-	}
-	f(&pipelineCollector{s.p})
-	// Every configured topic has its records counter from the start.
-	// Decode errors and dead letters are labelled by reason too, an open
-	// set, so those appear with their first record.
-	for _, t := range s.cfg.Kafka.Topics {
-		m.records.WithLabelValues(t.Name)
 	}
 	return m
 }
@@ -147,16 +133,6 @@ var (
 	descLastCP   = prometheus.NewDesc("outagewatch_last_checkpoint_timestamp_seconds", "Wall time of the last checkpoint (Unix seconds).", nil, nil)
 )
 
-// statsCollector reads the pipeline's and the dispatcher's own counters at
-// scrape time, so the hot path pays nothing for them.
-type statsCollector struct{ s *Service }
-
-func (c *statsCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descSent, descFail, descDropped, descDepth, descReady, descLastCP} {
-		ch <- d
-	}
-}
-
 // pipelineCollector reads a pipeline's counters at scrape time: the live
 // service's and a served replay's.
 type pipelineCollector struct{ p *pipeline.Pipeline }
@@ -184,23 +160,11 @@ func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
 	gm(descWM, float64(st.Watermark)/1e9)
 }
 
-func (c *statsCollector) Collect(ch chan<- prometheus.Metric) {
-	cm := func(d *prometheus.Desc, v float64, l ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, l...)
+// deadLetterCounters counts the dead letters written, by source topic and
+// reason, and the failed writes.
+func (m *metrics) deadLetterCounters() kafkaio.Counters {
+	return kafkaio.Counters{
+		Written: func(topic, reason string) { m.deadLetters.WithLabelValues(topic, reason).Inc() },
+		Failed:  m.deadLetterErrors.Inc,
 	}
-	gm := func(d *prometheus.Desc, v float64, l ...string) {
-		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
-	}
-	for _, ss := range c.s.disp.Stats() {
-		cm(descSent, float64(ss.Sent), ss.Sink)
-		cm(descFail, float64(ss.Failures), ss.Sink)
-		cm(descDropped, float64(ss.Dropped), ss.Sink)
-		gm(descDepth, float64(ss.QueueDepth), ss.Sink)
-	}
-	ready := 0.0
-	if ok, _ := c.s.Ready(); ok {
-		ready = 1
-	}
-	gm(descReady, ready)
-	gm(descLastCP, float64(c.s.lastCPWall.Load())/1e9)
 }

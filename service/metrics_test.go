@@ -15,10 +15,9 @@ func TestMetricsNamesAndInitialSeries(t *testing.T) {
 	defer c.Close()
 	cfg := mustValidate(t, testConfig(c.ListenAddrs()[0], t.TempDir(),
 		Topic{Name: "flows", Stream: "flows", Format: "goflow2-pb"}, Topic{Name: "dns", Stream: "dns", Format: "dnstap"}))
-	r := startService(t, cfg, &fixture{})
-	defer r.shutdown(t)
-	waitFor(t, "the HTTP listener", waitLong, func() bool { return r.svc.Addr() != "" })
-	resp, err := http.Get("http://" + r.svc.Addr() + "/metrics")
+	base, _, stop := startStaged(t, cfg, Options{})
+	defer stop()
+	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

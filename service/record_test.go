@@ -10,6 +10,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/ingest/recordfile"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/replay"
 )
 
@@ -30,7 +31,7 @@ func TestRecordReplays(t *testing.T) {
 	produce(t, addr, "flows", recs)
 
 	var buf bytes.Buffer
-	n, err := Record(context.Background(), RecordOptions{Brokers: []string{addr}, Topic: "flows",
+	n, err := kafkaio.Record(context.Background(), kafkaio.RecordOptions{Brokers: []string{addr}, Topic: "flows",
 		Stream: "flows", Format: "goflow2-pb"}, &buf)
 	if err != nil {
 		t.Fatal(err)

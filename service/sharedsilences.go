@@ -13,6 +13,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/silence"
 )
 
@@ -47,7 +48,7 @@ func newSharedSilences(s *Staged, fromConfig []silence.Silence) (*sharedSilences
 // follow applies the silence topic from its start until ctx ends.
 func (ss *sharedSilences) follow(ctx context.Context) {
 	k := tp{ss.s.cfg.Kafka.SilenceTopic, 0}
-	fetchBatches(ctx, ss.s.cfg, ss.s.opts.Dialer, ss.s.log, k, kafka.FirstOffset, func(batch []kafka.Message) bool {
+	kafkaio.FetchBatches(ctx, ss.s.cfg.Kafka.Brokers, ss.s.opts.Dialer, ss.s.log, k.topic, k.part, kafka.FirstOffset, func(batch []kafka.Message) bool {
 		for i := range batch {
 			ss.apply(&batch[i])
 		}
@@ -120,7 +121,7 @@ func (ss *sharedSilences) Delete(id string) error {
 }
 
 func (ss *sharedSilences) write(id string, v []byte) error {
-	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaio.DialTimeout)
 	defer cancel()
 	rec := kafka.Record{Key: kafka.NewBytes([]byte(id))}
 	if v != nil {

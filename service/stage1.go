@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/stage"
@@ -31,6 +33,11 @@ import (
 // offset (the first record of the oldest bucket still open) and skips the
 // records of flushed buckets, so its re-flush of a bucket is identical.
 const flushedMeta = "flushed="
+
+// maxBatchesPerStep bounds the fetch batches stage one takes in before it
+// steps: 64 batches of up to 512 records is half the default
+// max_queued_records, so a step still comes before the readers pause.
+const maxBatchesPerStep = 64
 
 // bgpGen tags records of the routing table's partitions, which every
 // instance reads whole, outside the group.
@@ -87,7 +94,7 @@ type stageOne struct {
 	// wr paces writes to the internal topic while they fail: step runs on
 	// every batch received and every tick, far more often than a lost
 	// broker should be asked.
-	wr *retry
+	wr *kafkaio.Retry
 }
 
 // bgpCheckpoint is the routing table's state in the data dir: the BGP
@@ -165,7 +172,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	pc := s.pipelineConfig(s.m)
 	pc.Rejected = s.rejectHeld
 	o := &stageOne{s: s, router: stage.NewRouter(s.m, s.cfg.Correlation.ZoneOwners, s.cfg.Kafka.InternalPartitions),
-		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: newRetry()}
+		group: s.cfg.Kafka.GroupID + "-stage1", parts: map[tp]*s1Part{}, bgp: map[tp]*s1Part{}, wr: kafkaio.NewRetry()}
 	var inputs, bgpTopics []string
 	for _, t := range s.cfg.Kafka.Topics {
 		if ingest.Ordered(t.Stream) {
@@ -247,7 +254,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 				}
 				hwms <- h
 			}
-			if sleepCtx(kctx, s.cfg.Kafka.PollInterval) != nil {
+			if kafkaio.Sleep(kctx, s.cfg.Kafka.PollInterval) != nil {
 				return
 			}
 		}
@@ -271,6 +278,19 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			}
 		case f := <-msgs:
 			o.receive(f)
+			// Take what else the readers have sent before stepping: a
+			// step may write to every internal partition, a round trip
+			// each, and stepping once per fetch batch made those writes,
+			// not the records, what stage one spends its time on.
+			for n := 1; n < maxBatchesPerStep; n++ {
+				select {
+				case f := <-msgs:
+					o.receive(f)
+					continue
+				default:
+				}
+				break
+			}
 			o.step(ctx)
 		case reply := <-s.cp1:
 			o.step(ctx)
@@ -375,6 +395,7 @@ func (o *stageOne) receive(f fetched) {
 // The flushes of one step go out in one write per internal partition.
 func (o *stageOne) step(ctx context.Context) {
 	now := time.Now()
+	o.s.reloadMap(mapStageOne, o.s.m)
 	// The routing table: records in event-time order, held by the pipeline
 	// until their bucket closes.
 	for _, p := range o.bgp {
@@ -619,38 +640,61 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	return out, errors.Join(errs...)
 }
 
-// write produces the records of one step, partition by partition, in
-// requests under the brokers' message size; what was written is taken off
-// recs, so a retry writes only the rest, in the same order.
+// write produces the records of one step, every partition at once (each
+// in its own order), in requests under the brokers' message size; what
+// was written is taken off recs, so a retry writes only the rest, in the
+// same order. The partitions go in parallel: one after the other, their
+// round trips were most of what a step waited on.
 func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
-	const maxRequest = 512 << 10
 	if len(recs) == 0 {
 		return nil
 	}
-	if !o.wr.ready(time.Now()) {
+	if !o.wr.Ready(time.Now()) {
 		return errWaiting
 	}
-	for _, part := range slices.Sorted(maps.Keys(recs)) {
-		for rs := recs[part]; len(rs) > 0; rs = recs[part] {
-			n, size := 0, 0
-			for n < len(rs) && (n == 0 || size+len(rs[n].key)+len(rs[n].value) <= maxRequest) {
-				size += len(rs[n].key) + len(rs[n].value)
-				n++
-			}
-			krs := make([]kafka.Record, n)
-			for i, r := range rs[:n] {
-				krs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
-			}
-			if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, krs); err != nil {
-				o.wr.fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
-				return err
-			}
-			o.wr.ok(o.s.log, "stage one: partials written again")
-			recs[part] = rs[n:]
-		}
-		delete(recs, part)
+	parts := slices.Sorted(maps.Keys(recs))
+	rest := make([][]rawRecord, len(parts))
+	errs := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, part := range parts {
+		wg.Go(func() { rest[i], errs[i] = o.writePart(ctx, part, recs[part]) })
 	}
+	wg.Wait()
+	for i, part := range parts {
+		if len(rest[i]) == 0 {
+			delete(recs, part)
+		} else {
+			recs[part] = rest[i]
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
+		return err
+	}
+	o.wr.OK(o.s.log, "stage one: partials written again")
 	return nil
+}
+
+// writePart produces rs to one internal partition in order, and returns
+// what it did not write.
+func (o *stageOne) writePart(ctx context.Context, part int, rs []rawRecord) ([]rawRecord, error) {
+	const maxRequest = 512 << 10
+	for len(rs) > 0 {
+		n, size := 0, 0
+		for n < len(rs) && (n == 0 || size+len(rs[n].key)+len(rs[n].value) <= maxRequest) {
+			size += len(rs[n].key) + len(rs[n].value)
+			n++
+		}
+		krs := make([]kafka.Record, n)
+		for i, r := range rs[:n] {
+			krs[i] = kafka.Record{Key: kafka.NewBytes(r.key), Value: kafka.NewBytes(r.value)}
+		}
+		if _, err := o.s.produce(ctx, o.s.cfg.Kafka.InternalTopic, part, krs); err != nil {
+			return rs, err
+		}
+		rs = rs[n:]
+	}
+	return nil, nil
 }
 
 // errWaiting is a write not tried: the wait after a failed one is not

@@ -12,6 +12,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -45,7 +46,7 @@ type stageTwo struct {
 	unrestored map[int]string
 	retried    time.Time
 	// cpRetry paces snapshot rounds while the changelog cannot be written.
-	cpRetry *retry
+	cpRetry *kafkaio.Retry
 }
 
 func (s *Staged) runStageTwo(ctx context.Context) error {
@@ -53,13 +54,13 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	// one keeps (and writes) in this process too.
 	m := *s.m
 	m.Live = nil
-	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}, cpRetry: newRetry()}
-	for r := newRetry(); ; {
+	t := &stageTwo{s: s, m: &m, group: s.cfg.Kafka.GroupID + "-stage2", tasks: map[int]*s2Part{}, cpRetry: kafkaio.NewRetry()}
+	for r := kafkaio.NewRetry(); ; {
 		var err error
 		if t.sources, err = s.sources(ctx); err == nil {
 			break
 		}
-		if sleepCtx(ctx, r.fail(time.Now(), s.log, "stage two: input partitions not known yet; retrying", err)) != nil {
+		if kafkaio.Sleep(ctx, r.Fail(time.Now(), s.log, "stage two: input partitions not known yet; retrying", err)) != nil {
 			return nil
 		}
 	}
@@ -77,18 +78,20 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			t.cpRetry = newRetry() // the last round is tried whatever came before
+			t.cpRetry = kafkaio.NewRetry() // the last round is tried whatever came before
 			t.checkpointAll(context.Background())
 			return nil
 		case gen := <-gens:
 			t.assign(ctx, gen, msgs)
 		case f := <-msgs:
+			s.reloadMap(mapStageTwo, t.m)
 			t.apply(f)
 		case reply := <-s.cp2:
-			t.cpRetry = newRetry() // asked for: tried now
+			t.cpRetry = kafkaio.NewRetry() // asked for: tried now
 			reply <- t.checkpointAll(ctx)
 			t.lastCP = time.Now()
 		case now := <-tick.C:
+			s.reloadMap(mapStageTwo, t.m)
 			if len(t.unrestored) > 0 && now.Sub(t.retried) >= s.cfg.CheckpointInterval {
 				t.retryRestore(ctx, msgs)
 			}
@@ -180,6 +183,9 @@ func (t *stageTwo) newTask(part int) (*stage.Task, error) {
 	pc := t.s.pipelineConfig(t.m)
 	pc.NoFeedHealth = part != 0
 	pc.Events = t.s.dispatch
+	if t.s.charts != nil {
+		pc.Tap = t.s.charts.Bucket
+	}
 	p, err := pipeline.New(pc, t.s.dispatch)
 	if err != nil {
 		return nil, err
@@ -217,7 +223,7 @@ func (t *stageTwo) apply(f fetched) {
 func (t *stageTwo) checkpointAll(ctx context.Context) error {
 	start, wrote := time.Now(), false
 	var errs []error
-	if !t.cpRetry.ready(start) {
+	if !t.cpRetry.Ready(start) {
 		return errors.New("stage two: waiting to retry the changelog after a failed snapshot")
 	}
 	for _, p := range t.tasks {
@@ -236,10 +242,10 @@ func (t *stageTwo) checkpointAll(ctx context.Context) error {
 		t.s.status.observeCheckpoint(start, len(errs) > 0)
 	}
 	if err := errors.Join(errs...); err != nil {
-		t.cpRetry.fail(time.Now(), t.s.log, "stage two: snapshots not written; the changelog keeps the previous ones", err)
+		t.cpRetry.Fail(time.Now(), t.s.log, "stage two: snapshots not written; the changelog keeps the previous ones", err)
 		return err
 	}
-	t.cpRetry.ok(t.s.log, "stage two: snapshots written again")
+	t.cpRetry.OK(t.s.log, "stage two: snapshots written again")
 	return nil
 }
 

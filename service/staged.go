@@ -17,8 +17,10 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -49,7 +51,7 @@ type Staged struct {
 	status    *stagedStatus
 	// dlq takes stage one's records that do not decode; nil without a
 	// dead-letter topic.
-	dlq *deadLetters
+	dlq *kafkaio.DeadLetters
 	// cp1 and cp2 ask each stage's loop for a checkpoint now (the
 	// checkpoint API).
 	cp1, cp2 chan chan error
@@ -58,6 +60,14 @@ type Staged struct {
 	page *statuspage.Store
 	// view is the deployment's alerts and events (where stage two runs).
 	view *deploymentView
+	// mapw loads the mapping file again when it changes (WatchMap); nil
+	// when not watched. mapApplied is the version of it each stage has
+	// swapped into its map (mapStageOne, mapStageTwo).
+	mapw       atomic.Pointer[mapWatcher]
+	mapApplied [2]atomic.Int64
+	// charts keeps the observed values of the series judged here for the
+	// outage page's charts (http.chart_history); nil when none are kept.
+	charts *recorder.Recorder
 }
 
 // Stage names accepted by NewStaged.
@@ -131,6 +141,17 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			s.page = statuspage.NewStore()
 			sinks = append(sinks, s.page)
 		}
+		if cfg.HTTP.ChartHistory > 0 {
+			// Every stage-two task taps its closed buckets into one
+			// recorder: the tasks judge disjoint series, so it holds each
+			// series of the partitions held here once.
+			width := cfg.BucketWidth
+			if width <= 0 {
+				width = time.Duration(aggregate.DefaultWidth)
+			}
+			s.charts = recorder.New()
+			s.charts.Keep = max(1, int(cfg.HTTP.ChartHistory/width))
+		}
 		oc := opts.Outbox
 		if oc.Logger == nil {
 			oc.Logger = s.log
@@ -144,12 +165,20 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 			return nil, err
 		}
 	}
+	if s.one {
+		// Every configured topic has its records counter from the
+		// start. Decode errors and dead letters are labelled by reason
+		// too, an open set, so those appear with their first record.
+		for _, t := range cfg.Kafka.Topics {
+			s.status.met.records.WithLabelValues(t.Name)
+		}
+	}
 	if s.one && cfg.Kafka.DeadLetterTopic != "" {
-		s.dlq = newDeadLetters(cfg, s.opts.Dialer)
+		s.dlq = kafkaio.NewDeadLetters(cfg.Kafka.Brokers, cfg.Kafka.DeadLetterTopic, s.opts.Dialer)
 	}
 	s.status.reg.MustRegister(&stagedCollector{s})
-	s.transport = kafkaTransport(s.opts.Dialer)
-	s.client = &kafka.Client{Addr: kafka.TCP(cfg.Kafka.Brokers...), Timeout: 10 * time.Second, Transport: s.transport}
+	s.transport = kafkaio.Transport(s.opts.Dialer)
+	s.client = kafkaio.NewClient(cfg.Kafka.Brokers, s.transport)
 	return s, nil
 }
 
@@ -185,7 +214,7 @@ func (s *Staged) Run(ctx context.Context) error {
 	defer srv.Close()
 	defer s.transport.CloseIdleConnections()
 	if s.dlq != nil {
-		defer s.dlq.close()
+		defer s.dlq.Close()
 	}
 	go s.probeBrokers(ctx)
 	if err := s.createTopics(ctx); err != nil {
@@ -226,33 +255,16 @@ func (s *Staged) Run(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// createTopics creates the internal topic and the changelog when absent.
+// createTopics creates the internal topic, the changelog and the
+// silence and view topics when absent.
 func (s *Staged) createTopics(ctx context.Context) error {
 	k := s.cfg.Kafka
-	req := &kafka.CreateTopicsRequest{Topics: []kafka.TopicConfig{
+	return kafkaio.CreateTopics(ctx, s.client, s.log, []kafka.TopicConfig{
 		{Topic: k.InternalTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1},
-		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
-		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
-		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1,
-			ConfigEntries: []kafka.ConfigEntry{{ConfigName: "cleanup.policy", ConfigValue: "compact"}}},
-	}}
-	r := newRetry()
-	for {
-		res, err := s.client.CreateTopics(ctx, req)
-		if err == nil {
-			for t, e := range res.Errors {
-				if e != nil && !errors.Is(e, kafka.TopicAlreadyExists) {
-					return fmt.Errorf("create topic %s: %w", t, e)
-				}
-			}
-			return nil
-		}
-		if sleepCtx(ctx, r.fail(time.Now(), s.log, "kafka: topics not created yet; retrying", err)) != nil {
-			return ctx.Err()
-		}
-	}
+		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+	})
 }
 
 // sources lists what stage two waits for: every partition of every input
@@ -286,47 +298,24 @@ func (s *Staged) sources(ctx context.Context) ([]string, error) {
 
 // partitions lists the partitions of topics from the brokers' metadata.
 func (s *Staged) partitions(ctx context.Context, topics []string) ([]tp, error) {
-	md, err := s.client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	ps, err := kafkaio.Partitions(ctx, s.client, topics)
 	if err != nil {
-		return nil, fmt.Errorf("kafka metadata: %w", err)
+		return nil, err
 	}
-	var out []tp
-	for _, t := range md.Topics {
-		if t.Error != nil {
-			return nil, fmt.Errorf("topic %s: %w", t.Name, t.Error)
-		}
-		for _, p := range t.Partitions {
-			out = append(out, tp{t.Name, int32(p.ID)})
-		}
+	out := make([]tp, len(ps))
+	for i, p := range ps {
+		out[i] = tp{p.Topic, p.Partition}
 	}
-	slices.SortFunc(out, func(a, b tp) int {
-		if a.topic != b.topic {
-			if a.topic < b.topic {
-				return -1
-			}
-			return 1
-		}
-		return int(a.part - b.part)
-	})
 	return out, nil
 }
 
 func sourceName(k tp) string { return k.topic + "/" + strconv.Itoa(int(k.part)) }
 
 // produce writes records to one partition of a topic and returns the
-// offset of the first. kafka-go has no idempotent or transactional
-// producer: a retry after a lost reply writes twice, which stage two and
-// the changelog restore both tolerate.
+// offset of the first (kafkaio.Produce: a retry may write twice, which
+// stage two and the changelog restore both tolerate).
 func (s *Staged) produce(ctx context.Context, topic string, part int, recs []kafka.Record) (int64, error) {
-	res, err := s.client.Produce(ctx, &kafka.ProduceRequest{Topic: topic, Partition: part, RequiredAcks: kafka.RequireAll,
-		Records: kafka.NewRecordReader(recs...)})
-	if err != nil {
-		return 0, fmt.Errorf("produce to %s/%d: %w", topic, part, err)
-	}
-	if res.Error != nil {
-		return 0, fmt.Errorf("produce to %s/%d: %w", topic, part, res.Error)
-	}
-	return res.BaseOffset, nil
+	return kafkaio.Produce(ctx, s.client, topic, part, recs)
 }
 
 // commit commits offsets of a generation with their metadata.
@@ -338,7 +327,7 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 	for _, p := range slices.Sorted(mapsKeys(offs)) {
 		commits = append(commits, offs[p])
 	}
-	err := commitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
+	err := kafkaio.CommitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
 	if err != nil {
 		s.status.met.commitErrors.Inc()
 	} else {
@@ -348,12 +337,12 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 }
 
 // reject counts a stage-one record that did not decode and dead-letters
-// it, as the plain service does.
+// it.
 func (s *Staged) reject(m *kafka.Message, err error) {
 	reason := ingest.Reason(err)
 	s.status.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
 	if s.dlq != nil {
-		s.dlq.add(m, reason, err)
+		s.dlq.Add(m, reason, err)
 	}
 }
 
@@ -374,26 +363,18 @@ func (s *Staged) flushDeadLetters(ctx context.Context) error {
 	if s.dlq == nil {
 		return nil
 	}
-	return s.dlq.flush(ctx, s.status.met, s.log)
+	return s.dlq.Flush(ctx, s.status.met.deadLetterCounters(), s.log)
 }
 
 // committed reads a group's committed offsets and metadata of partitions.
 func (s *Staged) committed(ctx context.Context, group string, parts map[string][]int) (map[tp]kafka.OffsetFetchPartition, error) {
-	res, err := s.client.OffsetFetch(ctx, &kafka.OffsetFetchRequest{GroupID: group, Topics: parts})
+	c, err := kafkaio.Committed(ctx, s.client, group, parts)
 	if err != nil {
 		return nil, err
 	}
-	if res.Error != nil {
-		return nil, res.Error
-	}
-	out := map[tp]kafka.OffsetFetchPartition{}
-	for t, ps := range res.Topics {
-		for _, p := range ps {
-			if p.Error != nil {
-				return nil, fmt.Errorf("committed offset of %s/%d: %w", t, p.Partition, p.Error)
-			}
-			out[tp{t, int32(p.Partition)}] = p
-		}
+	out := make(map[tp]kafka.OffsetFetchPartition, len(c))
+	for k, v := range c {
+		out[tp{k.Topic, k.Partition}] = v
 	}
 	return out, nil
 }
@@ -425,11 +406,11 @@ type fetched struct {
 // the count (less what the reader of out has taken off it) is at
 // MaxQueued.
 func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out chan<- fetched, queued *atomic.Int64) {
-	fetchBatches(ctx, s.cfg, s.opts.Dialer, s.log, k, off, func(batch []kafka.Message) bool {
+	kafkaio.FetchBatches(ctx, s.cfg.Kafka.Brokers, s.opts.Dialer, s.log, k.topic, k.part, off, func(batch []kafka.Message) bool {
 		for queued != nil && queued.Load() >= int64(s.cfg.Kafka.MaxQueued) {
 			// Paused: the routing table has to move first. A poll, as
 			// the table moves in the main loop's own time.
-			if sleepCtx(ctx, queuePoll) != nil {
+			if kafkaio.Sleep(ctx, queuePoll) != nil {
 				return false
 			}
 		}
@@ -448,43 +429,21 @@ func (s *Staged) readFrom(ctx context.Context, gen int32, k tp, off int64, out c
 // joinGroup joins consumer group id on topics; the channel it returns gets
 // each generation until ctx ends. name says which stage in the logs.
 func (s *Staged) joinGroup(ctx context.Context, id string, topics []string, name string) (*kafka.ConsumerGroup, <-chan *kafka.Generation, error) {
-	cg, err := kafka.NewConsumerGroup(kafka.ConsumerGroupConfig{
-		ID: id, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: topics, StartOffset: kafka.FirstOffset,
-		SessionTimeout: s.cfg.Kafka.SessionTimeout, HeartbeatInterval: s.cfg.Kafka.SessionTimeout / 5,
-		RebalanceTimeout: 2 * s.cfg.Kafka.SessionTimeout, JoinGroupBackoff: time.Second, ErrorLogger: kafkaLogger(s.log),
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	gens := make(chan *kafka.Generation)
-	go func() {
-		r := newRetry()
-		for {
-			gen, err := cg.Next(ctx)
-			if err != nil {
-				if ctx.Err() != nil || errors.Is(err, kafka.ErrGroupClosed) {
-					return
-				}
-				s.status.met.groupErrors.Inc()
-				if sleepCtx(ctx, r.fail(time.Now(), s.log, name+": consumer group: retrying", err)) != nil {
-					return
-				}
-				continue
-			}
-			r.ok(s.log, name+": consumer group joined again")
-			select {
-			case gens <- gen:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	return cg, gens, nil
+	return kafkaio.JoinGroup(ctx, kafkaio.Group{ID: id, Brokers: s.cfg.Kafka.Brokers, Dialer: s.opts.Dialer, Topics: topics,
+		SessionTimeout: s.cfg.Kafka.SessionTimeout, Log: s.log, Name: name, OnError: s.status.met.groupErrors.Inc})
 }
 
 // highWatermarks of topics, for telling a caught-up partition.
 func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]int64, error) {
-	return highWatermarks(ctx, s.client, topics)
+	h, err := kafkaio.HighWatermarks(ctx, s.client, topics)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[tp]int64, len(h))
+	for k, v := range h {
+		out[tp{k.Topic, k.Partition}] = v
+	}
+	return out, nil
 }
 
 // probeBrokers connects to the brokers every poll interval (backing off
@@ -494,57 +453,21 @@ func (s *Staged) highWatermarks(ctx context.Context, topics []string) (map[tp]in
 // its cache for seconds after the brokers are gone, and reports a refused
 // SASL handshake as a broker "not available".
 func (s *Staged) probeBrokers(ctx context.Context) {
-	r := newRetry()
+	r := kafkaio.NewRetry()
 	for {
-		err := s.dialAny(ctx)
+		err := kafkaio.DialAny(ctx, s.opts.Dialer, s.cfg.Kafka.Brokers)
 		if ctx.Err() != nil {
 			return
 		}
 		wait := s.cfg.Kafka.PollInterval
 		s.status.setBroker(err)
 		if err != nil {
-			wait = max(wait, r.fail(time.Now(), s.log, "kafka: not ready", err, "why", brokerTrouble(err)))
+			wait = max(wait, r.Fail(time.Now(), s.log, "kafka: not ready", err, "why", kafkaio.Trouble(err)))
 		} else {
-			r.ok(s.log, "kafka reachable")
+			r.OK(s.log, "kafka reachable")
 		}
-		if sleepCtx(ctx, wait) != nil {
+		if kafkaio.Sleep(ctx, wait) != nil {
 			return
 		}
-	}
-}
-
-// dialAny connects (TCP, TLS, SASL) to the brokers in turn until one
-// accepts; the first broker's error when none does.
-func (s *Staged) dialAny(ctx context.Context) error {
-	var first error
-	for _, b := range s.cfg.Kafka.Brokers {
-		dctx, cancel := context.WithTimeout(ctx, dialTimeout)
-		conn, err := s.opts.Dialer.DialContext(dctx, "tcp", b)
-		cancel()
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if first == nil {
-			first = fmt.Errorf("broker %s: %w", b, err)
-		}
-	}
-	return first
-}
-
-// brokerTrouble says what a failed broker request means for an operator:
-// an authentication failure is named as one, not as a broker that is
-// down.
-func brokerTrouble(err error) string {
-	switch {
-	case errors.Is(err, kafka.SASLAuthenticationFailed):
-		return "kafka refused the SASL credentials (kafka.sasl username or password): " + err.Error()
-	case errors.Is(err, kafka.UnsupportedSASLMechanism), errors.Is(err, kafka.IllegalSASLState):
-		return "kafka refused the SASL mechanism (kafka.sasl.mechanism): " + err.Error()
-	case errors.Is(err, kafka.TopicAuthorizationFailed), errors.Is(err, kafka.GroupAuthorizationFailed),
-		errors.Is(err, kafka.ClusterAuthorizationFailed):
-		return "kafka denied access (ACLs): " + err.Error()
-	default:
-		return "kafka unreachable: " + err.Error()
 	}
 }

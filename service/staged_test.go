@@ -408,7 +408,7 @@ func TestStagedSeparateStages(t *testing.T) {
 // delivered every line a replay of the same records gives, the alerts it
 // lists as active are exactly those the replay leaves firing, its outage
 // page lists the replay's outage events, and the silence and checkpoint
-// APIs work on it as on the single-aggregator service.
+// APIs work on it.
 func TestStagedAlertAPI(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("runs days of the Uganda fixture through both stages")

@@ -14,9 +14,8 @@ import (
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
-// apiRoutes adds what the single-aggregator service served beside the
-// alert API: the silence API and the outage page (where stage two runs),
-// and the manual checkpoint.
+// apiRoutes adds, beside the alert API, the silence API and the outage
+// page (where stage two runs), and the manual checkpoint.
 //
 //	GET  /api/v1/silences      silences and maintenance windows
 //	POST /api/v1/silences      add one (bearer token required)
@@ -36,7 +35,14 @@ func (s *Staged) apiRoutes(mux *http.ServeMux) {
 	}
 	silenceRoutes(mux, s.mute, s.cfg, s.log)
 	s.page.Active = s.view.ActiveAlerts
-	mux.Handle("/", s.notLiveBanner(statuspage.Handler(stagedSource{s.page, s}, nil, "outagewatch")))
+	// Charts are drawn from the observed values kept here
+	// (http.chart_history), or else from the evidence each alert carries.
+	var charts statuspage.Charts
+	if s.charts != nil {
+		charts = s.charts
+	}
+	mux.Handle("/", s.notLiveBanner(statuspage.NewHandler(stagedSource{s.page, s}, charts,
+		statuspage.Options{Title: "outagewatch", Links: s.cfg.HTTP.Links()})))
 }
 
 // notLiveBanner puts, at the top of the outage page, why the service is

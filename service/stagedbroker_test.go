@@ -5,8 +5,8 @@ import (
 	"context"
 	"log/slog"
 	"math"
-	"net"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,50 +17,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
-// Retries wait exponentially longer, each wait in the upper half of its
-// step and never past the cap, start again from the bottom after a
-// success, and warn on the first failure and then once per warnEvery with
-// the count of failures since.
-func TestRetryBacksOffAndWarnsSparingly(t *testing.T) {
-	var logs bytes.Buffer
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	r := &retry{min: 100 * time.Millisecond, max: 2 * time.Second, warnEvery: time.Minute}
-	now := time.Unix(1e9, 0)
-	steps := []time.Duration{100, 200, 400, 800, 1600, 2000, 2000, 2000}
-	for i, step := range steps {
-		step *= time.Millisecond
-		if !r.ready(now) {
-			t.Fatalf("attempt %d: not ready after its wait", i)
-		}
-		d := r.fail(now, log, "down", context.DeadlineExceeded)
-		if d < step/2 || d > step {
-			t.Fatalf("wait %d = %v, want within [%v, %v]", i, d, step/2, step)
-		}
-		if d > 0 && r.ready(now.Add(d-time.Nanosecond)) {
-			t.Fatalf("attempt %d: ready before its wait is over", i)
-		}
-		now = now.Add(d)
-	}
-	if n := strings.Count(logs.String(), "msg=down"); n != 1 {
-		t.Fatalf("%d warnings for %d failures within a minute, want 1:\n%s", n, len(steps), logs.String())
-	}
-	now = now.Add(time.Minute)
-	r.fail(now, log, "down", context.DeadlineExceeded)
-	if !strings.Contains(logs.String(), "failures=1 ") || !strings.Contains(logs.String(), "failures=8 ") {
-		t.Fatalf("the second warning does not count the failures since the first:\n%s", logs.String())
-	}
-	r.ok(log, "up")
-	if !strings.Contains(logs.String(), "msg=up after_failures=9") {
-		t.Fatalf("no recovery line:\n%s", logs.String())
-	}
-	if d := r.fail(now, log, "down", context.DeadlineExceeded); d < 50*time.Millisecond || d > 100*time.Millisecond {
-		t.Fatalf("wait after a success = %v, want within [50ms, 100ms]", d)
-	}
-}
-
-// syncBuffer is a log sink for a process that logs from many goroutines.
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
@@ -120,23 +79,7 @@ func runStaged(t *testing.T, cfg *Config, log *slog.Logger) (base string, stop f
 func runStagedObj(t *testing.T, cfg *Config, log *slog.Logger) (base string, st *Staged, stop func()) {
 	t.Helper()
 	f := loadFixture(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err = NewStaged(cfg, Options{Rules: f.set, Map: f.m, Logger: log, Listener: ln}, StageBoth)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- st.Run(ctx) }()
-	return "http://" + ln.Addr().String(), st, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}
+	return startStaged(t, cfg, Options{Rules: f.set, Map: f.m, Logger: log})
 }
 
 // With the broker gone, a staged process says so on /readyz, its
@@ -237,7 +180,7 @@ func TestStagedWithSASL(t *testing.T) {
 		}
 	}
 	w := &kafka.Writer{Addr: kafka.TCP(addr), Topic: "flows", Balancer: &kafka.RoundRobin{},
-		Transport: kafkaTransport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
+		Transport: kafkaio.Transport(d), BatchTimeout: time.Millisecond, RequiredAcks: kafka.RequireAll}
 	msgs := []kafka.Message{{Value: []byte("not a flow"), Time: time.Unix(0, good[0].Time)}}
 	for _, r := range good {
 		msgs = append(msgs, kafka.Message{Value: r.Value, Time: time.Unix(0, r.Time)})
@@ -256,4 +199,57 @@ func TestStagedWithSASL(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(m, `outagewatch_records_total{topic="flows"} `+strconv.Itoa(len(msgs))+"\n") &&
 			strings.Contains(m, `outagewatch_dead_letters_total{reason="truncated",topic="flows"} 1`+"\n")
 	})
+}
+
+// The broker goes away mid-stream and comes back on the same address with
+// its data: the stages report not-ready meanwhile, then go on, and every
+// line of the replay is delivered as the replay gives it, none extra.
+func TestStagedBrokerOutage(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs days of the Uganda fixture through both stages")
+	}
+	f := loadFixture(t)
+	sf := loadStagedFixture(t)
+	kdir := t.TempDir()
+	c := startBroker(t, 0, kdir, f.topicNames()...)
+	addr := c.ListenAddrs()[0]
+	port, err := strconv.Atoi(addr[strings.LastIndex(addr, ":")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	produceStreams(t, addr, f.topics, sf.recs)
+	dir := t.TempDir()
+	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
+	cfg.LocalASNs = f.local
+	base, stop := runStaged(t, cfg, quietLog())
+	defer stop()
+	readyz := func() int { code, _ := get(t, base+"/readyz"); return code }
+	waitFor(t, "ready", waitLong, func() bool { return readyz() == http.StatusOK })
+	alerts := filepath.Join(dir, "alerts.jsonl")
+	waitFor(t, "the first alert", waitLong, func() bool { return len(readLines(t, alerts)) > 0 })
+	c.Close()
+	waitFor(t, "not ready during the outage", waitLong, func() bool { return readyz() == http.StatusServiceUnavailable })
+	delivered := len(readLines(t, alerts))
+	time.Sleep(500 * time.Millisecond)
+
+	c = startBroker(t, port, kdir)
+	defer c.Close()
+	waitFor(t, "ready again", waitLong, func() bool { return readyz() == http.StatusOK })
+	waitLines(t, alerts, sf.want)
+	stop()
+	got, err := byDeliveryKey(readLines(t, alerts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d of %d lines delivered before the outage", delivered, len(sf.want))
+	for k, l := range sf.want {
+		if got[k] != l {
+			t.Errorf("line differs from the replay:\nwant %s\n got %s", l, got[k])
+		}
+	}
+	for k, l := range got {
+		if _, ok := sf.want[k]; !ok {
+			t.Errorf("extra line: %s", l)
+		}
+	}
 }

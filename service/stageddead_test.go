@@ -11,14 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
 // Bad records on every input topic of the staged path (flows, DNS, and
 // BGP, which is decoded only when its bucket closes) are all dead-lettered
-// with their reason, and counted per topic and reason in /metrics as the
-// plain service counts them; every record read is counted, and /metrics
-// has the Go and process series too.
+// with their reason, and counted per topic and reason in /metrics; every
+// record read is counted, and /metrics has the Go and process series too.
 func TestStagedDeadLetters(t *testing.T) {
 	f := loadFixture(t)
 	if testing.Short() {
@@ -26,7 +26,7 @@ func TestStagedDeadLetters(t *testing.T) {
 	}
 	const perTopic = 27
 	from, to := raceFrom, raceFrom+int64(6*time.Hour)
-	// BGP reasons are those of TestServiceDeadLettersBGP; the others are
+	// BGP reasons are those of TestStagedDeadLettersBGP; the others are
 	// what their decoder says.
 	bgpBad := []struct{ value, reason string }{
 		{`{`, "json"},
@@ -131,8 +131,8 @@ func TestStagedDeadLetters(t *testing.T) {
 			for _, h := range kr.Headers {
 				hs[h.Key] = string(h.Value)
 			}
-			got[hs[HeaderTopic]+"/"+hs[HeaderReason]]++
-			if hs[HeaderOffset] == "" || hs[HeaderPartition] == "" || hs[HeaderError] == "" {
+			got[hs[kafkaio.HeaderTopic]+"/"+hs[kafkaio.HeaderReason]]++
+			if hs[kafkaio.HeaderOffset] == "" || hs[kafkaio.HeaderPartition] == "" || hs[kafkaio.HeaderError] == "" {
 				t.Errorf("dead letter headers %v", hs)
 			}
 		})

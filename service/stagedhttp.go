@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/pipeline"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -68,7 +69,7 @@ func (st *stagedStatus) setBroker(err error) {
 		st.broker.Store(nil)
 		return
 	}
-	why := brokerTrouble(err)
+	why := kafkaio.Trouble(err)
 	st.broker.Store(&why)
 }
 

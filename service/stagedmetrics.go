@@ -6,24 +6,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// newStagedMetrics is the plain service's set of metrics (Go, process,
-// records, decode errors, dead letters, lag, watermark, checkpoints,
-// commits, sinks) for a staged process: the same names from the same
-// constructors, with the pipeline's counters read from the stage-two
-// tasks held here instead of from one pipeline.
-func newStagedMetrics() *metrics {
-	m := newMetrics(nil)
-	// The plain collector reads one pipeline; a registry unregisters by
-	// descriptors, which do not touch the service.
-	m.reg.Unregister(&statsCollector{})
-	return m
-}
+// newStagedMetrics is the service's set of metrics (Go, process, records,
+// decode errors, dead letters, lag, watermark, checkpoints, commits,
+// sinks), with the pipeline's counters read from the stage-two tasks
+// held here by stagedCollector.
+func newStagedMetrics() *metrics { return newMetrics() }
 
-// stagedCollector is statsCollector over the pipelines of the stage-two
-// partitions held here, summed; the watermark is the least of theirs.
+// stagedCollector reads, at scrape time, the counters of the pipelines of
+// the stage-two partitions held here, summed (the watermark is the least
+// of theirs), and the dispatcher's, so the hot path pays nothing for them.
 type stagedCollector struct{ s *Staged }
 
-func (c *stagedCollector) Describe(ch chan<- *prometheus.Desc) { (&statsCollector{}).Describe(ch) }
+func (c *stagedCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM,
+		descSent, descFail, descDropped, descDepth, descReady, descLastCP} {
+		ch <- d
+	}
+}
 
 func (c *stagedCollector) Collect(ch chan<- prometheus.Metric) {
 	cm := func(d *prometheus.Desc, v float64, l ...string) {

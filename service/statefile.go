@@ -93,3 +93,13 @@ func openSnapshot(b []byte) ([]byte, error) {
 	}
 	return body, nil
 }
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,12 +1,11 @@
 package service
 
 import (
-	"context"
 	"encoding/json"
 	"io"
-	"net"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -14,13 +13,17 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/internal/browsertest"
 	"github.com/outagewatch/outagewatch/statuspage"
 )
 
 // The operations listener serves the outage page: the list, its JSON and
-// an incident page, listing exactly the alerts the pipeline has firing.
+// an incident page, listing exactly the alerts of the replay, with the
+// charts drawn from the observed values kept for http.chart_history: as
+// far back as it says (the Uganda fixture has four weeks, two are kept)
+// and no further, last week's line included.
 func TestStatusPage(t *testing.T) {
 	if raceEnabled {
 		t.Skip("a whole-fixture run is too slow under the race detector; the store's locking is raced in package statuspage")
@@ -30,27 +33,24 @@ func TestStatusPage(t *testing.T) {
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
 	produceFixture(t, addr, f)
+	dir := t.TempDir()
+	cfg := testConfig(addr, dir, f.topics...)
+	cfg.LocalASNs = f.local
+	cfg.Kafka.InternalPartitions = 2
+	const history = 14 * 24 * time.Hour // charts of whole outages, with last week
+	cfg.HTTP.ChartHistory = history
 	// As `outagewatch run` does: a store among the sinks keeps ended alerts.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	base, st, stop := startStaged(t, mustValidate(t, cfg), Options{Rules: f.set, Map: f.m,
+		Sinks: []alerting.Sink{statuspage.NewStore()}})
+	defer stop()
+	wantLines, err := byDeliveryKey(f.want)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := mustValidate(t, testConfig(addr, t.TempDir(), f.topics...))
-	cfg.HTTP.ChartHistory = 14 * 24 * time.Hour // charts of whole outages, with last week
-	svc, err := New(cfg, Options{Rules: f.set, Map: f.m, Logger: quietLog(),
-		Listener: ln, Sinks: []alerting.Sink{statuspage.NewStore()}, Outbox: alerting.OutboxConfig{InitialBackoff: 10 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{svc: svc, stop: cancel, done: make(chan error, 1)}
-	go func() { r.done <- svc.Run(ctx) }()
-	waitDone(t, r, f)
-	defer r.shutdown(t)
-
+	waitLines(t, filepath.Join(dir, "alerts.jsonl"), wantLines)
 	get := func(path string) string {
 		t.Helper()
-		resp, err := http.Get("http://" + r.svc.Addr() + path)
+		resp, err := http.Get(base + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,7 +69,9 @@ func TestStatusPage(t *testing.T) {
 			ID     string `json:"id"`
 			Place  string `json:"place"`
 			Alerts []struct {
-				ID string `json:"id"`
+				ID     string `json:"id"`
+				Signal string `json:"signal"`
+				Entity string `json:"entity"`
 			} `json:"alerts"`
 		} `json:"incidents"`
 	}
@@ -118,6 +120,19 @@ func TestStatusPage(t *testing.T) {
 		!strings.Contains(page, ">same time last week</text>") {
 		t.Fatalf("incident page (want its members and charts from the kept history, last week included):\n%.400s", page)
 	}
+	// The recorder keeps the configured history of each series: Uganda's
+	// traffic, in the flows since the fixture's first day, two weeks back
+	// from the data time, and no more than the eighth it may run over
+	// before trimming.
+	ch := st.charts.ChartBetween("traffic_bytes{country:UG}", nil, time.Unix(0, 1), time.Unix(0, 1<<62))
+	if ch == nil {
+		t.Fatal("no chart kept for traffic_bytes{country:UG}")
+	}
+	width := time.Duration(aggregate.DefaultWidth)
+	if kept := st.dataTime().Sub(ch.Start); kept < history || kept > history+history/8+2*width {
+		t.Errorf("chart from %v, %v before the data time %v; want %v to %v", ch.Start, kept,
+			st.dataTime(), history, history+history/8+2*width)
+	}
 	// The operations endpoints are still theirs.
 	if !strings.Contains(get("/healthz"), "ok") {
 		t.Fatal("/healthz")
@@ -129,7 +144,6 @@ func TestStatusPage(t *testing.T) {
 		return
 	}
 	b := browsertest.New(t)
-	base := "http://" + r.svc.Addr()
 	b.Do(chromedp.Navigate(base+"/"), chromedp.WaitVisible(chromedp.CSS("#incidents tbody tr")))
 	if place := b.Text(`#incidents tbody tr:first-child td[data-l=place]`); place != body.Incidents[0].Place {
 		t.Errorf("first incident in the browser %q, the API says %q", place, body.Incidents[0].Place)

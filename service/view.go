@@ -11,6 +11,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
 // deploymentView is every instance's alerts and outage events, so any
@@ -61,7 +62,7 @@ func (v *deploymentView) publish(ev *alerting.Event) {
 // write sends the queued notifications to the topic until ctx ends,
 // retrying (with backoff) what a broker error left.
 func (v *deploymentView) write(ctx context.Context) {
-	r := newRetry()
+	r := kafkaio.NewRetry()
 	for {
 		select {
 		case <-ctx.Done():
@@ -88,12 +89,12 @@ func (v *deploymentView) write(ctx context.Context) {
 				v.mu.Lock()
 				v.pending = append(batch, v.pending...)
 				v.mu.Unlock()
-				if sleepCtx(ctx, r.fail(time.Now(), v.s.log, "alert view: not written; retrying", err)) != nil {
+				if kafkaio.Sleep(ctx, r.Fail(time.Now(), v.s.log, "alert view: not written; retrying", err)) != nil {
 					return
 				}
 				continue
 			}
-			r.ok(v.s.log, "alert view: written again")
+			r.OK(v.s.log, "alert view: written again")
 		}
 	}
 }
@@ -101,7 +102,7 @@ func (v *deploymentView) write(ctx context.Context) {
 // follow reads the topic from its start until ctx ends.
 func (v *deploymentView) follow(ctx context.Context) {
 	k := tp{v.s.cfg.Kafka.ViewTopic, 0}
-	fetchBatches(ctx, v.s.cfg, v.s.opts.Dialer, v.s.log, k, kafka.FirstOffset, func(batch []kafka.Message) bool {
+	kafkaio.FetchBatches(ctx, v.s.cfg.Kafka.Brokers, v.s.opts.Dialer, v.s.log, k.topic, k.part, kafka.FirstOffset, func(batch []kafka.Message) bool {
 		for i := range batch {
 			var ev alerting.Event
 			if err := json.Unmarshal(batch[i].Value, &ev); err != nil || ev.ID == "" {

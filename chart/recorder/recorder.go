@@ -39,7 +39,10 @@ type recorded struct {
 // New returns an empty recorder.
 func New() *Recorder { return &Recorder{series: map[string]*recorded{}} }
 
-// Bucket records one closed bucket.
+// Bucket records one closed bucket. A bucket recorded before is recorded
+// again in place: a live stage-two task restored from an older snapshot
+// closes again buckets this recorder already holds, and appending them
+// would shift every later value of the series.
 func (r *Recorder) Bucket(c *aggregate.Closed) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -50,6 +53,13 @@ func (r *Recorder) Bucket(c *aggregate.Closed) {
 		if s == nil {
 			s = &recorded{start: c.Start}
 			r.series[k] = s
+		}
+		if c.Start < s.start {
+			continue // before what is kept
+		}
+		if i := (c.Start - s.start) / r.width; i < int64(len(s.values)) {
+			s.values[i] = p.Value
+			continue
 		}
 		for i := int64(len(s.values)); s.start+i*r.width < c.Start; i++ {
 			s.values = append(s.values, math.NaN())

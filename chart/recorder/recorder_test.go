@@ -101,3 +101,34 @@ func TestObservedLegendSaysItsBucket(t *testing.T) {
 		}
 	}
 }
+
+// A bucket closed a second time (a live task restored from an older
+// snapshot closes it again) is recorded in place: the later values of the
+// series keep their times.
+func TestBucketRecordedAgainInPlace(t *testing.T) {
+	r := New()
+	s := &aggregate.Series{Key: aggregate.Key{Signal: obs.TrafficBytes, Entity: "asn:20294"}}
+	const w = int64(5 * time.Minute)
+	closeAt := func(i int64, v float64) {
+		r.Bucket(&aggregate.Closed{Start: i * w, End: (i + 1) * w, Points: []aggregate.Point{{Series: s, Value: v}}})
+	}
+	for i := int64(10); i < 14; i++ {
+		closeAt(i, float64(i))
+	}
+	closeAt(12, 120) // again, with a different value
+	closeAt(9, 90)   // before the first kept: ignored
+	closeAt(14, 14)
+	k := s.Key.String()
+	want := map[int64]float64{10: 10, 11: 11, 12: 120, 13: 13, 14: 14}
+	for i, v := range want {
+		if got, ok := r.get(k, i*w); !ok || got != v {
+			t.Errorf("bucket %d = %v %v, want %v", i, got, ok, v)
+		}
+	}
+	if _, ok := r.get(k, 9*w); ok {
+		t.Error("a bucket before the first kept was recorded")
+	}
+	if _, ok := r.get(k, 15*w); ok {
+		t.Error("a bucket after the last was recorded")
+	}
+}

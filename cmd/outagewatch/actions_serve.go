@@ -18,6 +18,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/decider"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/service"
 	"github.com/outagewatch/outagewatch/tmfeed"
@@ -185,12 +186,11 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 		d.Publishers = append(d.Publishers, wh)
 	}
 	if tm.PlanTopic != "" {
-		kp, err := planhook.NewKafka(cfg.Kafka.Brokers, tm.PlanTopic)
+		tp := kafkaio.Transport(dialer)
+		kp, err := planhook.NewKafka(cfg.Kafka.Brokers, tm.PlanTopic, tp)
 		if err != nil {
 			return nil, err
 		}
-		tp := kafkaTransportOf(dialer)
-		kp.W.Transport = tp
 		closers = append(closers, func() { kp.Close(); tp.CloseIdleConnections() })
 		d.Publishers = append(d.Publishers, kp)
 	}
@@ -221,7 +221,7 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 		return d.State(), err
 	})
 	api.Capacity = live.Capacity
-	r := kafka.NewReader(kafka.ReaderConfig{Brokers: cfg.Kafka.Brokers, Topic: tm.Topic, GroupID: "outagewatch-tm", Dialer: dialer})
+	r := kafkaio.GroupReader(cfg.Kafka.Brokers, tm.Topic, "outagewatch-tm", dialer)
 	closers = append(closers, func() { r.Close() })
 	go func() {
 		if err := live.Run(ctx, r); err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/ingest/dcload"
 	"github.com/outagewatch/outagewatch/ingest/linefile"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/tmfeed"
 	"github.com/outagewatch/outagewatch/trafficmanager"
@@ -112,10 +113,12 @@ lines are counted, reported and skipped.`,
 					d.Publishers = append(d.Publishers, wh)
 				}
 				if kafkaTopic != "" {
-					kp, err := planhook.NewKafka(brokers, kafkaTopic)
+					tp := kafkaio.Transport(nil)
+					kp, err := planhook.NewKafka(brokers, kafkaTopic, tp)
 					if err != nil {
 						return err
 					}
+					defer tp.CloseIdleConnections()
 					defer kp.Close()
 					d.Publishers = append(d.Publishers, kp)
 				}

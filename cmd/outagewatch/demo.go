@@ -14,10 +14,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/segmentio/kafka-go"
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/service"
 	"github.com/outagewatch/outagewatch/statuspage"
@@ -87,7 +87,7 @@ func runDemo(ctx context.Context, o demoOptions) (err error) {
 	addr := broker.ListenAddrs()[0]
 
 	// The partitions produce would give a real Kafka.
-	tr := &kafka.Transport{}
+	tr := kafkaio.Transport(nil)
 	defer tr.CloseIdleConnections()
 	topics := pl.prefixTopics("")
 	if err := createTopics(ctx, []string{addr}, tr, (playOptions{topics: topics}).topicNames(), 3); err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/fixtures"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
 	"github.com/outagewatch/outagewatch/service"
@@ -86,13 +87,13 @@ live service sees the incident arrive as it would have.`,
 			if err != nil {
 				return err
 			}
-			tr := &kafka.Transport{}
+			tr := kafkaio.Transport(nil)
 			if cfg != nil {
 				d, err := cfg.KafkaDialer() // the config's client id, TLS and SASL
 				if err != nil {
 					return err
 				}
-				tr = &kafka.Transport{ClientID: d.ClientID, DialTimeout: d.Timeout, TLS: d.TLS, SASL: d.SASLMechanism}
+				tr = kafkaio.Transport(d)
 				if o.topics, err = pl.configTopics(cfg); err != nil {
 					return fmt.Errorf("produce: %s: %w", cfgFile, err)
 				}
@@ -264,7 +265,7 @@ const maxBatch = 2000
 
 // createTopics creates the topics that do not exist yet.
 func createTopics(ctx context.Context, brokers []string, tr *kafka.Transport, topics []string, partitions int) error {
-	cl := &kafka.Client{Addr: kafka.TCP(brokers...), Timeout: 10 * time.Second, Transport: tr}
+	cl := kafkaio.NewClient(brokers, tr)
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range topics {
 		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: partitions, ReplicationFactor: -1})

@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/outagewatch/outagewatch/ingest/recordfile"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/service"
 )
 
@@ -22,7 +23,7 @@ func init() { extraCommands = append(extraCommands, recordCmd) }
 
 func recordCmd() *cobra.Command {
 	var (
-		o       service.RecordOptions
+		o       kafkaio.RecordOptions
 		out     string
 		cfgFile string
 	)
@@ -73,7 +74,7 @@ func recordCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			n, rerr := service.Record(ctx, o, w)
+			n, rerr := kafkaio.Record(ctx, o, w)
 			if gz != nil {
 				if err := gz.Close(); err != nil && rerr == nil {
 					rerr = err

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +18,11 @@ import (
 )
 
 func init() { extraCommands = append(extraCommands, runCmd) }
+
+// mapCheckInterval is how often `run` looks whether the mapping file
+// changed: a stat every 30 s costs nothing, and a map built by `netmap
+// build` daily need not take effect within seconds (SIGHUP does that).
+const mapCheckInterval = 30 * time.Second
 
 func runCmd() *cobra.Command {
 	var cfgFile, stage string
@@ -81,6 +87,7 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 			if err != nil {
 				return err
 			}
+			st.WatchMap(ctx, mapCheckInterval)
 			return st.Run(ctx)
 		},
 	}

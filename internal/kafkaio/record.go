@@ -1,4 +1,4 @@
-package service
+package kafkaio
 
 import (
 	"context"
@@ -31,10 +31,10 @@ type RecordOptions struct {
 // timestamps, keys and headers included. It reads outside any consumer
 // group, so recording never moves the service's offsets.
 func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
-	tr := kafkaTransport(o.Dialer)
+	tr := Transport(o.Dialer)
 	defer tr.CloseIdleConnections()
 	client := &kafka.Client{Addr: kafka.TCP(o.Brokers...), Timeout: 10 * time.Second, Transport: tr}
-	ends, err := highWatermarks(ctx, client, []string{o.Topic})
+	ends, err := HighWatermarks(ctx, client, []string{o.Topic})
 	if err != nil {
 		return 0, fmt.Errorf("record %s: %w", o.Topic, err)
 	}
@@ -55,7 +55,7 @@ func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			r := kafka.NewReader(kafka.ReaderConfig{Brokers: o.Brokers, Topic: o.Topic, Partition: int(k.part),
+			r := kafka.NewReader(kafka.ReaderConfig{Brokers: o.Brokers, Topic: o.Topic, Partition: int(k.Partition),
 				Dialer: o.Dialer, MinBytes: 1, MaxBytes: 16 << 20, MaxWait: 250 * time.Millisecond})
 			defer r.Close()
 			if err := r.SetOffset(kafka.FirstOffset); err != nil {
@@ -66,7 +66,7 @@ func Record(ctx context.Context, o RecordOptions, w io.Writer) (int64, error) {
 				m, err := r.FetchMessage(rctx)
 				if err != nil {
 					if rctx.Err() == nil || !o.Follow {
-						errs <- fmt.Errorf("partition %d: %w", k.part, err)
+						errs <- fmt.Errorf("partition %d: %w", k.Partition, err)
 					}
 					return
 				}

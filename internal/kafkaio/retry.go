@@ -1,4 +1,4 @@
-package service
+package kafkaio
 
 import (
 	"log/slog"
@@ -6,13 +6,13 @@ import (
 	"time"
 )
 
-// retry paces the attempts of something that keeps failing (a lost
+// Retry paces the attempts of something that keeps failing (a lost
 // broker): exponential waits from min to max, each drawn from its upper
 // half at random ("equal jitter"), so instances that lost the same broker
 // do not come back in step; and a warning on the first failure, then at
 // most one per warnEvery with the count since, so a long outage does not
 // flood the log.
-type retry struct {
+type Retry struct {
 	min, max  time.Duration
 	warnEvery time.Duration
 	cur       time.Duration
@@ -22,25 +22,26 @@ type retry struct {
 	warned    time.Time
 }
 
-// Defaults of the staged path's retries: 100ms is about a broker round
-// trip on a LAN, 10s the plain service's own cap on its dead-letter and
-// poll retries (deadletter.go, pollLoop) within a factor of two, and a
-// warning a minute keeps an hour-long outage to 60 lines.
+// Defaults of the retries: 100ms is about a broker round trip
+// on a LAN, 10s the dead-letter writer's own cap (deadletter.go) within a
+// factor of two, and a warning a minute keeps an hour-long outage to 60
+// lines.
 const (
 	retryMin       = 100 * time.Millisecond
 	retryMax       = 10 * time.Second
 	retryWarnEvery = time.Minute
 )
 
-func newRetry() *retry { return &retry{min: retryMin, max: retryMax, warnEvery: retryWarnEvery} }
+// NewRetry is a Retry with the defaults above.
+func NewRetry() *Retry { return &Retry{min: retryMin, max: retryMax, warnEvery: retryWarnEvery} }
 
-// ready reports whether the wait after the last failure is over.
-func (r *retry) ready(now time.Time) bool { return !now.Before(r.until) }
+// Ready reports whether the wait after the last failure is over.
+func (r *Retry) Ready(now time.Time) bool { return !now.Before(r.until) }
 
-// fail records a failed attempt at now and returns the wait before the
+// Fail records a failed attempt at now and returns the wait before the
 // next; it logs msg (with err and the failures since the last warning)
 // when a warning is due.
-func (r *retry) fail(now time.Time, log *slog.Logger, msg string, err error, args ...any) time.Duration {
+func (r *Retry) Fail(now time.Time, log *slog.Logger, msg string, err error, args ...any) time.Duration {
 	r.fails++
 	r.unwarned++
 	if r.cur == 0 {
@@ -57,9 +58,9 @@ func (r *retry) fail(now time.Time, log *slog.Logger, msg string, err error, arg
 	return d
 }
 
-// ok records a success: the next failure starts from min again, and is
+// OK records a success: the next failure starts from min again, and is
 // logged.
-func (r *retry) ok(log *slog.Logger, msg string) {
+func (r *Retry) OK(log *slog.Logger, msg string) {
 	if r.fails > 0 && msg != "" {
 		log.Info(msg, "after_failures", r.fails)
 	}

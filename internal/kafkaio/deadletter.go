@@ -1,4 +1,4 @@
-package service
+package kafkaio
 
 import (
 	"context"
@@ -22,26 +22,30 @@ const (
 	HeaderFormat    = "outagewatch-format"
 )
 
-// deadLetters batches refused records for the dead-letter topic. The main
-// loop writes a batch when it is large and always before a checkpoint, so
-// a record whose offset is committed has reached the dead-letter topic.
-type deadLetters struct {
+// DeadLetters batches refused records for the dead-letter topic. Its
+// owner writes a batch before the offset or checkpoint that passes the
+// records, so a record whose offset is committed has reached the
+// dead-letter topic.
+type DeadLetters struct {
 	w     *kafka.Writer
 	topic string
 	batch []kafka.Message
 }
 
-func newDeadLetters(cfg *Config, d *kafka.Dialer) *deadLetters {
+// NewDeadLetters writes dead letters to topic on brokers through d.
+func NewDeadLetters(brokers []string, topic string, d *kafka.Dialer) *DeadLetters {
 	w := &kafka.Writer{
-		Addr: kafka.TCP(cfg.Kafka.Brokers...), Topic: cfg.Kafka.DeadLetterTopic,
+		Addr: kafka.TCP(brokers...), Topic: topic,
 		Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true,
 		BatchTimeout: time.Millisecond, MaxAttempts: 3, WriteTimeout: 10 * time.Second,
-		Transport: kafkaTransport(d),
+		Transport: Transport(d),
 	}
-	return &deadLetters{w: w, topic: cfg.Kafka.DeadLetterTopic}
+	return &DeadLetters{w: w, topic: topic}
 }
 
-func (d *deadLetters) add(m *kafka.Message, reason string, err error) {
+// Add queues a dead letter of m, refused for reason (the decoder's) with
+// err.
+func (d *DeadLetters) Add(m *kafka.Message, reason string, err error) {
 	hs := make([]kafka.Header, 0, len(m.Headers)+6)
 	hs = append(hs, m.Headers...)
 	hs = append(hs,
@@ -54,11 +58,19 @@ func (d *deadLetters) add(m *kafka.Message, reason string, err error) {
 	d.batch = append(d.batch, kafka.Message{Key: m.Key, Value: m.Value, Headers: hs, Time: m.Time})
 }
 
-func (d *deadLetters) pending() int { return len(d.batch) }
+// Pending is the number of dead letters queued.
+func (d *DeadLetters) Pending() int { return len(d.batch) }
 
-// flush writes the batch, retrying with backoff until ctx ends: losing a
+// Counters count what Flush writes: Written once per dead letter written,
+// with its source topic and reason, Failed once per failed write.
+type Counters struct {
+	Written func(topic, reason string)
+	Failed  func()
+}
+
+// Flush writes the batch, retrying with backoff until ctx ends: losing a
 // dead letter would lose the only copy once the offset is committed.
-func (d *deadLetters) flush(ctx context.Context, met *metrics, log *slog.Logger) error {
+func (d *DeadLetters) Flush(ctx context.Context, c Counters, log *slog.Logger) error {
 	if len(d.batch) == 0 {
 		return nil
 	}
@@ -67,21 +79,26 @@ func (d *deadLetters) flush(ctx context.Context, met *metrics, log *slog.Logger)
 		err := d.w.WriteMessages(ctx, d.batch...)
 		if err == nil {
 			for _, m := range d.batch {
-				met.deadLetters.WithLabelValues(headerValue(m.Headers, HeaderTopic), headerValue(m.Headers, HeaderReason)).Inc()
+				if c.Written != nil {
+					c.Written(headerValue(m.Headers, HeaderTopic), headerValue(m.Headers, HeaderReason))
+				}
 			}
 			d.batch = d.batch[:0]
 			return nil
 		}
-		met.deadLetterErrors.Inc()
+		if c.Failed != nil {
+			c.Failed()
+		}
 		log.Warn("dead-letter write failed; retrying", "topic", d.topic, "records", len(d.batch), "err", err)
-		if sleepCtx(ctx, backoff) != nil {
+		if Sleep(ctx, backoff) != nil {
 			return fmt.Errorf("dead-letter topic %s: %w", d.topic, err)
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}
 }
 
-func (d *deadLetters) close() { _ = d.w.Close() }
+// Close closes the writer.
+func (d *DeadLetters) Close() { _ = d.w.Close() }
 
 func headerValue(hs []kafka.Header, k string) string {
 	for i := len(hs) - 1; i >= 0; i-- {
