@@ -123,14 +123,19 @@ var (
 	descEvents   = prometheus.NewDesc("outagewatch_alert_events_total", "Alert events (firing and resolved) raised.", nil, nil)
 	descActive   = prometheus.NewDesc("outagewatch_alerts_active", "Alerts firing now.", nil, nil)
 	descSeries   = prometheus.NewDesc("outagewatch_series", "Series tracked.", nil, nil)
-	descLate     = prometheus.NewDesc("outagewatch_late_observations_total", "Observations for buckets already closed (dropped).", nil, nil)
-	descWM       = prometheus.NewDesc("outagewatch_watermark_timestamp_seconds", "Event-time watermark (Unix seconds).", nil, nil)
-	descSent     = prometheus.NewDesc("outagewatch_alerts_sent_total", "Alert notifications delivered, per sink.", []string{"sink"}, nil)
-	descFail     = prometheus.NewDesc("outagewatch_sink_failures_total", "Failed delivery attempts, per sink (retried).", []string{"sink"}, nil)
-	descDropped  = prometheus.NewDesc("outagewatch_sink_dropped_total", "Notifications given up on and parked in dead/, per sink.", []string{"sink"}, nil)
-	descDepth    = prometheus.NewDesc("outagewatch_sink_queue_depth", "Notifications waiting in a sink's outbox.", []string{"sink"}, nil)
-	descReady    = prometheus.NewDesc("outagewatch_ready", "1 when consuming (see /readyz).", nil, nil)
-	descLastCP   = prometheus.NewDesc("outagewatch_last_checkpoint_timestamp_seconds", "Wall time of the last checkpoint (Unix seconds).", nil, nil)
+	// descUnjudgeable counts, by rule, the series too small or too noisy
+	// for any drop to pass the rule's noise bar: watched by nobody, which
+	// an operator should know rather than trust their silence.
+	descUnjudgeable = prometheus.NewDesc("outagewatch_unjudgeable_series",
+		"Series a rule cannot judge at its threshold: too small or too noisy for any drop, even to zero, to pass its noise bar.", []string{"rule"}, nil)
+	descLate    = prometheus.NewDesc("outagewatch_late_observations_total", "Observations for buckets already closed (dropped).", nil, nil)
+	descWM      = prometheus.NewDesc("outagewatch_watermark_timestamp_seconds", "Event-time watermark (Unix seconds).", nil, nil)
+	descSent    = prometheus.NewDesc("outagewatch_alerts_sent_total", "Alert notifications delivered, per sink.", []string{"sink"}, nil)
+	descFail    = prometheus.NewDesc("outagewatch_sink_failures_total", "Failed delivery attempts, per sink (retried).", []string{"sink"}, nil)
+	descDropped = prometheus.NewDesc("outagewatch_sink_dropped_total", "Notifications given up on and parked in dead/, per sink.", []string{"sink"}, nil)
+	descDepth   = prometheus.NewDesc("outagewatch_sink_queue_depth", "Notifications waiting in a sink's outbox.", []string{"sink"}, nil)
+	descReady   = prometheus.NewDesc("outagewatch_ready", "1 when consuming (see /readyz).", nil, nil)
+	descLastCP  = prometheus.NewDesc("outagewatch_last_checkpoint_timestamp_seconds", "Wall time of the last checkpoint (Unix seconds).", nil, nil)
 )
 
 // pipelineCollector reads a pipeline's counters at scrape time: the live
@@ -138,7 +143,7 @@ var (
 type pipelineCollector struct{ p *pipeline.Pipeline }
 
 func (c *pipelineCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM} {
+	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM, descUnjudgeable} {
 		ch <- d
 	}
 }
@@ -158,6 +163,9 @@ func (c *pipelineCollector) Collect(ch chan<- prometheus.Metric) {
 	gm(descActive, float64(len(c.p.ActiveAlerts())))
 	gm(descSeries, float64(st.Series))
 	gm(descWM, float64(st.Watermark)/1e9)
+	for r, l := range st.Unjudgeable {
+		ch <- prometheus.MustNewConstMetric(descUnjudgeable, prometheus.GaugeValue, float64(len(l)), r)
+	}
 }
 
 // deadLetterCounters counts the dead letters written, by source topic and

@@ -9,7 +9,8 @@ import (
 
 // /metrics follows the Prometheus conventions from the first scrape, before
 // any record: times are _timestamp_seconds, the build is described, and
-// each configured topic's records counter is there at zero.
+// each configured topic's records counter and each routing rule's count of
+// unjudgeable series are there at zero.
 func TestMetricsNamesAndInitialSeries(t *testing.T) {
 	c := startBroker(t, 0, "", "flows", "dns")
 	defer c.Close()
@@ -31,6 +32,10 @@ func TestMetricsNamesAndInitialSeries(t *testing.T) {
 		"\noutagewatch_last_checkpoint_timestamp_seconds ",
 		"\noutagewatch_checkpoint_duration_seconds_count ",
 		"\noutagewatch_build_info{goversion=\"go",
+		// Every rule whose detector says what it cannot judge has its
+		// count from the start.
+		"\noutagewatch_unjudgeable_series{rule=\"asn-prefix-withdrawal\"} 0\n",
+		"\noutagewatch_unjudgeable_series{rule=\"country-prefix-withdrawal\"} 0\n",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %q", strings.TrimSpace(want))

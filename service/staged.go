@@ -176,7 +176,7 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 	if s.one && cfg.Kafka.DeadLetterTopic != "" {
 		s.dlq = kafkaio.NewDeadLetters(cfg.Kafka.Brokers, cfg.Kafka.DeadLetterTopic, s.opts.Dialer)
 	}
-	s.status.reg.MustRegister(&stagedCollector{s})
+	s.status.reg.MustRegister(&stagedCollector{s: s})
 	s.transport = kafkaio.Transport(s.opts.Dialer)
 	s.client = kafkaio.NewClient(cfg.Kafka.Brokers, s.transport)
 	return s, nil

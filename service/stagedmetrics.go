@@ -1,9 +1,12 @@
 package service
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outagewatch/outagewatch/detectors"
 )
 
 // newStagedMetrics is the service's set of metrics (Go, process, records,
@@ -15,11 +18,34 @@ func newStagedMetrics() *metrics { return newMetrics() }
 // stagedCollector reads, at scrape time, the counters of the pipelines of
 // the stage-two partitions held here, summed (the watermark is the least
 // of theirs), and the dispatcher's, so the hot path pays nothing for them.
-type stagedCollector struct{ s *Staged }
+type stagedCollector struct {
+	s *Staged
+	// rules are the rules whose detectors say what they cannot judge,
+	// found once: each has its outagewatch_unjudgeable_series from the
+	// first scrape.
+	once  sync.Once
+	rules []string
+}
+
+// judgingRules lists the rules whose detectors report the series they
+// cannot judge (detectors.Unjudgeable).
+func (c *stagedCollector) judgingRules() []string {
+	c.once.Do(func() {
+		if c.s.set == nil {
+			return
+		}
+		for _, r := range c.s.set.Rules {
+			if _, ok := r.Params.Build(r.Name).(detectors.Unjudgeable); ok {
+				c.rules = append(c.rules, r.Name)
+			}
+		}
+	})
+	return c.rules
+}
 
 func (c *stagedCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM,
-		descSent, descFail, descDropped, descDepth, descReady, descLastCP} {
+		descSent, descFail, descDropped, descDepth, descReady, descLastCP, descUnjudgeable} {
 		ch <- d
 	}
 }
@@ -32,8 +58,15 @@ func (c *stagedCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, l...)
 	}
 	var buckets, findings, events, late, active, series, wm int64
+	unjudgeable := map[string]int{}
+	for _, r := range c.judgingRules() {
+		unjudgeable[r] = 0
+	}
 	for _, p := range c.s.status.held() {
 		st := p.Stats()
+		for r, l := range st.Unjudgeable {
+			unjudgeable[r] += len(l)
+		}
 		buckets += st.BucketsClosed
 		findings += st.Findings
 		events += st.Events
@@ -51,6 +84,9 @@ func (c *stagedCollector) Collect(ch chan<- prometheus.Metric) {
 	gm(descActive, float64(active))
 	gm(descSeries, float64(series))
 	gm(descWM, float64(wm)/1e9)
+	for r, n := range unjudgeable {
+		gm(descUnjudgeable, float64(n), r)
+	}
 	if c.s.disp != nil {
 		for _, ss := range c.s.disp.Stats() {
 			cm(descSent, float64(ss.Sent), ss.Sink)
