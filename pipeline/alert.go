@@ -11,11 +11,14 @@ import (
 
 // alertStage turns findings into alert events (alerting.Manager: firing,
 // resolved, de-duplicated by alert ID) named as people read them ("MTN
-// Uganda (AS20294)"). Its state is the manager's (the alerts firing); its
+// Uganda (AS20294)"), a firing one labelled with its place's country. Its state is the manager's (the alerts firing); its
 // counter is the alert events made.
 type alertStage struct {
 	mgr *alerting.Manager
 	m   *netmap.Map
+	// place labels a firing alert with the country of the place it
+	// belongs to (correlate.Correlator.Label), for silences on country.
+	place func(*alerting.Event) string
 
 	// dirty says the manager changed since active was copied.
 	dirty bool
@@ -41,6 +44,7 @@ func (a *alertStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batc
 		}
 		ev.Summary, ev.Labels = a.m.Annotate(ev.Entity, ev.Summary, ev.Labels)
 		ev.Kind = alerting.KindAlert
+		a.label(ev)
 		b.Alerts = append(b.Alerts, ev)
 	}
 	if len(b.Alerts) > n {
@@ -50,6 +54,13 @@ func (a *alertStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batc
 		a.mu.Unlock()
 	}
 	return ctx, b, nil
+}
+
+// label gives a firing alert (not a feed fault's) its place's country.
+func (a *alertStage) label(ev *alerting.Event) {
+	if a.place != nil && ev.Status == alerting.Firing && ev.Detector != "feed_health" {
+		a.place(ev)
+	}
 }
 
 // settle copies the alerts firing for ActiveAlerts, once the bucket has

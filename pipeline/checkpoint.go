@@ -14,8 +14,11 @@ import (
 // chain (decode: Formats, Shared, Held, Records and Errors; aggregate:
 // Aggregator, Pre, Watermark and the partial/ Errors; judge: Detectors
 // and Silence; alert: Alerts; correlate: Outages), so a checkpoint
-// restores across that change in either direction. Stages inserted into
-// the chain write their section in Sections, under their name.
+// restores across that change. Every other stage (the mute stages, and
+// those inserted into the chain) writes its section in Sections, under
+// its name; a checkpoint without the mute stages' sections was written
+// when the correlator muted alerts, and they take their state from its
+// section.
 type checkpoint struct {
 	// Formats lists the decoders built, so a restore builds them (and the
 	// shared state they own) before putting that state back.
@@ -99,6 +102,13 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 		if err := u.UnmarshalBinary(sec); err != nil {
 			return fmt.Errorf("pipeline: restore stage %s: %w", s.Name(), err)
 		}
+	}
+	_, s := cp.Sections[p.silences.Name()]
+	_, f := cp.Sections[p.faults.Name()]
+	if !s && !f {
+		// Written when the correlator muted alerts itself: the mute
+		// stages' state is in its section.
+		takeLegacy(p.corr.corr, p.silences, p.faults)
 	}
 	return nil
 }

@@ -10,11 +10,10 @@ import (
 )
 
 // correlateStage groups the bucket's alerts into outage events by place
-// and time (package correlate): each alert learns its event, or why it is
-// muted (a silence, Config.Mute, or a firing feed fault of its feed), and
-// the event notifications due at the bucket's end go into the batch. Its
-// state is the correlator's (open events, recent ones, muted alerts,
-// firing feed faults); its counter is the notifications.
+// and time (package correlate): each alert not muted by the stages before
+// learns its event, and the event notifications due at the bucket's end
+// go into the batch. Its state is the correlator's (open events and the
+// last resolved ones); its counter is the notifications.
 type correlateStage struct {
 	mu      sync.Mutex // the correlator is read by Event from the HTTP side
 	corr    *correlate.Correlator
@@ -27,7 +26,7 @@ func newCorrelateStage(cfg Config, level func(signal, entity string, t time.Time
 		return nil, err
 	}
 	return &correlateStage{corr: correlate.New(correlate.Config{Map: cfg.Map, Level: level, Severity: sev,
-		ZoneOwners: cfg.ZoneOwners, Mute: cfg.Mute, GroupWait: cfg.GroupWait})}, nil
+		ZoneOwners: cfg.ZoneOwners, MutedBefore: true, GroupWait: cfg.GroupWait})}, nil
 }
 
 func (c *correlateStage) Name() string { return "correlate" }

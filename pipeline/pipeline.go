@@ -92,6 +92,9 @@ type Pipeline struct {
 	alert  *alertStage
 	corr   *correlateStage
 	out    *outStage
+	// silences and faults are the mute stages.
+	silences *muteSilences
+	faults   *muteFeedFaults
 	// chain is the stages a closed bucket goes down, from judge to out.
 	chain []Stage
 	batch Batch
@@ -124,7 +127,10 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 		return nil, err
 	}
 	p.judge, p.alert, p.out = newJudgeStage(cfg), newAlertStage(cfg), &outStage{alerts: out, events: cfg.Events}
-	p.chain = []Stage{p.judge, p.alert, p.corr, p.out}
+	p.alert.place = p.corr.corr.Label
+	p.silences = &muteSilences{mute: cfg.Mute, muted: map[string]string{}}
+	p.faults = &muteFeedFaults{faults: map[string]string{}, muted: map[string]string{}}
+	p.chain = []Stage{p.judge, p.alert, p.silences, p.faults, p.corr, p.out}
 	return p, nil
 }
 
@@ -139,7 +145,8 @@ func (p *Pipeline) Stages() []string {
 }
 
 // Insert puts s into the chain before the stage named before (judge,
-// alert, correlate or out, or one inserted earlier). Call it before the
+// alert, mute-silences, mute-feed-faults, correlate or out, or one
+// inserted earlier). Call it before the
 // first bucket closes and before UnmarshalBinary, which restores s's
 // checkpoint section. Names are unique.
 func (p *Pipeline) Insert(before string, s Stage) error {

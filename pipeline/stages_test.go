@@ -15,7 +15,6 @@ import (
 
 	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
-	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -381,18 +380,11 @@ func TestAlertStage(t *testing.T) {
 	}
 }
 
-type muteEntity string
-
-func (m muteEntity) Mutes(ev *alerting.Event) (string, bool) {
-	return "silenced " + string(m), ev.Entity == string(m)
-}
-
-// correlateStage: firing alerts join an outage event, named on each; a
-// silenced one and a feed fault join none; the event's page is due at
+// correlateStage: firing alerts join an outage event, named on each; one
+// muted before it and a feed fault join none; the event's page is due at
 // the bucket's end.
 func TestCorrelateStage(t *testing.T) {
-	c, err := newCorrelateStage(Config{Rules: &rules.Set{}, Map: netmap.New(), GroupWait: -1,
-		Mute: []correlate.Muter{muteEntity("asn:2")}}, nil)
+	c, err := newCorrelateStage(Config{Rules: &rules.Set{}, Map: netmap.New(), GroupWait: -1}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -401,6 +393,7 @@ func TestCorrelateStage(t *testing.T) {
 			Signal: testSignal.String(), Entity: entity, Start: alertTime(0), At: alertTime(width)}
 	}
 	a1, a2, fh := mk("a1", "asn:1", "echo", alerting.Firing), mk("a2", "asn:2", "echo", alerting.Firing), mk("fh", "feed:flows", "feed_health", alerting.Firing)
+	a2.Muted = "silenced asn:2" // by a mute stage
 	var b Batch
 	b.reset(&aggregate.Closed{Start: 0, End: width})
 	b.Alerts = []*alerting.Event{a1, a2, fh}
@@ -418,13 +411,13 @@ func TestCorrelateStage(t *testing.T) {
 	if err := c.save(&cp); err != nil {
 		t.Fatal(err)
 	}
-	// The silenced alert's resolve is silenced too; a1's resolves the
-	// event.
+	// a1's resolve resolves the event; a2's joins nothing.
 	b.reset(&aggregate.Closed{Start: width, End: 2 * width})
 	r1, r2 := mk("a1", "asn:1", "echo", alerting.Resolved), mk("a2", "asn:2", "echo", alerting.Resolved)
+	r2.Muted = "silenced asn:2"
 	b.Alerts = []*alerting.Event{r1, r2}
 	c.Exec(context.Background(), &b)
-	if r1.OutageEvent != a1.OutageEvent || r2.Muted != "silenced asn:2" || len(b.Events) != 1 || b.Events[0].Status != alerting.Resolved {
+	if r1.OutageEvent != a1.OutageEvent || r2.OutageEvent != "" || len(b.Events) != 1 || b.Events[0].Status != alerting.Resolved {
 		t.Fatalf("resolves: %q, %q, events %+v", r1.OutageEvent, r2.Muted, b.Events)
 	}
 	if n := c.Counters()["outage_events"]; n != 2 {
@@ -511,7 +504,7 @@ func TestInsertedStage(t *testing.T) {
 	if err := p.Insert("correlate", d); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := p.Stages(), []string{"decode", "aggregate", "judge", "alert", "drop-nets", "correlate", "out"}; !slices.Equal(got, want) {
+	if got, want := p.Stages(), []string{"decode", "aggregate", "judge", "alert", "mute-silences", "mute-feed-faults", "drop-nets", "correlate", "out"}; !slices.Equal(got, want) {
 		t.Fatalf("stages %q, want %q", got, want)
 	}
 	for _, r := range []*ingest.Record{rec("stagetest", "asn:1,5,10", 10), rec("stagetest", "asn:2,5,20", 20)} {
