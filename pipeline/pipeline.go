@@ -1,8 +1,12 @@
-// Package pipeline wires one instance of outagewatch together: records are
-// decoded into observations, bucketed in event time, each closed bucket is
-// handed to the detectors that the rules bind to its series, and findings
-// become alert events. Live service and replay run this same code; they
-// differ only in where records come from and who moves the watermark.
+// Package pipeline wires one instance of outagewatch together, as a chain
+// of stages (see stage.go and docs/pipeline.md): records are decoded into
+// observations (decode), bucketed in event time (aggregate), each closed
+// bucket is handed to the detectors that the rules bind to its series
+// (judge), findings become alert events (alert), silences and feed faults
+// mute some (mute-silences, mute-feed-faults), the rest are grouped into
+// outage events (correlate) and everything goes to the sinks (out). Live
+// service and replay run this same code; they differ only in where records
+// come from and who moves the watermark.
 package pipeline
 
 import (

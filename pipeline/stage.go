@@ -10,7 +10,8 @@ import (
 )
 
 // The pipeline is a chain of stages, in the shape of Alertmanager's notify
-// pipeline: decode → aggregate → judge → alert → correlate → out. Records
+// pipeline: decode → aggregate → judge → alert → mute-silences →
+// mute-feed-faults → correlate → out. Records
 // enter at decode (Process) and wait in aggregate's open buckets; each
 // bucket the watermark closes (Advance, Close) goes down the rest of the
 // chain as a Batch, each stage reading what the one before it added.
