@@ -46,6 +46,11 @@ type Config struct {
 	ZoneOwners map[string]uint32
 	// Mute holds silences; feed-fault inhibition is built in.
 	Mute []Muter
+	// MutedBefore says the alerts were muted before Add (the pipeline's
+	// mute stages): Add then applies neither Mute nor feed-fault
+	// inhibition, keeps no state for them, and an alert that arrives with
+	// Muted set joins no event, firing or resolved.
+	MutedBefore bool
 	// GroupWait holds an event's first page this long in event time after
 	// its first alert, as Alertmanager's group_wait holds a group's, so
 	// that the page names the place as the other views fill it in rather
@@ -200,7 +205,12 @@ func New(cfg Config) *Correlator {
 // or ev.Muted to why it pages nobody.
 func (c *Correlator) Add(ev *alerting.Event) {
 	if ev.Detector == "feed_health" {
-		c.feedFault(ev)
+		if !c.cfg.MutedBefore {
+			c.feedFault(ev)
+		}
+		return
+	}
+	if c.cfg.MutedBefore && ev.Muted != "" {
 		return
 	}
 	if ev.Status == alerting.Resolved {
@@ -230,19 +240,13 @@ func (c *Correlator) Add(ev *alerting.Event) {
 		c.st.Changed[id] = true
 		return
 	}
-	place := c.place(ev.Entity)
-	if cc, ok := strings.CutPrefix(place, "country:"); ok && ev.Labels["country"] == "" {
-		// A zone learns its network's country, so that a silence or a
-		// route on country covers it too.
-		if ev.Labels == nil {
-			ev.Labels = map[string]string{}
+	place := c.Label(ev)
+	if !c.cfg.MutedBefore {
+		if why, ok := c.mutes(ev); ok {
+			ev.Muted = why
+			c.st.Muted[ev.ID] = why
+			return
 		}
-		ev.Labels["country"] = cc
-	}
-	if why, ok := c.mutes(ev); ok {
-		ev.Muted = why
-		c.st.Muted[ev.ID] = why
-		return
 	}
 	var inc *incident
 	for _, id := range slices.Sorted(maps.Keys(c.st.Open)) {
@@ -270,6 +274,32 @@ func (c *Correlator) Add(ev *alerting.Event) {
 	inc.Members[ev.ID] = &cp
 	c.st.ByAlert[ev.ID] = inc.ID
 	c.st.Changed[inc.ID] = true
+}
+
+// Label gives a firing alert the country of the place it belongs to, as
+// its "country" label when it has none: a zone learns its network's
+// country, so that a silence or a route on country covers it too. It
+// returns the place. Add labels every alert it takes; mute stages that
+// run before it call Label first.
+func (c *Correlator) Label(ev *alerting.Event) string {
+	place := c.place(ev.Entity)
+	if cc, ok := strings.CutPrefix(place, "country:"); ok && ev.Labels["country"] == "" {
+		if ev.Labels == nil {
+			ev.Labels = map[string]string{}
+		}
+		ev.Labels["country"] = cc
+	}
+	return place
+}
+
+// TakeMutes returns, and forgets, the firing feed faults (alert ID →
+// feed) and the muted alerts (alert ID → why) of a checkpoint written
+// while the correlator muted alerts itself, for the mute stages that do
+// it now (Config.MutedBefore).
+func (c *Correlator) TakeMutes() (faults, muted map[string]string) {
+	faults, muted = c.st.Faults, c.st.Muted
+	c.st.Faults, c.st.Muted = map[string]string{}, map[string]string{}
+	return faults, muted
 }
 
 func (inc *incident) firing() int {

@@ -70,11 +70,3 @@ func (h *held) release(end int64, fn func(*ingest.Record)) {
 		fn(r.Rec)
 	}
 }
-
-// applyHeld applies a held record; its decode error, counted by apply,
-// goes to Config.Rejected, since Process returned long before.
-func (p *Pipeline) applyHeld(r *ingest.Record) {
-	if err := p.apply(r, false); err != nil && p.cfg.Rejected != nil {
-		p.cfg.Rejected(r, err)
-	}
-}

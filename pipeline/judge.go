@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// judgeStage hands each point of a closed bucket to the detectors of the
+// rules that watch its series, and the bucket's feed counts to the
+// feed-health detector; their findings go into the batch, feed health's
+// first, then the rules' in the rules' order. Its state is every
+// detector's; its counter is the findings.
+type judgeStage struct {
+	// tap, when set, sees every bucket before the detectors do (Config.Tap).
+	tap func(*aggregate.Closed)
+	// silence is the feed-health detector, nil when turned off
+	// (Config.NoFeedHealth); it is still checkpointed when off.
+	silence    *detectors.FeedSilence
+	feedHealth bool
+	rules      []*boundRule
+	// match caches which rules watch each series.
+	match matchCache
+
+	mu       sync.Mutex
+	findings int64
+}
+
+type boundRule struct {
+	rule *rules.Rule
+	det  detectors.Detector
+	pts  []aggregate.Point
+}
+
+func newJudgeStage(cfg Config) *judgeStage {
+	j := &judgeStage{tap: cfg.Tap, silence: detectors.NewFeedSilence(cfg.SilentAfter), feedHealth: !cfg.NoFeedHealth}
+	for _, r := range cfg.Rules.Rules {
+		j.rules = append(j.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})
+	}
+	return j
+}
+
+func (j *judgeStage) Name() string { return "judge" }
+
+func (j *judgeStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batch, error) {
+	c := b.Bucket
+	if j.tap != nil {
+		j.tap(c)
+	}
+	n := len(b.Findings)
+	if j.feedHealth {
+		j.silence.Bucket(c, func(f detectors.Finding) { b.Findings = append(b.Findings, Finding{Finding: f}) })
+	}
+	for _, br := range j.rules {
+		br.pts = br.pts[:0]
+	}
+	for _, pt := range c.Points {
+		idx, ok := j.match.get(pt.Series)
+		if !ok {
+			idx = j.matchRules(pt.Series)
+			j.match.put(pt.Series, idx)
+		}
+		for _, i := range idx {
+			j.rules[i].pts = append(j.rules[i].pts, pt)
+		}
+	}
+	for _, br := range j.rules {
+		if len(br.pts) == 0 {
+			continue
+		}
+		br.det.Bucket(c, br.pts, func(f detectors.Finding) { b.Findings = append(b.Findings, Finding{Rule: br.rule, Finding: f}) })
+	}
+	j.mu.Lock()
+	j.findings += int64(len(b.Findings) - n)
+	j.mu.Unlock()
+	return ctx, b, nil
+}
+
+// matchRules returns the indexes of the rules that watch s.
+func (j *judgeStage) matchRules(s *aggregate.Series) []int {
+	var idx []int
+	for i, br := range j.rules {
+		if br.rule.Matches(s.Signal, s.Entity) {
+			idx = append(idx, i)
+		}
+	}
+	return idx
+}
+
+// unjudgeable lists, by rule, the series the rule cannot judge at its
+// threshold.
+func (j *judgeStage) unjudgeable() map[string][]string {
+	var out map[string][]string
+	for _, b := range j.rules {
+		if u, ok := b.det.(detectors.Unjudgeable); ok {
+			if l := u.Unjudgeable(); len(l) > 0 {
+				if out == nil {
+					out = map[string][]string{}
+				}
+				out[b.rule.Name] = l
+			}
+		}
+	}
+	return out
+}
+
+func (j *judgeStage) Counters() map[string]int64 {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return map[string]int64{"findings": j.findings}
+}
+
+// save writes every rule's detector state, by rule name, and the feed
+// health detector's.
+func (j *judgeStage) save(cp *checkpoint) error {
+	cp.Detectors = map[string][]byte{}
+	for _, br := range j.rules {
+		var err error
+		if cp.Detectors[br.rule.Name], err = br.det.MarshalBinary(); err != nil {
+			return fmt.Errorf("pipeline: checkpoint rule %s: %w", br.rule.Name, err)
+		}
+	}
+	cp.Silence = j.silence
+	return nil
+}
+
+// restore puts back the state of the rules checkpointed; rules new since
+// the checkpoint start fresh. The counter starts again from zero, as a
+// process's counters do.
+func (j *judgeStage) restore(cp *checkpoint) error {
+	for _, br := range j.rules {
+		if st, ok := cp.Detectors[br.rule.Name]; ok {
+			if err := br.det.UnmarshalBinary(st); err != nil {
+				return err
+			}
+		}
+	}
+	if cp.Silence != nil {
+		j.silence = cp.Silence
+	}
+	return nil
+}
