@@ -380,6 +380,7 @@ record() {
 replayrec() {
 	recording || return 1
 	local cmd=${2//\/tmp\/incident.owrec.gz/$rec}
+	note "with: /tmp/incident.owrec.gz -> $rec"
 	timeout 120 bash -c "$cmd" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "exit $?: $(tail -3 "$tmp/replayed.err")" || return 1
 	grep -q ": $rec_n records read, $rec_n replayed" "$tmp/replayed.err" ||
 		fail "want $rec_n records: $(grep 'records read' "$tmp/replayed.err")" || return 1
@@ -401,7 +402,7 @@ recording() {
 			fail "record: $(tail -3 "$tmp/rec.out")" || return 1
 		rec_n=$fed
 	fi
-	note "with: /tmp/incident.owrec.gz -> $rec ($rec_n flow records of the Uganda shutdown), written by: outagewatch record --config outagewatch.yaml --topic flows --out $rec"
+	note "with: the recording $rec ($rec_n flow records of the Uganda shutdown, produced to 127.0.0.1:9092), written by: outagewatch record --config outagewatch.yaml --topic flows --out $rec"
 }
 
 # produce FIXTURE|FILE --brokers kafka:9092 [--speed N]: kafka:9092 is a
@@ -436,13 +437,13 @@ produce() {
 	local n
 	n=$(sed -n 's/.*msg=produced .* topic\.flows=\([0-9]*\).*/\1/p' "$tmp/out")
 	[ "${n:-0}" -gt 0 ] || fail "no flows count in: $(tail -1 "$tmp/out")" || return 1
-	"$ow" record --brokers 127.0.0.1:$port --topic flows --out "$tmp/produced.owrec.gz" >"$tmp/out" 2>&1 || fail "record it back: $(tail -2 "$tmp/out")" || return 1
+	"$ow" record --brokers 127.0.0.1:$port --topic flows --stream flows --format goflow2-pb --out "$tmp/produced.owrec.gz" >"$tmp/out" 2>&1 || fail "record it back: $(tail -2 "$tmp/out")" || return 1
 	"$ow" replay "$tmp/produced.owrec.gz" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "replay what it wrote: $(tail -2 "$tmp/replayed.err")" || return 1
 	grep -q ": $n records read, $n replayed" "$tmp/replayed.err" ||
 		fail "the flows topic does not hold the $n records it says it wrote: $(grep 'records read' "$tmp/replayed.err")" || return 1
 	grep -q '"status":"firing","rule":"asn-traffic-drop",.*"entity":"asn:20294"' "$tmp/replayed" ||
 		fail "what it wrote raises no traffic alert for AS20294" || return 1
-	note "checked: the flows topic holds the $n records it says it wrote; replayed (outagewatch record --brokers 127.0.0.1:$port --topic flows, then replay) they raise AS20294's traffic alert"
+	note "checked: the flows topic holds the $n records it says it wrote; replayed (outagewatch record --brokers 127.0.0.1:$port --topic flows --stream flows --format goflow2-pb, then replay) they raise AS20294's traffic alert"
 }
 
 # netmap build --out /var/lib/outagewatch/map.yaml FORMAT:FILE...: the
@@ -568,6 +569,7 @@ scoreboard() {
 }
 
 pass=0 fail=0 skipped=0
+declare -A passed # the commands that passed, by the line they came from
 only=${1:-}
 while IFS= read -r line; do
 	[ -z "$only" ] || [[ $line =~ $only ]] || continue
@@ -579,6 +581,14 @@ while IFS= read -r line; do
 		cmd="${BASH_REMATCH[1]}$ow $args"
 	fi
 	fn="" t0=$SECONDS
+	if [ -n "${passed[$cmd]:-}" ]; then
+		# The binary stands in for go run and for an installed
+		# outagewatch alike: the same command, run once.
+		pass=$((pass + 1))
+		echo "ok    $line"
+		note "the same command as \`${passed[$cmd]}\` above, which passed"
+		continue
+	fi
 	for s in "${setup[@]}"; do
 		if [[ $args =~ ${s%%::*} ]]; then
 			fn=${s#*::}
@@ -599,6 +609,7 @@ while IFS= read -r line; do
 	case $code in
 	0)
 		pass=$((pass + 1))
+		passed[$cmd]=$line
 		echo "ok    $line  ($((SECONDS - t0)) s)"
 		;;
 	skip)
