@@ -151,7 +151,9 @@ launch() {
 	(cd "$dir" && exec env "${@:3}" bash -c "exec env $1") >"$tmp/$name.out" 2>"$tmp/$name.err" &
 	pid=$!
 	bg+=($pid)
+	launched+=($pid)
 }
+launched=() # the processes the current line launched, stopped after it
 
 # stop sends SIGTERM to the launched command and requires status 0 within
 # 30 s (the service gives its sinks 10 s to flush: a Slack sink that cannot
@@ -176,7 +178,8 @@ stop() {
 
 # metrics URL checks the service's /metrics names its build.
 metrics() {
-	curl -sf "$1" | grep -q '^outagewatch_build_info{' || fail "$1 has no outagewatch_build_info" || return 1
+	# (Not curl | grep -q: grep leaving early fails curl, and pipefail the check.)
+	curl -sf -o "$tmp/metrics" "$1" && grep -q '^outagewatch_build_info{' "$tmp/metrics" || fail "$1 has no outagewatch_build_info" || return 1
 	note "checked: $1 has outagewatch_build_info"
 }
 
@@ -313,6 +316,7 @@ pair() {
 	pid=$p1 bgname=stage1 serving 9311 "" || return 1
 	note "stage two (port 9310):"
 	pid=$p2 bgname=stage2 serving 9310 '>AS20294<' "" || return 1
+	note "stage one, then stage two:"
 	pid=$p1 stop || return 1
 	pid=$p2 stop || return 1
 	bgname=stage2 slack_stopped || return 1
@@ -599,6 +603,12 @@ while IFS= read -r line; do
 		# A handler returns 2 when what it needs is not here.
 		$fn "$args" "$cmd" </dev/null >"$tmp/notes" 2>&1
 		code=$?
+		# What a failed check left running is stopped, so that it holds
+		# no port or partition of the next line.
+		for p in "${launched[@]}"; do
+			kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		done
+		launched=()
 		[ $code -eq 2 ] && code=skip
 	else
 		: >"$tmp/notes"
