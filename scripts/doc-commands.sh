@@ -208,7 +208,7 @@ minimal() {
 	grep -q '^kafka:' "$1/outagewatch.yaml" || fail "README: no minimal config block" || return 1
 	grep -q "listen: 127.0.0.1:${2:-9310}" "$1/outagewatch.yaml" || fail "README: the minimal config does not listen on 127.0.0.1:9310" || return 1
 	cp deploy/map.yaml "$1/map.yaml"
-	note "with: run in $1, outagewatch.yaml the README's minimal config with /var/lib/outagewatch -> $1/state${2:+, http.listen 127.0.0.1:9310 -> 127.0.0.1:$2}, map.yaml deploy/map.yaml"
+	note "with: $1/outagewatch.yaml, the README's minimal config with /var/lib/outagewatch -> $1/state${2:+, http.listen 127.0.0.1:9310 -> 127.0.0.1:$2}, and beside it map.yaml (deploy/map.yaml)"
 }
 
 # serving PORT WANT checks the launched service on 127.0.0.1:PORT: ready,
@@ -268,6 +268,7 @@ live() {
 		nolive=$((nolive + 1))
 		dir=$tmp/live$nolive port=9092
 		minimal "$dir" || return 1
+		note "with: run in $dir"
 		note "with: SLACK_BOT_TOKEN=xoxb-not-a-token and HTTPS_PROXY=http://127.0.0.1:9 (nothing reaches Slack)"
 		if [[ $cmd == OUTAGEWATCH_KAFKA_PASSWORD=...* ]]; then
 			cmd=${cmd/OUTAGEWATCH_KAFKA_PASSWORD=.../OUTAGEWATCH_KAFKA_PASSWORD=doc-commands-password}
@@ -280,10 +281,12 @@ live() {
 	fi
 	launch "$cmd" "$dir" "${slack_env[@]}"
 	serving 9310 "$want" || return 1
-	if [[ $1 == --memory-limit* ]]; then
-		local lim
+	if [[ $1 =~ ^--memory-limit\ ([0-9]+)GiB ]]; then
+		local lim want=$((BASH_REMATCH[1] << 30))
 		lim=$(curl -sf http://127.0.0.1:9310/metrics | sed -n 's/^go_gc_gomemlimit_bytes //p')
-		[ -n "$lim" ] && note "checked: /metrics go_gc_gomemlimit_bytes $lim"
+		awk -v l="${lim:-0}" -v w="$want" 'BEGIN { exit !(l + 0 == w) }' ||
+			fail "/metrics go_gc_gomemlimit_bytes ${lim:-absent}, want $want" || return 1
+		note "checked: /metrics go_gc_gomemlimit_bytes $lim, the ${BASH_REMATCH[1]} GiB asked for"
 	fi
 	stop || return 1
 	slack_stopped
@@ -309,6 +312,7 @@ pair() {
 	note "with: ${one#$tmp/} and ${two#$tmp/} at once, two processes"
 	fresh_kafka 9092 && feed 9092 uganda-2021-01-13 || { pair_code=1; return 1; }
 	minimal "$tmp/stage1" 9311 && minimal "$tmp/stage2" || { pair_code=1; return 1; }
+	note "with: stage one run in $tmp/stage1, stage two in $tmp/stage2"
 	note "with: SLACK_BOT_TOKEN=xoxb-not-a-token and HTTPS_PROXY=http://127.0.0.1:9 (nothing reaches Slack)"
 	local p1 p2
 	bgname=stage2 launch "$two" "$tmp/stage2" "${slack_env[@]}"
@@ -361,6 +365,7 @@ record() {
 	if [[ $1 == *"--config outagewatch.yaml "* ]]; then
 		dir=$tmp/rec
 		minimal "$dir" || return 1
+		note "with: run in $dir"
 		kafka 9092 && feed 9092 uganda-2021-01-13 || return 1
 		cmd=${cmd//$out/$tmp/incident.owrec.gz}
 		note "with: --out $out -> $tmp/incident.owrec.gz"
