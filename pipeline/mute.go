@@ -20,15 +20,38 @@ import (
 // muted. An alert muted when it fired is muted when it resolves, for the
 // same reason, so each stage keeps the alerts it muted.
 
+// mutedAlerts is what each mute stage keeps: the alerts it muted that
+// still fire, and how many notifications it muted, firing and resolved.
+type mutedAlerts struct {
+	muted map[string]string // alert ID → why
+	count int64
+}
+
+// muteFiring mutes a firing alert for why and remembers it.
+func (m *mutedAlerts) muteFiring(ev *alerting.Event, why string) {
+	ev.Muted = why
+	m.muted[ev.ID] = why
+	m.count++
+}
+
+// muteResolved mutes the resolve of an alert this stage muted when it fired,
+// and forgets it.
+func (m *mutedAlerts) muteResolved(ev *alerting.Event) {
+	if why, ok := m.muted[ev.ID]; ok {
+		ev.Muted = why
+		delete(m.muted, ev.ID)
+		m.count++
+	}
+}
+
 // muteSilences mutes the alerts a silence covers (Config.Mute). Its state
 // is the alerts it muted that still fire; its counter is the alerts it
 // muted, firing and resolved.
 type muteSilences struct {
 	mute []correlate.Muter
 
-	mu    sync.Mutex
-	muted map[string]string // alert ID → why
-	count int64
+	mu sync.Mutex
+	mutedAlerts
 }
 
 func (s *muteSilences) Name() string { return "mute-silences" }
@@ -41,18 +64,12 @@ func (s *muteSilences) Exec(ctx context.Context, b *Batch) (context.Context, *Ba
 			continue
 		}
 		if ev.Status == alerting.Resolved {
-			if why, ok := s.muted[ev.ID]; ok {
-				ev.Muted = why
-				delete(s.muted, ev.ID)
-				s.count++
-			}
+			s.muteResolved(ev)
 			continue
 		}
 		for _, m := range s.mute {
 			if why, ok := m.Mutes(ev); ok {
-				ev.Muted = why
-				s.muted[ev.ID] = why
-				s.count++
+				s.muteFiring(ev, why)
 				break
 			}
 		}
@@ -92,8 +109,7 @@ func (s *muteSilences) UnmarshalBinary(b []byte) error {
 type muteFeedFaults struct {
 	mu     sync.Mutex
 	faults map[string]string // feed-health alert ID → feed
-	muted  map[string]string // alert ID → why
-	count  int64
+	mutedAlerts
 }
 
 func (f *muteFeedFaults) Name() string { return "mute-feed-faults" }
@@ -119,11 +135,7 @@ func (f *muteFeedFaults) Exec(ctx context.Context, b *Batch) (context.Context, *
 			continue
 		}
 		if ev.Status == alerting.Resolved {
-			if why, ok := f.muted[ev.ID]; ok {
-				ev.Muted = why
-				delete(f.muted, ev.ID)
-				f.count++
-			}
+			f.muteResolved(ev)
 			continue
 		}
 		feed := ""
@@ -135,9 +147,7 @@ func (f *muteFeedFaults) Exec(ctx context.Context, b *Batch) (context.Context, *
 		}
 		for _, id := range slices.Sorted(maps.Keys(f.faults)) {
 			if f.faults[id] == feed {
-				ev.Muted = feedFaultPrefix + id
-				f.muted[ev.ID] = ev.Muted
-				f.count++
+				f.muteFiring(ev, feedFaultPrefix+id)
 				break
 			}
 		}

@@ -132,8 +132,8 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 	}
 	p.judge, p.alert, p.out = newJudgeStage(cfg), newAlertStage(cfg), &outStage{alerts: out, events: cfg.Events}
 	p.alert.place = p.corr.corr.Label
-	p.silences = &muteSilences{mute: cfg.Mute, muted: map[string]string{}}
-	p.faults = &muteFeedFaults{faults: map[string]string{}, muted: map[string]string{}}
+	p.silences = &muteSilences{mute: cfg.Mute, mutedAlerts: mutedAlerts{muted: map[string]string{}}}
+	p.faults = &muteFeedFaults{faults: map[string]string{}, mutedAlerts: mutedAlerts{muted: map[string]string{}}}
 	p.chain = []Stage{p.judge, p.alert, p.silences, p.faults, p.corr, p.out}
 	return p, nil
 }
