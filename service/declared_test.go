@@ -76,14 +76,5 @@ func TestDeclaredSignalsFromKafkaAlertAsReplayDoes(t *testing.T) {
 	if len(all) != len(got) {
 		t.Errorf("%d lines delivered for %d delivery keys", len(all), len(got))
 	}
-	for k, l := range wantByKey {
-		if got[k] != l {
-			t.Errorf("replay line not delivered as is:\nwant %s\n got %s", l, got[k])
-		}
-	}
-	for k, l := range got {
-		if _, ok := wantByKey[k]; !ok {
-			t.Errorf("extra line: %s", l)
-		}
-	}
+	sameByKey(t, wantByKey, got)
 }

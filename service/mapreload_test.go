@@ -222,14 +222,5 @@ func TestStagedReloadsMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for k, l := range want {
-		if got[k] != l {
-			t.Errorf("line differs from the reference:\nwant %s\n got %s", l, got[k])
-		}
-	}
-	for k, l := range got {
-		if _, ok := want[k]; !ok {
-			t.Errorf("extra line: %s", l)
-		}
-	}
+	sameByKey(t, want, got)
 }

@@ -158,6 +158,22 @@ func replayLines(f *fixture, recs []*ingest.Record) (map[string]string, *pipelin
 // byDeliveryKey de-duplicates alert and event lines by their delivery
 // key, as a receiver does (delivery is at least once); one key with two
 // different lines is an error.
+// sameByKey fails t unless got holds exactly the lines of want, each under
+// its delivery key: none missing or different, none extra.
+func sameByKey(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	for k, l := range want {
+		if got[k] != l {
+			t.Errorf("line differs from the reference:\nwant %s\n got %s", l, got[k])
+		}
+	}
+	for k, l := range got {
+		if _, ok := want[k]; !ok {
+			t.Errorf("extra line: %s", l)
+		}
+	}
+}
+
 func byDeliveryKey(ls []string) (map[string]string, error) {
 	out := map[string]string{}
 	for _, l := range ls {

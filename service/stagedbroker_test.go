@@ -242,14 +242,5 @@ func TestStagedBrokerOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d of %d lines delivered before the outage", delivered, len(sf.want))
-	for k, l := range sf.want {
-		if got[k] != l {
-			t.Errorf("line differs from the replay:\nwant %s\n got %s", l, got[k])
-		}
-	}
-	for k, l := range got {
-		if _, ok := sf.want[k]; !ok {
-			t.Errorf("extra line: %s", l)
-		}
-	}
+	sameByKey(t, sf.want, got)
 }
