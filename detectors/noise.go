@@ -90,9 +90,9 @@ const countSigmas = 3
 // outage does not widen it.
 //
 // rho is the lag-1 autocorrelation of the same residuals, over pairs of
-// adjacent readings (buckets step apart, the series' own cadence), clipped to [0, 0.95]: how much a bucket's chance
-// deviation carries into the next, which decides how rare a run of
-// deviations is (runSigmas).
+// adjacent readings (buckets step apart, the series' own cadence),
+// clipped to [0, 0.95]: how much a bucket's chance deviation carries into
+// the next, which decides how rare a run of deviations is (runSigmas).
 func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma, rho float64) {
 	sc.v, sc.h, sc.x = sc.v[:0], sc.h[:0], sc.x[:0]
 	from := max(t-int64(window), r.Oldest())
@@ -136,39 +136,43 @@ func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64
 			byHour = false
 		}
 	}
-	rho = lag1(sc, max(step, w), func(i int) float64 {
+	sc.tmp = sc.tmp[:0]
+	for i, v := range sc.v {
 		if byHour {
-			return sc.v[i] - hourly[sc.h[i]]
+			v -= hourly[sc.h[i]]
+		} else {
+			v -= base
 		}
-		return sc.v[i] - base
-	})
+		sc.tmp = append(sc.tmp, v)
+	}
+	rho = lag1(sc.x, sc.tmp, max(step, w))
 	if poisson && level > 0 {
 		sigma = max(sigma, math.Sqrt(level))
 	}
 	return level, sigma, rho
 }
 
-// lag1 is the lag-1 autocorrelation of res over the buckets of sc.x that
-// are w apart, clipped to [0, 0.95]: 0 with fewer than ten such pairs.
-// A negative one would make runs rarer than independent noise does; it is
-// taken as 0, which errs towards the stricter bar.
-func lag1(sc *noiseScratch, w int64, res func(i int) float64) float64 {
-	var sum, sq float64
-	for i := range sc.x {
-		e := res(i)
-		sum, sq = sum+e, sq+e*e
-	}
-	n := float64(len(sc.x))
-	if n == 0 {
+// lag1 is the lag-1 autocorrelation of the residuals res of the buckets
+// at xs, over the pairs that are w apart, clipped to [0, 0.95]: 0 with
+// fewer than ten such pairs. A negative one would make runs rarer than
+// independent noise does; it is taken as 0, which errs towards the
+// stricter bar.
+func lag1(xs []int64, res []float64, w int64) float64 {
+	if len(res) == 0 {
 		return 0
 	}
+	var sum, sq float64
+	for _, e := range res {
+		sum, sq = sum+e, sq+e*e
+	}
+	n := float64(len(res))
 	mean := sum / n
 	vr := sq/n - mean*mean
 	var cov float64
 	pairs := 0
-	for i := 1; i < len(sc.x); i++ {
-		if sc.x[i]-sc.x[i-1] == w {
-			cov += (res(i) - mean) * (res(i-1) - mean)
+	for i := 1; i < len(res); i++ {
+		if xs[i]-xs[i-1] == w {
+			cov += (res[i] - mean) * (res[i-1] - mean)
 			pairs++
 		}
 	}
