@@ -236,6 +236,8 @@ func SignalWords(signal string) string {
 		return "median latency"
 	case "latency_p95":
 		return "95th percentile latency"
+	case "latency_min":
+		return "lowest latency"
 	case "bandwidth_p50":
 		return "median bandwidth"
 	case "packet_loss":

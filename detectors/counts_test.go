@@ -109,7 +109,7 @@ func TestIODARulesSilentOnAPoissonCount(t *testing.T) {
 }
 
 // The real RIPE Atlas sample, decoded as a user's file is, makes series
-// that the shipped rules judge: every probe series of latency_p50 has a
+// that the shipped rules judge: every probe series of latency_min has a
 // rule.
 func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 	b, err := os.ReadFile("../../shared/testdata/atlas/ping-results.jsonl")
@@ -123,7 +123,7 @@ func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 	d := ingestquality.NewAtlasDecoder(netmap.New())
 	probes := map[string]bool{}
 	sink := obs.SinkFunc(func(o *obs.Observation) {
-		if o.Signal == quality.LatencyP50 && strings.HasPrefix(o.Entity, "probe:") {
+		if o.Signal == quality.LatencyMin && strings.HasPrefix(o.Entity, "probe:") {
 			probes[o.Entity] = true
 		}
 	})
@@ -138,10 +138,10 @@ func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 	for e := range probes {
 		judged := false
 		for _, r := range set.Rules {
-			judged = judged || r.Matches(quality.LatencyP50, e)
+			judged = judged || r.Matches(quality.LatencyMin, e)
 		}
 		if !judged {
-			t.Errorf("no shipped rule judges latency_p50 of %s", e)
+			t.Errorf("no shipped rule judges latency_min of %s", e)
 		}
 	}
 }

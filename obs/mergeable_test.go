@@ -45,8 +45,9 @@ func TestCustomAccumulatorsAreMergeable(t *testing.T) {
 			t.Errorf("%s: empty state refused: %v", name, err)
 		}
 	}
-	// latency_p50, latency_p95, bandwidth_p50, packet_loss, dns_clients.
-	if custom != 5 {
-		t.Errorf("%d custom signals registered, want 5", custom)
+	// latency_p50, latency_p95, latency_min, bandwidth_p50, packet_loss,
+	// dns_clients.
+	if custom != 6 {
+		t.Errorf("%d custom signals registered, want 6", custom)
 	}
 }

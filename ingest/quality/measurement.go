@@ -335,9 +335,10 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 	}
 	// A probe towards a destination, not through a named transit (whose
 	// path entity already is that series), is a series of its own.
+	probe := ""
 	if m.TransitASN == 0 && m.Probe != "" {
-		if pe := e.ent.probeEntity(m.Probe, m.Dst, m.DstASN); pe != "" {
-			ents[n] = pe
+		if probe = e.ent.probeEntity(m.Probe, m.Dst, m.DstASN); probe != "" {
+			ents[n] = probe
 			n++
 		}
 	}
@@ -365,6 +366,16 @@ func (e *emitter) emit(m *Measurement, sink obs.Sink) {
 			}
 		}
 		e.stats.Observations += uint64(2 * n * len(m.RTTms))
+		// The lowest RTT is one path's base delay: only a probe's own
+		// series towards one destination has one (qm.LatencyMin).
+		if probe != "" {
+			o.Entity, o.Signal = probe, qm.LatencyMin
+			for _, r := range m.RTTms {
+				o.Value = r
+				sink.Observe(o)
+			}
+			e.stats.Observations += uint64(len(m.RTTms))
+		}
 	}
 	if m.HasBandwidth {
 		o.Signal = qm.BandwidthP50

@@ -258,6 +258,7 @@ func TestAtlasRecordedResults(t *testing.T) {
 		{Time: t1, Signal: qm.LatencyP95, Entity: "country:NL", Value: 27.300999999999998},
 		{Time: t1, Signal: qm.LatencyP50, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
 		{Time: t1, Signal: qm.LatencyP95, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
+		{Time: t1, Signal: qm.LatencyMin, Entity: "probe:202>62.2.16.0/24", Value: 27.300999999999998},
 		{Time: t1, Signal: qm.PacketLoss, Entity: "asn:33915", Value: 2.0 / 3, Hash: 3},
 		{Time: t1, Signal: qm.PacketLoss, Entity: "country:NL", Value: 2.0 / 3, Hash: 3},
 		{Time: t1, Signal: qm.PacketLoss, Entity: "probe:202>62.2.16.0/24", Value: 2.0 / 3, Hash: 3},
@@ -308,8 +309,8 @@ func TestAtlasRecordedResults(t *testing.T) {
 	if !slices.Equal(rtts["probe:202>62.2.16.0/24"], wantRTT["asn:33915"]) {
 		t.Errorf("probe 202 RTTs %v, want %v", rtts["probe:202>62.2.16.0/24"], wantRTT["asn:33915"])
 	}
-	if len(all) != 126 {
-		t.Errorf("%d observations, want 126 (17 RTTs × 3 entities × 2 signals + 8 results × 3 loss)", len(all))
+	if len(all) != 143 {
+		t.Errorf("%d observations, want 143 (17 RTTs × 3 entities × 2 signals + 17 probe minima + 8 results × 3 loss)", len(all))
 	}
 	result := func(sig, ent string) (float64, int64) { return accs[[2]string{sig, ent}].Result() }
 	for _, c := range []struct {
@@ -323,6 +324,8 @@ func TestAtlasRecordedResults(t *testing.T) {
 		{"packet_loss", "asn:16276", 0.5, 2}, // line 6: sent 2, rcvd 1
 		{"latency_p50", "asn:16276", 27.768000000000001, 1},
 		{"latency_p95", "country:FR", 27.768000000000001, 1},
+		// A probe's lowest RTT, and none for a network or a country.
+		{"latency_min", "probe:202>62.2.16.0/24", 27.300999999999998, 7},
 	} {
 		if v, n := result(c.sig, c.ent); v != c.v || n != c.n {
 			t.Errorf("%s %s = %v (n=%d), want %v (n=%d)", c.sig, c.ent, v, n, c.v, c.n)
@@ -333,7 +336,10 @@ func TestAtlasRecordedResults(t *testing.T) {
 	if v, n := result("latency_p50", "country:NL"); n != 7 || math.Abs(v-36.424) > 0.36424 {
 		t.Errorf("NL median %v (n=%d), want 36.424 ± 1 %% from 7 samples", v, n)
 	}
-	if s := d.Stats(); s != (Stats{Measurements: 8, Observations: 126}) {
+	if accs[[2]string{"latency_min", "asn:33915"}] != nil || accs[[2]string{"latency_min", "country:NL"}] != nil {
+		t.Error("a lowest RTT for a network or a country, which has no single path")
+	}
+	if s := d.Stats(); s != (Stats{Measurements: 8, Observations: 143}) {
 		t.Errorf("stats %+v", s)
 	}
 }

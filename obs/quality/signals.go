@@ -33,6 +33,16 @@ var (
 	// LatencyP95 is the 95th percentile RTT in milliseconds.
 	LatencyP95 = obs.Register(obs.SignalDef{Name: "latency_p95", Unit: "ms", Feed: obs.FeedQuality, Agg: obs.Custom,
 		NewAccumulator: func() obs.Accumulator { return NewQuantileAccumulator(0.95) }})
+	// LatencyMin is the lowest RTT in milliseconds of the samples in a
+	// bucket: the path's delay without queueing, the quantity TCP tracks
+	// as a path's base delay (Vegas' BaseRTT, BBR's min_rtt). It is kept
+	// for one probe's series towards one destination only (see
+	// ingest/quality): over many probes the lowest RTT is the nearest
+	// probe's, which says nothing of any path. A median of a bucket's two
+	// samples, one queued, is a value at neither the path's level nor the
+	// queue's; the lowest is at the path's.
+	LatencyMin = obs.Register(obs.SignalDef{Name: "latency_min", Unit: "ms", Feed: obs.FeedQuality, Agg: obs.Custom,
+		NewAccumulator: func() obs.Accumulator { return &MinAccumulator{} }})
 	// BandwidthP50 is the median measured bandwidth in Mbit/s.
 	BandwidthP50 = obs.Register(obs.SignalDef{Name: "bandwidth_p50", Unit: "Mbps", Feed: obs.FeedQuality, Agg: obs.Custom,
 		NewAccumulator: func() obs.Accumulator { return NewQuantileAccumulator(0.5) }})
@@ -156,6 +166,85 @@ func (a *QuantileAccumulator) fromP2(b []byte) error {
 	for i := 1; i < 5; i++ {
 		a.sk.AddCount(h[i], int64(pos[i]-pos[i-1]))
 	}
+	return nil
+}
+
+// MinAccumulator keeps a bucket's lowest sample and the number of
+// samples. Merging partial buckets is exact: the lowest of the lowest.
+type MinAccumulator struct {
+	min float64
+	n   int64
+}
+
+var _ obs.Mergeable = (*MinAccumulator)(nil)
+
+// Add folds one sample in; NaN, infinite and negative samples (a lost
+// ping) are not RTTs and are skipped.
+func (a *MinAccumulator) Add(o *obs.Observation) {
+	if !(o.Value >= 0) || math.IsInf(o.Value, 1) {
+		return
+	}
+	if a.n == 0 || o.Value < a.min {
+		a.min = o.Value
+	}
+	a.n++
+}
+
+// Result returns the lowest sample and the number of samples; NaN for an
+// empty bucket.
+func (a *MinAccumulator) Result() (float64, int64) {
+	if a.n == 0 {
+		return math.NaN(), 0
+	}
+	return a.min, a.n
+}
+
+// Reset empties the accumulator for reuse.
+func (a *MinAccumulator) Reset() { *a = MinAccumulator{} }
+
+// Merge folds in the samples of other, a *MinAccumulator.
+func (a *MinAccumulator) Merge(other obs.Accumulator) error {
+	o, ok := other.(*MinAccumulator)
+	if !ok {
+		return fmt.Errorf("quality: merge %T into a minimum accumulator", other)
+	}
+	if o.n > 0 && (a.n == 0 || o.min < a.min) {
+		a.min = o.min
+	}
+	a.n += o.n
+	return nil
+}
+
+// The minimum's binary form: version byte 1, then the lowest sample
+// (float64 bits) and the sample count (uint64), little endian.
+const (
+	minBinVersion = 1
+	minBinSize    = 1 + 8 + 8
+)
+
+// MarshalBinary returns the accumulator's state for a checkpoint or a
+// partial bucket.
+func (a *MinAccumulator) MarshalBinary() ([]byte, error) {
+	b := make([]byte, 0, minBinSize)
+	b = append(b, minBinVersion)
+	b = binary.LittleEndian.AppendUint64(b, math.Float64bits(a.min))
+	b = binary.LittleEndian.AppendUint64(b, uint64(a.n))
+	return b, nil
+}
+
+// UnmarshalBinary restores a state written by MarshalBinary.
+func (a *MinAccumulator) UnmarshalBinary(b []byte) error {
+	if len(b) != minBinSize || b[0] != minBinVersion {
+		return fmt.Errorf("quality: restore minimum accumulator: bad state (%d bytes, version %d)", len(b), firstByte(b))
+	}
+	s := MinAccumulator{min: math.Float64frombits(binary.LittleEndian.Uint64(b[1:])), n: int64(binary.LittleEndian.Uint64(b[9:]))}
+	if s.n < 0 || (s.n > 0 && !(s.min >= 0 && !math.IsInf(s.min, 1))) {
+		return fmt.Errorf("quality: restore minimum accumulator: lowest %v of %d samples", s.min, s.n)
+	}
+	if s.n == 0 {
+		s.min = 0
+	}
+	*a = s
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 
 func TestSignalsRegistered(t *testing.T) {
 	for name, want := range map[string]obs.Signal{
-		"latency_p50": LatencyP50, "latency_p95": LatencyP95, "bandwidth_p50": BandwidthP50, "packet_loss": PacketLoss,
+		"latency_p50": LatencyP50, "latency_p95": LatencyP95, "latency_min": LatencyMin, "bandwidth_p50": BandwidthP50, "packet_loss": PacketLoss,
 	} {
 		s, ok := obs.Lookup(name)
 		if !ok || s != want || s.Def().Feed != obs.FeedQuality || s.Def().Agg != obs.Custom {
@@ -85,6 +85,44 @@ func TestAccumulators(t *testing.T) {
 
 func valueOf(v float64, _ int64) float64 { return v }
 
+// A bucket's lowest RTT, merged from partial buckets in any order, is the
+// lowest of one accumulator fed every sample; lost pings are not samples.
+func TestMinAccumulator(t *testing.T) {
+	var one, a, b MinAccumulator
+	if v, n := one.Result(); !math.IsNaN(v) || n != 0 {
+		t.Fatalf("empty minimum = %v, %d", v, n)
+	}
+	for i, x := range []float64{101.9, 74.9, -1, math.NaN(), 76.5, math.Inf(1)} {
+		o := &obs.Observation{Value: x}
+		one.Add(o)
+		[]*MinAccumulator{&a, &b}[i%2].Add(o)
+	}
+	if v, n := one.Result(); v != 74.9 || n != 3 {
+		t.Fatalf("minimum = %v of %d, want 74.9 of 3", v, n)
+	}
+	if err := b.Merge(&a); err != nil || b != one {
+		t.Fatalf("merged %+v (%v), one %+v", b, err, one)
+	}
+	if err := a.Merge(&MinAccumulator{}); err != nil || a.min != 76.5 || a.n != 2 {
+		t.Fatalf("merging an empty one changed %+v (%v)", a, err)
+	}
+	if err := a.Merge(&LossAccumulator{}); err == nil {
+		t.Fatal("merged a loss accumulator into a minimum")
+	}
+	buf, _ := one.MarshalBinary()
+	var back MinAccumulator
+	if err := back.UnmarshalBinary(buf); err != nil || back != one {
+		t.Fatalf("round trip %+v %v", back, err)
+	}
+	binary.LittleEndian.PutUint64(buf[1:], math.Float64bits(-3))
+	if err := back.UnmarshalBinary(buf); err == nil {
+		t.Fatal("accepted a negative RTT")
+	}
+	if err := back.UnmarshalBinary(buf[:9]); err == nil {
+		t.Fatal("accepted a truncated state")
+	}
+}
+
 // The bare ratios alone, whose float64 sums would depend on the order of
 // addition: the fixed-point state of the merge is the very state of one
 // accumulator, and its ratio is the mean to within 2⁻³² per ratio.
@@ -128,14 +166,16 @@ func FuzzAccumulatorUnmarshal(f *testing.F) {
 		p.Add(&o)
 		l.Add(&o)
 	}
-	for _, m := range []obs.Mergeable{p, &l, NewQuantileAccumulator(0.5), &LossAccumulator{}} {
+	var lo MinAccumulator
+	lo.Add(&obs.Observation{Value: 74.9})
+	for _, m := range []obs.Mergeable{p, &l, NewQuantileAccumulator(0.5), &LossAccumulator{}, &lo, &MinAccumulator{}} {
 		b, _ := m.MarshalBinary()
 		f.Add(b)
 	}
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0x12, 0x40, 67, 0, 0, 0, 0, 0, 0, 0})
 	f.Add(p2State(0.5, 101, [5]float64{1, 10, 20, 30, 100}, [5]uint64{1, 26, 51, 76, 101}))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		for _, m := range []obs.Mergeable{NewQuantileAccumulator(0.5), &LossAccumulator{}} {
+		for _, m := range []obs.Mergeable{NewQuantileAccumulator(0.5), &LossAccumulator{}, &MinAccumulator{}} {
 			if m.UnmarshalBinary(b) != nil {
 				continue
 			}
