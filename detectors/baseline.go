@@ -53,8 +53,11 @@ func validateHistory(window, minHistory Duration) error {
 
 // recentHistory returns the values held in [t-window, t), leaving out the
 // buckets whose starts are in except (ascending), in *scratch, which it
-// reuses; ok is false with less than minHistory of them.
-func recentHistory(r *series.Ring, t, w int64, window, minHistory Duration, except []int64, scratch *[]float64) (vs []float64, ok bool) {
+// reuses; ok is false with less than minHistory of them. A series that
+// reports every step, not every bucket (an hourly export judged in
+// 5-minute buckets), holds one bucket a step, so each value held counts
+// as step long.
+func recentHistory(r *series.Ring, t, w, step int64, window, minHistory Duration, except []int64, scratch *[]float64) (vs []float64, ok bool) {
 	vs = (*scratch)[:0]
 	for x := max(t-int64(window), r.Oldest()); x < t; x += w {
 		for len(except) > 0 && except[0] < x {
@@ -68,7 +71,7 @@ func recentHistory(r *series.Ring, t, w int64, window, minHistory Duration, exce
 		}
 	}
 	*scratch = vs
-	return vs, int64(len(vs))*w >= int64(minHistory)
+	return vs, int64(len(vs))*max(step, w) >= int64(minHistory)
 }
 
 // recentMedian is the median of the values held in [t-window, t); ok is
@@ -76,7 +79,7 @@ func recentHistory(r *series.Ring, t, w int64, window, minHistory Duration, exce
 // windowMedian keeps up to date bucket by bucket, and what it is tested
 // against.
 func recentMedian(r *series.Ring, t, w int64, window, minHistory Duration, scratch *[]float64) (float64, bool) {
-	vs, ok := recentHistory(r, t, w, window, minHistory, nil, scratch)
+	vs, ok := recentHistory(r, t, w, w, window, minHistory, nil, scratch)
 	if !ok {
 		return 0, false
 	}
@@ -221,7 +224,7 @@ type windowMedian struct {
 
 // median returns the median of the values held in [t-window, t); ok is
 // false with less than minHistory of them.
-func (m *windowMedian) median(r *series.Ring, t, w int64, window, minHistory Duration) (float64, bool) {
+func (m *windowMedian) median(r *series.Ring, t, w, step int64, window, minHistory Duration) (float64, bool) {
 	lo := max(t-int64(window), r.Oldest())
 	switch {
 	case m.hi == 0 || m.rev != r.Rev() || t < m.hi || lo < m.lo || m.lo < r.Oldest() || lo >= m.hi ||
@@ -237,7 +240,7 @@ func (m *windowMedian) median(r *series.Ring, t, w int64, window, minHistory Dur
 		m.lo, m.hi = lo, t
 	}
 	n := len(m.sorted)
-	if n == 0 || int64(n)*w < int64(minHistory) {
+	if n == 0 || int64(n)*max(step, w) < int64(minHistory) {
 		return 0, false
 	}
 	a, _ := r.Decode(m.sorted[(n-1)/2])

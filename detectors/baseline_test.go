@@ -61,7 +61,7 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 				// the window median, as prefix_withdrawal asks for it
 				for i, window := range []Duration{Duration(6 * 3600e9), Duration(24 * 3600e9)} {
 					want, wok := recentMedian(r, ts, w, window, Duration(3600e9), &scratch)
-					got, gok := meds[i].median(r, ts, w, window, Duration(3600e9))
+					got, gok := meds[i].median(r, ts, w, w, window, Duration(3600e9))
 					if got != want || gok != wok {
 						t.Fatalf("bucket %d: window median %v %v, recomputed %v %v", b, got, gok, want, wok)
 					}

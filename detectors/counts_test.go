@@ -291,3 +291,22 @@ func TestRadarRulesJudgeAHalfHourlyExportOnItsThirdDay(t *testing.T) {
 		t.Fatalf("findings %+v, want a firing from %s", f, at)
 	}
 }
+
+// An hourly export of withdrawals holds an hour of history after its
+// first point, not after twelve: min_history counts each point as the
+// hour it stands for. A burst of three hours from the fourth fires, dated
+// from its first hour; twelve hours of waiting would have missed it.
+func TestWithdrawalBurstJudgesAnHourlyExport(t *testing.T) {
+	set, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("bgp_withdrawals")
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC)
+	vs := []float64{10, 12, 9, 1000, 1200, 900, 11, 10, 12, 9, 10, 11, 10, 12, 9, 10}
+	f := judgeSeries(t, set, sig, "asn:64500", from, time.Hour, vs)
+	at := from.Add(3 * time.Hour)
+	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != at.UnixNano() {
+		t.Fatalf("findings %+v, want a firing from %s", f, at)
+	}
+}

@@ -293,11 +293,8 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		// A series that reports every step, not every bucket (an hourly
-		// export judged in 5-minute buckets), holds one bucket a step:
-		// its history is as long as its buckets times its step.
 		step := pt.Series.Step()
-		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory/Duration(max(step/w, 1)))
+		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, step, d.p.BaselineWindow, d.p.MinHistory)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
@@ -637,7 +634,7 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, d.p.BaselineWindow, d.p.MinHistory, nil, &d.scratch)
+		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, pt.Series.Step(), d.p.BaselineWindow, d.p.MinHistory, nil, &d.scratch)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
