@@ -21,6 +21,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/trafficmanager"
 )
 
@@ -109,14 +110,7 @@ func NewKafka(brokers []string, topic string, tr *kafka.Transport) (*Kafka, erro
 	if len(brokers) == 0 || topic == "" {
 		return nil, errors.New("planhook: kafka: want brokers and a topic")
 	}
-	w := &kafka.Writer{Addr: kafka.TCP(brokers...), Topic: topic, Balancer: &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true, BatchTimeout: time.Millisecond,
-		MaxAttempts: 3, WriteTimeout: 10 * time.Second}
-	if tr != nil {
-		// Not a nil *Transport in the interface: the writer would call it.
-		w.Transport = tr
-	}
-	return &Kafka{W: w, Key: "traffic-manager"}, nil
+	return &Kafka{W: kafkaio.NewWriter(brokers, topic, tr), Key: "traffic-manager"}, nil
 }
 
 // Name implements Publisher.

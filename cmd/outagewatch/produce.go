@@ -246,16 +246,11 @@ func openPlayback(arg string) (*playback, error) {
 // newProducer is a kafka-go writer that keeps each partition in the order
 // records are given: one write at a time, keyed records by key hash.
 func newProducer(brokers []string, tr *kafka.Transport) *kafka.Writer {
-	return &kafka.Writer{
-		Addr:         kafka.TCP(brokers...),
-		Transport:    tr,
-		Balancer:     &kafka.Hash{},
-		RequiredAcks: kafka.RequireAll,
-		// Every write is a whole slice of records; do not wait for more.
-		BatchTimeout: time.Millisecond,
-		BatchSize:    maxBatch,
-		BatchBytes:   16 << 20,
-	}
+	w := kafkaio.NewWriter(brokers, "", tr)
+	// The topics were created with their partitions beforehand.
+	w.AllowAutoTopicCreation = false
+	w.BatchSize, w.BatchBytes = maxBatch, 16<<20
+	return w
 }
 
 // maxBatch bounds the records of one write: enough that writing as fast as

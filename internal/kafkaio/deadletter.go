@@ -34,13 +34,7 @@ type DeadLetters struct {
 
 // NewDeadLetters writes dead letters to topic on brokers through d.
 func NewDeadLetters(brokers []string, topic string, d *kafka.Dialer) *DeadLetters {
-	w := &kafka.Writer{
-		Addr: kafka.TCP(brokers...), Topic: topic,
-		Balancer: &kafka.Hash{}, RequiredAcks: kafka.RequireAll, AllowAutoTopicCreation: true,
-		BatchTimeout: time.Millisecond, MaxAttempts: 3, WriteTimeout: 10 * time.Second,
-		Transport: Transport(d),
-	}
-	return &DeadLetters{w: w, topic: topic}
+	return &DeadLetters{w: NewWriter(brokers, topic, Transport(d)), topic: topic}
 }
 
 // Add queues a dead letter of m, refused for reason (the decoder's) with
