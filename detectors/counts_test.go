@@ -260,38 +260,6 @@ func TestIODARulesJudgeAnHourlyExport(t *testing.T) {
 	}
 }
 
-// A traffic export with a point every 30 minutes knows an hour of the day
-// after that hour's two points, not after twelve (an hour of 5-minute
-// buckets, six days of such an export): with a day to compare with and a
-// day of its noise learnt, a drop on the third day fires, from its start.
-func TestRadarRulesJudgeAHalfHourlyExportOnItsThirdDay(t *testing.T) {
-	set, err := rules.Load("../examples/radar/radar.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, ok := obs.Lookup("radar_http_requests")
-	if !ok {
-		t.Fatal("the Radar rules declare no radar_http_requests")
-	}
-	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC) // a Monday
-	vs := make([]float64, 3*48)
-	for i := range vs {
-		h := float64(i%48) / 2
-		// A daily cycle, and a few per cent of noise that repeats
-		// every five points.
-		vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * (1 + 0.02*float64(i%5-2))
-	}
-	drop := 2*48 + 24 // the third day, 12:00
-	for i := drop; i < drop+4; i++ {
-		vs[i] *= 0.3
-	}
-	f := judgeSeries(t, set, sig, "country:XX", from, 30*time.Minute, vs)
-	at := from.Add(time.Duration(drop) * 30 * time.Minute)
-	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != at.UnixNano() {
-		t.Fatalf("findings %+v, want a firing from %s", f, at)
-	}
-}
-
 // An hourly export of withdrawals holds an hour of history after its
 // first point, not after twelve: min_history counts each point as the
 // hour it stands for. A burst of three hours from the fourth fires, dated

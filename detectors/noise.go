@@ -55,11 +55,10 @@ func (m *noiseModel) learnAt(h int, r float64) {
 
 // sigmaAt is the forecast error in slot h (slotOf of a bucket's start) as
 // a standard deviation of the log-residual; ok is false until that hour
-// (of a weekday, or of a weekend day) has been seen for an hour of the
-// series' points, step apart: twelve 5-minute buckets, or two points of
-// a half-hourly export (which would otherwise wait six days).
-func (m *noiseModel) sigmaAt(h int, step int64) (float64, bool) {
-	if int64(m.N[h]) < max(2, 3600e9/step) {
+// (of a weekday, or of a weekend day) has been seen for an hour of buckets
+// of width w.
+func (m *noiseModel) sigmaAt(h int, w int64) (float64, bool) {
+	if int64(m.N[h]) < max(2, 3600e9/w) {
 		return 0, false
 	}
 	return 1.2533 * float64(m.Abs[h]), true

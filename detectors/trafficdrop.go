@@ -262,7 +262,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if base < d.p.MinBaseline || base <= 0 {
 			continue
 		}
-		sigma, known := st.Noise.sigmaAt(slot, pt.Series.Step())
+		sigma, known := st.Noise.sigmaAt(slot, w)
 		gate := max(bar, d.p.Noise*sigma)
 		// Until the series' noise at this hour is known, it is learnt, not
 		// judged: a fresh series pages neither at its first troughs nor at
