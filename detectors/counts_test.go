@@ -278,3 +278,55 @@ func TestWithdrawalBurstJudgesAnHourlyExport(t *testing.T) {
 		t.Fatalf("findings %+v, want a firing from %s", f, at)
 	}
 }
+
+// The noise of an hour known from a few residuals is taken at its upper
+// confidence bound, so that a half-hourly export is judged from its
+// second day without paging at a noisy night's troughs. A region whose
+// night-time traffic swings by about a third around its daily cycle
+// (log-normal, σ 0.35, from midnight to six; 5 % by day) pages nobody in
+// three weeks under the Radar rules; judged against the estimate from two
+// residuals, seeds 1, 4 and 5 paged at a trough. A quiet region's drop to
+// a fifth on its third day (each hour's two residuals were learnt on the
+// second) fires from its start; waiting for twelve residuals an hour, a
+// half-hourly export was silent for a week.
+func TestTrafficDropLearnsNoiseOnFewResiduals(t *testing.T) {
+	set, err := rules.Load("../examples/radar/radar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, ok := obs.Lookup("radar_http_requests")
+	if !ok {
+		t.Fatal("the Radar rules declare no radar_http_requests")
+	}
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC) // a Monday
+	region := func(seed uint64, night float64) []float64 {
+		r := rand.New(rand.NewPCG(seed, 7))
+		vs := make([]float64, 21*48)
+		for i := range vs {
+			h := float64(i%48) / 2
+			s := 0.05
+			if h < 6 {
+				s = night
+			}
+			vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * math.Exp(s*r.NormFloat64())
+		}
+		return vs
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		for _, f := range judgeSeries(t, set, sig, "region:XX", from, 30*time.Minute, region(seed, 0.35)) {
+			if f.Status == detectors.Firing {
+				t.Errorf("seed %d: paged at %s: %s", seed, time.Unix(0, f.Start).UTC(), f.Summary)
+			}
+		}
+	}
+	vs := region(1, 0.05)[:3*48]
+	drop := 2*48 + 24 // the third day, 12:00
+	for i := drop; i < drop+4; i++ {
+		vs[i] *= 0.2
+	}
+	f := judgeSeries(t, set, sig, "region:XX", from, 30*time.Minute, vs)
+	at := from.Add(time.Duration(drop) * 30 * time.Minute)
+	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != at.UnixNano() {
+		t.Fatalf("findings %+v, want a firing from %s", f, at)
+	}
+}

@@ -38,9 +38,12 @@ func init() { Register(TrafficDropName, func() Params { return DefaultTrafficDro
 // a city whose night-time counts swing by half around a small baseline
 // does not page at every trough, because at night its bar is its own
 // noise, not the threshold. Until an hour of the day (of a weekday, or of
-// a weekend day) has been seen once against a baseline, the series is
-// learnt, not judged there: a fresh series is silent for its first two
-// days, and on its first Saturday. The firing alert says
+// a weekend day) has two residuals against a baseline, the series is
+// learnt, not judged there: a fresh series is silent for its first day
+// and the first buckets of each hour of its second, and at the start of
+// each hour of its first Saturday. Then the noise is taken at its upper
+// 95 % confidence bound for the residuals it rests on (sigmaBound): four
+// times the estimate from two residuals, 14 % over it once learnt. The firing alert says
 // how far past both bars it is (confidence, sigmas).
 //
 // Outliers never become the baseline: while a bucket is anomalous (a drop
@@ -262,7 +265,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if base < d.p.MinBaseline || base <= 0 {
 			continue
 		}
-		sigma, known := st.Noise.sigmaAt(slot, w)
+		sigma, known := st.Noise.sigmaAt(slot)
 		gate := max(bar, d.p.Noise*sigma)
 		// Until the series' noise at this hour is known, it is learnt, not
 		// judged: a fresh series pages neither at its first troughs nor at
