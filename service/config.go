@@ -48,7 +48,7 @@ type Config struct {
 	// and zones whose failures belong to a network's outage.
 	Correlation Correlation `yaml:"correlation"`
 	// Silences are maintenance windows set in the config; more can be set
-	// through POST /api/v1/silences (persisted under data_dir).
+	// through POST /api/v1/silences (kept on kafka.silence_topic).
 	Silences []silence.Silence `yaml:"silences"`
 	// MemoryLimit is the Go runtime's soft memory limit ("6GiB", "75%",
 	// package memlimit): the collector keeps the process near it instead

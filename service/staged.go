@@ -234,6 +234,7 @@ func (s *Staged) Run(ctx context.Context) error {
 			s.disp.Close()
 		}()
 	}
+	go s.carrySilences(ctx)
 	if s.mute != nil {
 		go s.mute.follow(ctx)
 	}
