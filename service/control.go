@@ -15,6 +15,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/internal/kafkaio"
 )
 
@@ -54,9 +55,11 @@ type controlRecord struct {
 	// StageTwo are the stage-two partitions held by the instance that
 	// answers whose snapshots are written up to what they have read.
 	StageTwo []int `json:"stage_two,omitempty"`
-	// StageOne says the instance runs stage one and wrote its routing
-	// table's checkpoint (a no-op without BGP topics).
-	StageOne bool `json:"stage_one,omitempty"`
+	// RunsStageOne says the instance runs stage one, and StageOne that
+	// it wrote its routing table's checkpoint (a no-op without BGP
+	// topics).
+	RunsStageOne bool `json:"runs_stage_one,omitempty"`
+	StageOne     bool `json:"stage_one,omitempty"`
 	// Error is what failed, if anything.
 	Error string `json:"error,omitempty"`
 }
@@ -150,7 +153,7 @@ func (c *control) answer(ctx context.Context, req controlRecord) {
 	ctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	done := c.s.checkpointHere(ctx)
-	ack := controlRecord{Kind: controlAck, ID: req.ID, Instance: c.instance, StageTwo: done.two, StageOne: done.one}
+	ack := controlRecord{Kind: controlAck, ID: req.ID, Instance: c.instance, StageTwo: done.two, RunsStageOne: c.s.one, StageOne: done.one}
 	if done.err != nil {
 		ack.Error = done.err.Error()
 	}
@@ -190,10 +193,19 @@ type DeploymentCheckpoint struct {
 	Partitions []int `json:"partitions"`
 	Written    []int `json:"written"`
 	Missing    []int `json:"missing"`
+	// StageOneInstances are the members of stage one's consumer group
+	// when the request was made, when stage one has a routing table to
+	// checkpoint (a BGP topic), else 0; StageOneWritten counts the
+	// instances that said they wrote theirs.
+	StageOneInstances int `json:"stage_one_instances"`
+	StageOneWritten   int `json:"stage_one_written"`
 	// Instances are the answers received, by instance.
 	Instances []CheckpointAnswer `json:"instances"`
-	// Complete is every partition written and no error.
+	// Complete is every partition and routing table written, no error.
 	Complete bool `json:"complete"`
+	// oneAnswers counts the answers of instances that run stage one:
+	// fewer than StageOneInstances is one that did not answer in time.
+	oneAnswers int
 }
 
 // CheckpointAnswer is one instance's answer to a checkpoint request.
@@ -223,6 +235,7 @@ func (s *Staged) CheckpointDeployment(ctx context.Context, wait time.Duration) (
 	if err != nil {
 		return out, fmt.Errorf("checkpoint: partitions of %s: %w", s.cfg.Kafka.InternalTopic, err)
 	}
+	out.StageOneInstances = s.stageOneInstances(ctx)
 	var id [8]byte
 	if _, err := rand.Read(id[:]); err != nil {
 		return out, err
@@ -251,14 +264,18 @@ wait:
 		c.mu.Lock()
 		acks = slices.Clone(p.acks)
 		c.mu.Unlock()
+		ones := 0
 		for _, a := range acks {
 			for _, part := range a.StageTwo {
 				if want[part] {
 					written[part] = true
 				}
 			}
+			if a.RunsStageOne {
+				ones++
+			}
 		}
-		if len(written) == len(want) {
+		if len(written) == len(want) && ones >= out.StageOneInstances {
 			break
 		}
 		select {
@@ -268,21 +285,27 @@ wait:
 		}
 	}
 	out.Partitions = slices.Sorted(maps.Keys(want))
-	out.Written = slices.Sorted(maps.Keys(written))
+	out.Written = append([]int{}, slices.Sorted(maps.Keys(written))...)
 	out.Missing = []int{}
 	for _, part := range out.Partitions {
 		if !written[part] {
 			out.Missing = append(out.Missing, part)
 		}
 	}
-	out.Complete = len(out.Missing) == 0
 	out.Instances = []CheckpointAnswer{}
+	failed := false
 	for _, a := range acks {
-		out.Instances = append(out.Instances, CheckpointAnswer{Instance: a.Instance, StageTwo: a.StageTwo, StageOne: a.StageOne, Error: a.Error})
-		if a.Error != "" {
-			out.Complete = false
+		out.Instances = append(out.Instances, CheckpointAnswer{Instance: a.Instance, StageTwo: append([]int{}, a.StageTwo...),
+			StageOne: a.StageOne, Error: a.Error})
+		if a.RunsStageOne {
+			out.oneAnswers++
 		}
+		if a.StageOne {
+			out.StageOneWritten++
+		}
+		failed = failed || a.Error != ""
 	}
+	out.Complete = len(out.Missing) == 0 && out.StageOneWritten >= out.StageOneInstances && !failed
 	slices.SortFunc(out.Instances, func(a, b CheckpointAnswer) int {
 		if a.Instance < b.Instance {
 			return -1
@@ -293,6 +316,23 @@ wait:
 		return 0
 	})
 	return out, nil
+}
+
+// stageOneInstances counts the instances whose stage one has a routing
+// table to checkpoint: the members of its consumer group when a BGP topic
+// is read, else 0. A group that cannot be described counts 0, with a
+// warning: the answer then waits for stage two's partitions only.
+func (s *Staged) stageOneInstances(ctx context.Context) int {
+	if !slices.ContainsFunc(s.cfg.Kafka.Topics, func(t Topic) bool { return ingest.Ordered(t.Stream) }) {
+		return 0
+	}
+	group := s.cfg.Kafka.GroupID + "-stage1"
+	n, err := kafkaio.GroupMembers(ctx, s.client, group)
+	if err != nil {
+		s.log.Warn("checkpoint: stage one's instances not counted; the answer waits for stage two's partitions only", "group", group, "err", err)
+		return 0
+	}
+	return n
 }
 
 // localCheckpoint is what the stages run here did for a checkpoint.

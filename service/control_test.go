@@ -67,7 +67,8 @@ func TestStagedCheckpointWholeDeployment(t *testing.T) {
 		t.Fatalf("checkpoint: %d %s", code, body)
 	}
 	all := []int{0, 1, 2, 3}
-	if !cp.Complete || !slices.Equal(cp.Partitions, all) || !slices.Equal(cp.Written, all) || len(cp.Missing) != 0 {
+	if !cp.Complete || !slices.Equal(cp.Partitions, all) || !slices.Equal(cp.Written, all) || len(cp.Missing) != 0 ||
+		cp.StageOneInstances != 2 || cp.StageOneWritten != 2 {
 		t.Fatalf("checkpoint answer: %s", body)
 	}
 	byInstance := map[string][]int{}
@@ -123,6 +124,7 @@ func TestStagedCheckpointTimesOut(t *testing.T) {
 		<-done
 	}()
 	base := "http://" + ln.Addr().String()
+	waitFor(t, "stage one in its group", waitLong, func() bool { return st.status.assigned[0].Load() })
 	if code, body := apiDo(t, base, "POST", "/api/v1/checkpoint?wait=forever", "tok", ""); code != http.StatusBadRequest {
 		t.Fatalf("checkpoint?wait=forever: %d %s", code, body)
 	}
@@ -137,7 +139,8 @@ func TestStagedCheckpointTimesOut(t *testing.T) {
 		}
 		return json.Unmarshal([]byte(body), &cp) == nil && len(cp.Instances) == 1 && cp.Instances[0].StageOne
 	})
-	if code != http.StatusGatewayTimeout || cp.Complete || !slices.Equal(cp.Missing, []int{0, 1, 2, 3}) || len(cp.Written) != 0 {
+	if code != http.StatusGatewayTimeout || cp.Complete || !slices.Equal(cp.Missing, []int{0, 1, 2, 3}) || len(cp.Written) != 0 ||
+		cp.StageOneInstances != 1 || cp.StageOneWritten != 1 {
 		t.Fatalf("checkpoint with no stage two anywhere: %d %s", code, body)
 	}
 }

@@ -36,9 +36,9 @@ func (s *Staged) apiRoutes(mux *http.ServeMux) {
 		switch {
 		case err != nil:
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
-		case len(res.Missing) > 0:
-			// Not every partition answered for in time: which ones is
-			// the answer.
+		case len(res.Missing) > 0 || res.oneAnswers < res.StageOneInstances:
+			// Not every partition or instance answered for in time:
+			// which ones is the answer.
 			writeJSON(w, http.StatusGatewayTimeout, res)
 		case !res.Complete:
 			writeJSON(w, http.StatusInternalServerError, res)
