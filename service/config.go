@@ -48,7 +48,7 @@ type Config struct {
 	// and zones whose failures belong to a network's outage.
 	Correlation Correlation `yaml:"correlation"`
 	// Silences are maintenance windows set in the config; more can be set
-	// through POST /api/v1/silences (persisted under data_dir).
+	// through POST /api/v1/silences (kept on kafka.silence_topic).
 	Silences []silence.Silence `yaml:"silences"`
 	// MemoryLimit is the Go runtime's soft memory limit ("6GiB", "75%",
 	// package memlimit): the collector keeps the process near it instead
@@ -97,6 +97,10 @@ type KafkaConfig struct {
 	// ViewTopic, compacted, one partition, carries every instance's
 	// alerts and outage events to every other, for the API and the page.
 	ViewTopic string `yaml:"view_topic"`
+	// ControlTopic, one partition, carries the requests that every
+	// instance acts on (a checkpoint of the whole deployment) and the
+	// instances' answers.
+	ControlTopic string `yaml:"control_topic"`
 	// TLS and SASL to the brokers (internal/kafkaio); absent means plaintext.
 	TLS  *KafkaTLS  `yaml:"tls"`
 	SASL *KafkaSASL `yaml:"sasl"`
@@ -209,6 +213,9 @@ const (
 	DefaultChangelogTopic     = "outagewatch-stage2-changelog"
 	DefaultSilenceTopic       = "outagewatch-silences"
 	DefaultViewTopic          = "outagewatch-alerts"
+	// DefaultControlTopic is named like the other topics of the
+	// staged runtime: "outagewatch-" and what it carries.
+	DefaultControlTopic       = "outagewatch-control"
 	DefaultInternalPartitions = 6
 	// DefaultMaxQueued is 128 of stage one's fetch batches (512 records):
 	// at the few hundred bytes of a goflow2 or dnstap record, some tens of
@@ -308,6 +315,9 @@ func (c *Config) validate() error {
 	if c.Kafka.ViewTopic == "" {
 		c.Kafka.ViewTopic = DefaultViewTopic
 	}
+	if c.Kafka.ControlTopic == "" {
+		c.Kafka.ControlTopic = DefaultControlTopic
+	}
 	switch {
 	case c.Kafka.InternalPartitions < 0:
 		return fmt.Errorf("kafka.internal_partitions: %d is negative", c.Kafka.InternalPartitions)
@@ -319,6 +329,9 @@ func (c *Config) validate() error {
 	}
 	if seen[c.Kafka.SilenceTopic] || seen[c.Kafka.ViewTopic] {
 		return fmt.Errorf("kafka.silence_topic %q or view_topic %q is also an input topic", c.Kafka.SilenceTopic, c.Kafka.ViewTopic)
+	}
+	if seen[c.Kafka.ControlTopic] {
+		return fmt.Errorf("kafka.control_topic %q is also an input topic", c.Kafka.ControlTopic)
 	}
 	if c.Kafka.PollInterval <= 0 {
 		c.Kafka.PollInterval = DefaultPollInterval

@@ -48,6 +48,7 @@ func TestConfigErrors(t *testing.T) {
 		base + "correlation: {severity: {full_after: soon}}\n":                                                                  "c.yaml:5: ",
 		base + "sinks: [{name: s, type: slack, token_env: T, channel: c, action_rules: [transit-packet-loss]}]\n":               "sinks[0] s: action_rules: only a webhook or jsonl sink can feed an actions process",
 		base + "sinks: [{name: a, type: jsonl, path: -, action_rules: ['']}]\n":                                                 "sinks[0] a: action_rules[0]: empty rule name",
+		strings.Replace(base, "data_dir", "  control_topic: flows\ndata_dir", 1):                                                `kafka.control_topic "flows" is also an input topic`,
 	}
 	for text, want := range cases {
 		_, err := ParseConfig("c.yaml", []byte(text))
@@ -59,7 +60,8 @@ func TestConfigErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.HTTP.Listen != "127.0.0.1:9310" || c.Kafka.GroupID != "outagewatch" || c.CheckpointInterval != DefaultCheckpointInterval {
+	if c.HTTP.Listen != "127.0.0.1:9310" || c.Kafka.GroupID != "outagewatch" || c.CheckpointInterval != DefaultCheckpointInterval ||
+		c.Kafka.ControlTopic != DefaultControlTopic {
 		t.Errorf("defaults: %+v", c)
 	}
 	c, err = ParseConfig("c.yaml", []byte(base+`correlation: {severity: {warning: 0.1, critical: 0.4, full_after: 1h}, zone_owners: {virginmedia.com: 5089}}

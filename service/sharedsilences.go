@@ -6,9 +6,14 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/segmentio/kafka-go"
 
@@ -165,4 +170,132 @@ func (ss *sharedSilences) Mutes(ev *alerting.Event) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// legacySilencesFile is where versions before the silence topic kept the
+// silences set through the API, in each instance's data dir
+// (silence.Store). migratedSuffix is added to its name once they are on
+// the topic: the file stays for whoever wants to look, and is not read
+// again.
+const (
+	legacySilencesFile = "silences.json"
+	migratedSuffix     = ".migrated"
+)
+
+// carrySilences carries the silences an older version kept in
+// data_dir/silences.json over to the silence topic, so an upgrade does not
+// drop them, retrying while the brokers fail until ctx ends. A file that
+// does not parse is left as it is, with an error logged: an older version
+// refused to start on it too.
+func (s *Staged) carrySilences(ctx context.Context) {
+	file := filepath.Join(s.cfg.DataDir, legacySilencesFile)
+	b, err := os.ReadFile(file)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return
+	case err != nil:
+		s.log.Error("silences of an older version not carried over to the silence topic", "file", file, "err", err)
+		return
+	}
+	var l []silence.Silence
+	if err := json.Unmarshal(b, &l); err != nil {
+		s.log.Error("silences of an older version not carried over to the silence topic", "file", file, "err", err)
+		return
+	}
+	for r := kafkaio.NewRetry(); ; {
+		err := s.publishLegacySilences(ctx, file, l)
+		if err == nil || ctx.Err() != nil {
+			return
+		}
+		if kafkaio.Sleep(ctx, r.Fail(time.Now(), s.log, "silences of an older version not carried over yet; retrying", err, "file", file)) != nil {
+			return
+		}
+	}
+}
+
+// publishLegacySilences writes to the silence topic each silence of l that
+// has not ended and whose ID the topic does not name yet (a value or a
+// tombstone: one deleted since is not brought back), so a second start,
+// or another instance with a copy of the file, writes nothing twice. Then
+// it renames file to show it is done.
+func (s *Staged) publishLegacySilences(ctx context.Context, file string, l []silence.Silence) error {
+	topic := s.cfg.Kafka.SilenceTopic
+	onTopic, err := s.silenceIDs(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	var recs []kafka.Record
+	var carried []silence.Silence
+	expired, already := 0, 0
+	for i, sl := range l {
+		sl.FromConfig = false
+		switch {
+		case !sl.End.After(now):
+			expired++
+			continue
+		case onTopic[sl.ID]:
+			already++
+			continue
+		}
+		if err := sl.Validate(); err != nil || sl.ID == "" {
+			s.log.Warn("silence of an older version not carried over: invalid", "file", file, "index", i, "id", sl.ID, "err", err)
+			continue
+		}
+		v, err := json.Marshal(sl)
+		if err != nil {
+			return fmt.Errorf("silence %s: %w", sl.ID, err)
+		}
+		recs = append(recs, kafka.Record{Key: kafka.NewBytes([]byte(sl.ID)), Value: kafka.NewBytes(v)})
+		carried = append(carried, sl)
+		onTopic[sl.ID] = true // a file listing an ID twice writes it once
+	}
+	if len(recs) > 0 {
+		if _, err := s.produce(ctx, topic, 0, recs); err != nil {
+			return fmt.Errorf("silence topic %s: %w", topic, err)
+		}
+	}
+	if s.mute != nil {
+		// At once here, as Add does; the other instances as they read it.
+		s.mute.mu.Lock()
+		for _, sl := range carried {
+			s.mute.api[sl.ID] = sl
+		}
+		s.mute.mu.Unlock()
+	}
+	if err := os.Rename(file, file+migratedSuffix); err != nil {
+		// On the topic already: the next start finds them there and
+		// writes nothing.
+		s.log.Warn("silences of an older version carried over, but the file not renamed", "file", file, "err", err)
+	}
+	s.log.Info("silences of an older version carried over to the silence topic", "file", file, "topic", topic,
+		"carried", len(carried), "already_on_topic", already, "expired", expired, "renamed_to", file+migratedSuffix)
+	return nil
+}
+
+// silenceIDs are the keys on the silence topic now, values and tombstones.
+func (s *Staged) silenceIDs(ctx context.Context) (map[string]bool, error) {
+	topic := s.cfg.Kafka.SilenceTopic
+	h, err := s.highWatermarks(ctx, []string{topic})
+	if err != nil {
+		return nil, fmt.Errorf("silence topic %s: %w", topic, err)
+	}
+	ids := map[string]bool{}
+	end := h[tp{topic, 0}]
+	if end <= 0 {
+		return ids, nil
+	}
+	// A minute: the topic holds a record or two per silence, read in
+	// a fetch or two; longer is a broker in trouble, and the caller
+	// retries.
+	rctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	err = kafkaio.ReadRange(rctx, s.cfg.Kafka.Brokers, s.opts.Dialer, s.log, topic, 0, kafka.FirstOffset, end, func(m kafka.Message) error {
+		ids[string(m.Key)] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("silence topic %s: %w", topic, err)
+	}
+	return ids, nil
 }

@@ -1,14 +1,23 @@
 package service
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
+	"maps"
 	"net/http"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
+	"github.com/segmentio/kafka-go"
+
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/silence"
 )
 
@@ -77,5 +86,90 @@ func TestStagedSilencesTravel(t *testing.T) {
 	waitFor(t, "the silence gone from A", waitLong, func() bool { return slices.Equal(list(baseA), want[:1]) })
 	if code, _ := apiDo(t, baseA, "DELETE", "/api/v1/silences/"+added.ID, "tok", ""); code != http.StatusNotFound {
 		t.Fatalf("delete again through A: %d", code)
+	}
+}
+
+// Silences an older version kept in data_dir/silences.json are carried
+// over to the silence topic on start, under their own IDs: the other
+// instance lists them and mutes with them. One that has ended is not
+// carried. The file is renamed, and a second instance starting with a copy
+// of it writes nothing twice.
+func TestStagedSilencesCarriedOver(t *testing.T) {
+	c := startBroker(t, 0, "", "flows")
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	day := time.Date(2023, 4, 4, 0, 0, 0, 0, time.UTC)
+	old := []silence.Silence{
+		{ID: "0a1b2c3d4e5f6071", Entity: "asn:5089", Start: day, End: time.Now().Add(30 * 24 * time.Hour),
+			Author: "ana", Comment: "core maintenance, set before the upgrade"},
+		{ID: "8192a3b4c5d6e7f8", Entity: "asn:15169", Start: day, End: day.Add(9 * time.Hour),
+			Author: "ana", Comment: "ended long ago"},
+	}
+	legacy, err := json.MarshalIndent(old, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst := func(name string) (string, *Staged, string, func()) {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "silences.json"), legacy, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth,
+			Topics: []Topic{{Name: "flows", Stream: "flows", Format: "goflow2-pb"}}})
+		base, st, stop := runStagedObj(t, cfg, quietLog())
+		return base, st, dir, stop
+	}
+	migrated := func(dir string) bool {
+		_, errOld := os.Stat(filepath.Join(dir, "silences.json"))
+		b, errNew := os.ReadFile(filepath.Join(dir, "silences.json.migrated"))
+		return errors.Is(errOld, fs.ErrNotExist) && errNew == nil && bytes.Equal(b, legacy)
+	}
+	_, _, dirA, stopA := inst("a")
+	defer stopA()
+	waitFor(t, "instance A's silences.json carried over and renamed", waitLong, func() bool { return migrated(dirA) })
+	baseB, stB, dirB, stopB := inst("b")
+	defer stopB()
+	waitFor(t, "instance B's copy of the file renamed", waitLong, func() bool { return migrated(dirB) })
+	var ids []string
+	waitFor(t, "the carried silence listed by B", waitLong, func() bool {
+		code, body := apiDo(t, baseB, "GET", "/api/v1/silences", "", "")
+		var l struct{ Silences []silence.Silence }
+		if code != http.StatusOK || json.Unmarshal([]byte(body), &l) != nil {
+			t.Fatalf("silences: %d %s", code, body)
+		}
+		ids = ids[:0]
+		for _, s := range l.Silences {
+			ids = append(ids, s.ID)
+		}
+		return len(ids) > 0
+	})
+	if want := []string{old[0].ID}; !slices.Equal(ids, want) {
+		t.Fatalf("B lists %v, want %v (the ended one not carried)", ids, want)
+	}
+	at := day.Add(3 * time.Hour) // within both windows in event time
+	if why, ok := stB.mute.Mutes(&alerting.Event{Kind: alerting.KindAlert, Entity: "asn:5089", At: at}); !ok || why != "silence "+old[0].ID {
+		t.Fatalf("B: %q %v, want muted by silence %s", why, ok, old[0].ID)
+	}
+	if why, ok := stB.mute.Mutes(&alerting.Event{Kind: alerting.KindAlert, Entity: "asn:15169", At: at}); ok {
+		t.Fatalf("B mutes with the ended silence: %q", why)
+	}
+	// Once on the topic, whichever instances start with the file.
+	keys := map[string]int{}
+	topic := stB.cfg.Kafka.SilenceTopic
+	h, err := stB.highWatermarks(context.Background(), []string{topic})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitLong)
+	defer cancel()
+	if err := kafkaio.ReadRange(ctx, []string{addr}, kafkaio.PlainDialer(), quietLog(), topic, 0, kafka.FirstOffset, h[tp{topic, 0}],
+		func(m kafka.Message) error { keys[string(m.Key)]++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]int{old[0].ID: 1}; !maps.Equal(keys, want) {
+		t.Fatalf("silence topic records by key: %v, want %v", keys, want)
 	}
 }

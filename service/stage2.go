@@ -88,7 +88,8 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 			t.apply(f)
 		case reply := <-s.cp2:
 			t.cpRetry = kafkaio.NewRetry() // asked for: tried now
-			reply <- t.checkpointAll(ctx)
+			err := t.checkpointAll(ctx)
+			reply <- cpDone{parts: t.written(), err: err}
 			t.lastCP = time.Now()
 		case now := <-tick.C:
 			s.reloadMap(mapStageTwo, t.m)

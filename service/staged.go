@@ -53,8 +53,12 @@ type Staged struct {
 	// dead-letter topic.
 	dlq *kafkaio.DeadLetters
 	// cp1 and cp2 ask each stage's loop for a checkpoint now (the
-	// checkpoint API).
-	cp1, cp2 chan chan error
+	// checkpoint API, through ctl).
+	cp1 chan chan error
+	cp2 chan chan cpDone
+	// ctl reads and writes the control topic: checkpoints of the whole
+	// deployment.
+	ctl *control
 	// page keeps the alert events delivered here, ended ones included,
 	// for the outage page.
 	page *statuspage.Store
@@ -80,7 +84,8 @@ const (
 // NewStaged builds the stages named by which ("1", "2" or "both").
 func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 	s := &Staged{cfg: cfg, opts: opts, log: opts.Logger, status: newStagedStatus(),
-		cp1: make(chan chan error), cp2: make(chan chan error)}
+		cp1: make(chan chan error), cp2: make(chan chan cpDone)}
+	s.ctl = newControl(s)
 	switch which {
 	case StageOne:
 		s.one = true
@@ -234,6 +239,8 @@ func (s *Staged) Run(ctx context.Context) error {
 			s.disp.Close()
 		}()
 	}
+	go s.carrySilences(ctx)
+	go s.ctl.follow(ctx)
 	if s.mute != nil {
 		go s.mute.follow(ctx)
 	}
@@ -256,7 +263,7 @@ func (s *Staged) Run(ctx context.Context) error {
 }
 
 // createTopics creates the internal topic, the changelog and the
-// silence and view topics when absent.
+// silence, view and control topics when absent.
 func (s *Staged) createTopics(ctx context.Context) error {
 	k := s.cfg.Kafka
 	return kafkaio.CreateTopics(ctx, s.client, s.log, []kafka.TopicConfig{
@@ -264,6 +271,9 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
 		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
 		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+		{Topic: k.ControlTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: []kafka.ConfigEntry{
+			{ConfigName: "cleanup.policy", ConfigValue: "delete"},
+			{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(controlRetention.Milliseconds(), 10)}}},
 	})
 }
 

@@ -3,7 +3,6 @@ package service
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"html"
 	"net/http"
@@ -20,15 +19,32 @@ import (
 //	GET  /api/v1/silences      silences and maintenance windows
 //	POST /api/v1/silences      add one (bearer token required)
 //	DELETE /api/v1/silences/{id}  remove one (bearer token required)
-//	POST /api/v1/checkpoint    checkpoint every stage run here now (bearer token required)
+//	POST /api/v1/checkpoint    checkpoint every stage of the deployment now (bearer token required)
 //	GET  /, /incident/{id}, /api/v1/incidents  the outage page
 func (s *Staged) apiRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/checkpoint", authorized(s.cfg, func(w http.ResponseWriter, r *http.Request) {
-		if err := s.Checkpoint(r.Context()); err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
-			return
+		wait := DefaultCheckpointWait
+		if v := r.URL.Query().Get("wait"); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 || d > maxCheckpointWait {
+				http.Error(w, fmt.Sprintf("wait %q: want a duration above 0 and up to %s", v, maxCheckpointWait), http.StatusBadRequest)
+				return
+			}
+			wait = d
 		}
-		fmt.Fprintln(w, "checkpoint written")
+		res, err := s.CheckpointDeployment(r.Context(), wait)
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		case len(res.Missing) > 0 || res.oneAnswers < res.StageOneInstances:
+			// Not every partition or instance answered for in time:
+			// which ones is the answer.
+			writeJSON(w, http.StatusGatewayTimeout, res)
+		case !res.Complete:
+			writeJSON(w, http.StatusInternalServerError, res)
+		default:
+			writeJSON(w, http.StatusOK, res)
+		}
 	}))
 	if !s.two {
 		return
@@ -97,37 +113,12 @@ func (s *Staged) dataTime() time.Time {
 	return time.Unix(0, wm).UTC()
 }
 
-// Checkpoint writes a checkpoint of each stage run here now: stage two's
-// snapshots to the changelog with their commits, stage one's routing
-// table to the data dir.
+// Checkpoint writes a checkpoint of each stage run here now, and only
+// here: stage two's snapshots to the changelog with their commits, stage
+// one's routing table to the data dir. The API checkpoints the whole
+// deployment (CheckpointDeployment).
 func (s *Staged) Checkpoint(ctx context.Context) error {
-	var errs []error
-	for _, ch := range s.checkpointers() {
-		reply := make(chan error, 1)
-		select {
-		case ch <- reply:
-		case <-ctx.Done():
-			return fmt.Errorf("checkpoint: the stage is not running yet: %w", ctx.Err())
-		}
-		select {
-		case err := <-reply:
-			errs = append(errs, err)
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func (s *Staged) checkpointers() []chan chan error {
-	var out []chan chan error
-	if s.one {
-		out = append(out, s.cp1)
-	}
-	if s.two {
-		out = append(out, s.cp2)
-	}
-	return out
+	return s.checkpointHere(ctx).err
 }
 
 // stagedSource judges durations on the outage page at the least watermark

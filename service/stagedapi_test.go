@@ -147,7 +147,10 @@ func checkStagedPage(t *testing.T, base string, want map[string]string) {
 	if code, _ := apiDo(t, base, "POST", "/api/v1/checkpoint", "", ""); code != http.StatusUnauthorized {
 		t.Fatalf("checkpoint without a token: %d", code)
 	}
-	if code, body := apiDo(t, base, "POST", "/api/v1/checkpoint", "tok", ""); code != http.StatusOK || body != "checkpoint written\n" {
+	code, body = apiDo(t, base, "POST", "/api/v1/checkpoint", "tok", "")
+	var cp DeploymentCheckpoint
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &cp) != nil || !cp.Complete || len(cp.Partitions) == 0 ||
+		!slices.Equal(cp.Written, cp.Partitions) || len(cp.Missing) != 0 {
 		t.Fatalf("checkpoint: %d %q", code, body)
 	}
 }

@@ -140,3 +140,23 @@ func ReadRange(ctx context.Context, brokers []string, d *kafka.Dialer, log *slog
 		}
 	}
 }
+
+// GroupMembers counts the members of a consumer group now (the transport
+// sends the request to the group's coordinator): 0 for a group nobody
+// has joined.
+func GroupMembers(ctx context.Context, c *kafka.Client, group string) (int, error) {
+	res, err := c.DescribeGroups(ctx, &kafka.DescribeGroupsRequest{GroupIDs: []string{group}})
+	if err != nil {
+		return 0, fmt.Errorf("describe group %s: %w", group, err)
+	}
+	for _, g := range res.Groups {
+		if g.GroupID != group {
+			continue
+		}
+		if g.Error != nil {
+			return 0, fmt.Errorf("describe group %s: %w", group, g.Error)
+		}
+		return len(g.Members), nil
+	}
+	return 0, nil
+}
