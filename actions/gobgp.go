@@ -36,7 +36,10 @@ type Embedded struct{ S *server.BgpServer }
 
 // DisablePeer shuts the session administratively.
 func (e Embedded) DisablePeer(ctx context.Context, neighbor, communication string) error {
-	if err := e.S.DisablePeer(ctx, &api.DisablePeerRequest{Address: neighbor, Communication: communication}); err != nil {
+	err := settle(ctx, api.PeerState_DOWN, func() error {
+		return e.S.DisablePeer(ctx, &api.DisablePeerRequest{Address: neighbor, Communication: communication})
+	}, func() (api.PeerState_AdminState, error) { return e.admin(ctx, neighbor) })
+	if err != nil {
 		return fmt.Errorf("gobgp: disable %s: %w", neighbor, err)
 	}
 	return nil
@@ -44,11 +47,67 @@ func (e Embedded) DisablePeer(ctx context.Context, neighbor, communication strin
 
 // EnablePeer lets the session come back up.
 func (e Embedded) EnablePeer(ctx context.Context, neighbor string) error {
-	if err := e.S.EnablePeer(ctx, &api.EnablePeerRequest{Address: neighbor}); err != nil {
+	err := settle(ctx, api.PeerState_UP, func() error {
+		return e.S.EnablePeer(ctx, &api.EnablePeerRequest{Address: neighbor})
+	}, func() (api.PeerState_AdminState, error) { return e.admin(ctx, neighbor) })
+	if err != nil {
 		return fmt.Errorf("gobgp: enable %s: %w", neighbor, err)
 	}
 	return nil
 }
+
+func (e Embedded) admin(ctx context.Context, neighbor string) (api.PeerState_AdminState, error) {
+	st, found := api.PeerState_AdminState(-1), false
+	err := e.S.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor}, func(p *api.Peer) {
+		found = true
+		st = p.State.AdminState
+	})
+	if err == nil && !found {
+		err = fmt.Errorf("no neighbor %s", neighbor)
+	}
+	return st, err
+}
+
+// settle asks for an administrative state and waits until the peer has
+// it. gobgp hands the request to the peer's state machine through a
+// channel of one, and drops a request, answering success, while the one
+// before it is still waiting there: a session shut and enabled again in
+// quick succession (a shutdown undone when a later session fails) would
+// stay down. So the state is read back, and the request sent again every
+// settleRetry until it holds, for at most settleFor.
+func settle(ctx context.Context, want api.PeerState_AdminState, set func() error, get func() (api.PeerState_AdminState, error)) error {
+	deadline := time.Now().Add(settleFor)
+	for {
+		if err := set(); err != nil {
+			return err
+		}
+		for range settleRetry / settlePoll {
+			st, err := get()
+			if err != nil {
+				return err
+			}
+			if st == want {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(settlePoll):
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("admin state still not %v after %s", want, settleFor)
+		}
+	}
+}
+
+// A state machine takes its admin state within a loop turn; a second is
+// an eternity for it, and ten seconds bounds a call an operator waits on.
+const (
+	settlePoll  = 20 * time.Millisecond
+	settleRetry = time.Second
+	settleFor   = 10 * time.Second
+)
 
 // Established reports whether the session with neighbor is established.
 func (e Embedded) Established(ctx context.Context, neighbor string) (bool, error) {
@@ -85,39 +144,63 @@ func (g *GRPC) Close() error { return g.conn.Close() }
 
 // DisablePeer shuts the session administratively.
 func (g *GRPC) DisablePeer(ctx context.Context, neighbor, communication string) error {
-	if _, err := g.client.DisablePeer(ctx, &api.DisablePeerRequest{Address: neighbor, Communication: communication}); err != nil {
+	err := settle(ctx, api.PeerState_DOWN, func() error {
+		_, err := g.client.DisablePeer(ctx, &api.DisablePeerRequest{Address: neighbor, Communication: communication})
+		return err
+	}, func() (api.PeerState_AdminState, error) { return g.admin(ctx, neighbor) })
+	if err != nil {
 		return fmt.Errorf("gobgpd %s: disable %s: %w", g.Addr, neighbor, err)
 	}
 	return nil
 }
 
-// Established reports whether the session with neighbor is established.
-func (g *GRPC) Established(ctx context.Context, neighbor string) (bool, error) {
+func (g *GRPC) admin(ctx context.Context, neighbor string) (api.PeerState_AdminState, error) {
+	p, err := g.peer(ctx, neighbor)
+	if err != nil {
+		return -1, err
+	}
+	return p.GetState().GetAdminState(), nil
+}
+
+// peer is the neighbor's entry in ListPeer.
+func (g *GRPC) peer(ctx context.Context, neighbor string) (*api.Peer, error) {
 	stream, err := g.client.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor})
 	if err != nil {
-		return false, fmt.Errorf("gobgpd %s: list %s: %w", g.Addr, neighbor, err)
+		return nil, fmt.Errorf("list %s: %w", neighbor, err)
 	}
-	up, found := false, false
+	var found *api.Peer
 	for {
 		r, err := stream.Recv()
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return false, fmt.Errorf("gobgpd %s: list %s: %w", g.Addr, neighbor, err)
+			return nil, fmt.Errorf("list %s: %w", neighbor, err)
 		}
-		found = true
-		up = r.Peer.GetState().GetSessionState() == api.PeerState_ESTABLISHED
+		found = r.Peer
 	}
-	if !found {
-		return false, fmt.Errorf("gobgpd %s: no neighbor %s", g.Addr, neighbor)
+	if found == nil {
+		return nil, fmt.Errorf("no neighbor %s", neighbor)
 	}
-	return up, nil
+	return found, nil
+}
+
+// Established reports whether the session with neighbor is established.
+func (g *GRPC) Established(ctx context.Context, neighbor string) (bool, error) {
+	p, err := g.peer(ctx, neighbor)
+	if err != nil {
+		return false, fmt.Errorf("gobgpd %s: %w", g.Addr, err)
+	}
+	return p.GetState().GetSessionState() == api.PeerState_ESTABLISHED, nil
 }
 
 // EnablePeer lets the session come back up.
 func (g *GRPC) EnablePeer(ctx context.Context, neighbor string) error {
-	if _, err := g.client.EnablePeer(ctx, &api.EnablePeerRequest{Address: neighbor}); err != nil {
+	err := settle(ctx, api.PeerState_UP, func() error {
+		_, err := g.client.EnablePeer(ctx, &api.EnablePeerRequest{Address: neighbor})
+		return err
+	}, func() (api.PeerState_AdminState, error) { return g.admin(ctx, neighbor) })
+	if err != nil {
 		return fmt.Errorf("gobgpd %s: enable %s: %w", g.Addr, neighbor, err)
 	}
 	return nil

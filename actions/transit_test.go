@@ -792,13 +792,55 @@ sites:
 	if !slices.Equal(got, want) {
 		t.Fatalf("records %q", got)
 	}
-	// 127.0.1.11 was enabled again: admin state up.
-	err = l.edge.ListPeer(ctx, &api.ListPeerRequest{Address: "127.0.1.11"}, func(p *api.Peer) {
-		if p.State.AdminState != api.PeerState_UP {
-			t.Errorf("127.0.1.11 admin state %v", p.State.AdminState)
+	// 127.0.1.11 was enabled again: admin state up. gobgp hands the
+	// change to the peer's state machine, which applies it a moment later.
+	waitFor(t, "127.0.1.11 admin state up", func() bool {
+		up := false
+		err := l.edge.ListPeer(ctx, &api.ListPeerRequest{Address: "127.0.1.11"}, func(p *api.Peer) {
+			up = p.State.AdminState == api.PeerState_UP
+		})
+		if err != nil {
+			t.Fatal(err)
 		}
+		return up
 	})
-	if err != nil {
-		t.Fatal(err)
+}
+
+// A session shut and enabled again at once is up when EnablePeer returns,
+// and down when DisablePeer does: gobgp applies an admin state a moment
+// after it answers, and drops a request while the one before still waits,
+// so a shutdown undone in the same breath could leave a transit down.
+func TestSpeakerAdminStateSettles(t *testing.T) {
+	l := newLab(t)
+	ctx := context.Background()
+	sp := Embedded{l.edge}
+	admin := func() api.PeerState_AdminState {
+		t.Helper()
+		st, err := adminOf(ctx, l, "127.0.1.11")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
 	}
+	for round := range 20 {
+		if err := sp.DisablePeer(ctx, "127.0.1.11", "test"); err != nil {
+			t.Fatal(err)
+		}
+		if st := admin(); st != api.PeerState_DOWN {
+			t.Fatalf("round %d: admin state %v after DisablePeer", round, st)
+		}
+		if err := sp.EnablePeer(ctx, "127.0.1.11"); err != nil {
+			t.Fatal(err)
+		}
+		if st := admin(); st != api.PeerState_UP {
+			t.Fatalf("round %d: admin state %v after EnablePeer", round, st)
+		}
+	}
+}
+
+// adminOf reads a neighbour's admin state from the edge speaker itself.
+func adminOf(ctx context.Context, l *lab, n string) (api.PeerState_AdminState, error) {
+	var st api.PeerState_AdminState = -1
+	err := l.edge.ListPeer(ctx, &api.ListPeerRequest{Address: n}, func(p *api.Peer) { st = p.State.AdminState })
+	return st, err
 }
