@@ -68,14 +68,21 @@ type s1Part struct {
 	// first record of each bucket still open.
 	flushed int64
 	open    map[int64]int64
-	// pending are records of a flush not yet written (a broker error);
-	// nothing more is flushed or committed until they are.
+	// pending are records of a flush not yet written (until the step's
+	// write, or after a broker error); nothing more is flushed or
+	// committed until they are.
 	pending map[int][]rawRecord
 }
 
 // rawRecord is a record to produce; kafka.Record values are readers, used
-// up by a failed attempt.
-type rawRecord struct{ key, value []byte }
+// up by a failed attempt. rec is a partial record not encoded yet: the
+// write encodes it into value, in parallel with the other partitions'
+// writes rather than in the stage's loop, and once, so a retry sends the
+// same bytes.
+type rawRecord struct {
+	key, value []byte
+	rec        *partial.Record
+}
 
 type stageOne struct {
 	s      *Staged
@@ -422,15 +429,20 @@ func (o *stageOne) step(ctx context.Context) {
 	}
 	o.s.status.queued.Set(float64(o.queuedRecords()))
 	instMax := o.instMax()
+	var out []*s1Part
 	for _, p := range o.parts {
 		wm := p.maxTime - o.late
 		if o.idle(p, now) {
 			wm = instMax - o.late
 		}
 		if wm > 0 {
-			o.flushPart(ctx, p, wm)
+			o.flushPart(p, wm)
+		}
+		if len(p.pending) > 0 {
+			out = append(out, p)
 		}
 	}
+	o.writeParts(ctx, out)
 }
 
 // processInputs processes the queued records of input partitions whose
@@ -593,16 +605,11 @@ func (o *stageOne) watermark(parts map[tp]*s1Part, now time.Time, instMax int64)
 	return lo - o.late, lo > 0
 }
 
-func (o *stageOne) flushPart(ctx context.Context, p *s1Part, wm int64) {
-	if len(p.pending) > 0 {
-		if o.write(ctx, p.pending) != nil {
-			return
-		}
-		p.pending = nil
-		o.commitPart(ctx, p)
-	}
+// flushPart takes a partition's buckets up to wm into its pending
+// records; none while records of an earlier flush are still unwritten.
+func (o *stageOne) flushPart(p *s1Part, wm int64) {
 	through := wm - wm%o.width
-	if through <= p.flushed {
+	if len(p.pending) > 0 || through <= p.flushed {
 		return
 	}
 	recs, err := o.flush(p.p, sourceName(p.k), through)
@@ -615,11 +622,7 @@ func (o *stageOne) flushPart(ctx context.Context, p *s1Part, wm int64) {
 			delete(p.open, b)
 		}
 	}
-	if o.write(ctx, recs) != nil {
-		p.pending = recs
-		return
-	}
-	o.commitPart(ctx, p)
+	p.pending = recs
 }
 
 // flush takes a pipeline's buckets up to through as records per internal
@@ -630,12 +633,7 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	var feeds []partial.FeedCount
 	var errs []error
 	add := func(part int, key string, r *partial.Record) {
-		b, err := partial.Encode(r)
-		if err != nil {
-			errs = append(errs, err)
-			return
-		}
-		out[part] = append(out[part], rawRecord{[]byte(key), b})
+		out[part] = append(out[part], rawRecord{key: []byte(key), rec: r})
 	}
 	err := pl.Flush(through, func(f *aggregate.Flushed) {
 		for _, rb := range stage.Split(source, f, o.router) {
@@ -652,11 +650,39 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	return out, errors.Join(errs...)
 }
 
-// write produces the records of one step, every partition at once (each
-// in its own order), in requests under the brokers' message size; what
-// was written is taken off recs, so a retry writes only the rest, in the
-// same order. The partitions go in parallel: one after the other, their
-// round trips were most of what a step waited on.
+// writeParts writes the pending records of the partitions of one step,
+// all at once, then commits those written in one request. One partition
+// after the other, a write and a commit each, their round trips were what
+// the step, and so every record behind it, waited on; each partition's
+// records still go in their own order, and a partition's offset is
+// committed only once its records are written.
+func (o *stageOne) writeParts(ctx context.Context, ps []*s1Part) {
+	if len(ps) == 0 || !o.wr.Ready(time.Now()) {
+		return
+	}
+	errs := make([]error, len(ps))
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		wg.Go(func() { errs[i] = o.writeRecs(ctx, p.pending) })
+	}
+	wg.Wait()
+	var written []*s1Part
+	for i, p := range ps {
+		if errs[i] == nil {
+			p.pending = nil
+			written = append(written, p)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
+	} else {
+		o.wr.OK(o.s.log, "stage one: partials written again")
+	}
+	o.commitParts(ctx, written)
+}
+
+// write produces records as writeRecs does, paced by the retry after a
+// failed write.
 func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -664,6 +690,21 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	if !o.wr.Ready(time.Now()) {
 		return errWaiting
 	}
+	if err := o.writeRecs(ctx, recs); err != nil {
+		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
+		return err
+	}
+	o.wr.OK(o.s.log, "stage one: partials written again")
+	return nil
+}
+
+// writeRecs produces records to their internal partitions, every
+// partition at once (each in its own order), in requests under the
+// brokers' message size; what was written is taken off recs, so a retry
+// writes only the rest, in the same order. The partitions go in parallel:
+// one after the other, their round trips were most of what a step waited
+// on.
+func (o *stageOne) writeRecs(ctx context.Context, recs map[int][]rawRecord) error {
 	parts := slices.Sorted(maps.Keys(recs))
 	rest := make([][]rawRecord, len(parts))
 	errs := make([]error, len(parts))
@@ -679,18 +720,14 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 			recs[part] = rest[i]
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
-		return err
-	}
-	o.wr.OK(o.s.log, "stage one: partials written again")
-	return nil
+	return errors.Join(errs...)
 }
 
 // writePart produces rs to one internal partition in order, and returns
 // what it did not write.
 func (o *stageOne) writePart(ctx context.Context, part int, rs []rawRecord) ([]rawRecord, error) {
 	const maxRequest = 512 << 10
+	rs = o.encode(part, rs)
 	for len(rs) > 0 {
 		n, size := 0, 0
 		for n < len(rs) && (n == 0 || size+len(rs[n].key)+len(rs[n].value) <= maxRequest) {
@@ -709,31 +746,61 @@ func (o *stageOne) writePart(ctx context.Context, part int, rs []rawRecord) ([]r
 	return nil, nil
 }
 
+// encode encodes the records of rs not encoded yet, in place; a record
+// that does not encode is logged and left out, as a bucket that does not
+// flush is.
+func (o *stageOne) encode(part int, rs []rawRecord) []rawRecord {
+	bad := 0
+	for i := range rs {
+		r := &rs[i]
+		if r.rec == nil {
+			continue
+		}
+		b, err := partial.Encode(r.rec)
+		if err != nil {
+			o.s.log.Error("stage one: partial record not encoded; left out", "partition", part, "key", string(r.key), "err", err)
+			bad++
+		}
+		r.value, r.rec = b, nil
+	}
+	if bad > 0 {
+		rs = slices.DeleteFunc(rs, func(r rawRecord) bool { return r.value == nil })
+	}
+	return rs
+}
+
 // errWaiting is a write not tried: the wait after a failed one is not
 // over.
 var errWaiting = errors.New("waiting to retry the internal topic")
 
-// commitPart commits the offset of the oldest open bucket's first record,
-// with the end of the flushed buckets.
-func (o *stageOne) commitPart(ctx context.Context, p *s1Part) {
-	if o.gen == nil {
+// commitParts commits, for each partition, the offset of the oldest open
+// bucket's first record, with the end of the flushed buckets: one
+// request for them all.
+func (o *stageOne) commitParts(ctx context.Context, ps []*s1Part) {
+	if o.gen == nil || len(ps) == 0 {
 		return
 	}
-	// The offset passes the records refused so far: their dead letters
+	// The offsets pass the records refused so far: their dead letters
 	// first. Unwritten, nothing is committed and the next flush tries
 	// again.
 	if err := o.s.flushDeadLetters(ctx); err != nil {
 		return
 	}
-	off := p.next
-	for _, first := range p.open {
-		off = min(off, first)
+	offs := map[string]map[int]kafka.OffsetCommit{}
+	for _, p := range ps {
+		off := p.next
+		for _, first := range p.open {
+			off = min(off, first)
+		}
+		if offs[p.k.topic] == nil {
+			offs[p.k.topic] = map[int]kafka.OffsetCommit{}
+		}
+		offs[p.k.topic][int(p.k.part)] = kafka.OffsetCommit{Partition: int(p.k.part), Offset: off,
+			Metadata: flushedMeta + strconv.FormatInt(p.flushed, 10)}
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	err := o.s.commit(cctx, o.gen, p.k.topic, map[int]kafka.OffsetCommit{int(p.k.part): {Partition: int(p.k.part), Offset: off,
-		Metadata: flushedMeta + strconv.FormatInt(p.flushed, 10)}})
-	if err != nil {
-		o.s.log.Debug("stage one: commit failed; the next flush commits again", "partition", sourceName(p.k), "err", err)
+	if err := o.s.commitTopics(cctx, o.gen, offs); err != nil {
+		o.s.log.Debug("stage one: commit failed; the next flush commits again", "partitions", len(ps), "err", err)
 	}
 }
