@@ -68,9 +68,9 @@ type s1Part struct {
 	// first record of each bucket still open.
 	flushed int64
 	open    map[int64]int64
-	// pending are records of a flush not yet written (until the step's
-	// write, or after a broker error); nothing more is flushed or
-	// committed until they are.
+	// pending are records flushed and not yet handed to a write (launch),
+	// or handed back by one that failed; nothing more is flushed (the
+	// buckets wait in the pipeline) or committed until they are written.
 	pending map[int][]rawRecord
 }
 
@@ -102,6 +102,21 @@ type stageOne struct {
 	// every batch received and every tick, far more often than a lost
 	// broker should be asked.
 	wr *kafkaio.Retry
+	// round is the write of the partitions' flushes in flight, nil when
+	// none is: the loop goes on taking in and processing records while
+	// it is (see launch).
+	round *writeRound
+}
+
+// writeRound is one write of the input partitions' pending records to
+// the internal topic, then the commit of their offsets. Its goroutines
+// own recs until done is closed; the loop then takes back what was not
+// written (collect).
+type writeRound struct {
+	done  chan struct{}
+	parts []*s1Part
+	recs  []map[int][]rawRecord
+	errs  []error
 }
 
 // bgpCheckpoint is the routing table's state in the data dir: the BGP
@@ -271,12 +286,17 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if o.round != nil {
+				<-o.round.done // its writes end with ctx
+			}
 			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_ = o.saveBGP(fctx)
 			cancel()
 			return nil
 		case gen := <-gens:
 			o.assign(ctx, gen, msgs)
+		case <-o.roundDone():
+			o.step(ctx)
 		case h := <-hwms:
 			for k, v := range h {
 				if p := o.part(k); p != nil {
@@ -300,7 +320,12 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			}
 			o.step(ctx)
 		case reply := <-s.cp1:
+			// A checkpoint asked for writes what has been flushed and
+			// commits it before it answers.
 			o.step(ctx)
+			o.waitRound(ctx)
+			o.launch(ctx)
+			o.waitRound(ctx)
 			reply <- o.saveBGP(ctx)
 		case now := <-tick.C:
 			o.step(ctx)
@@ -324,6 +349,9 @@ func (o *stageOne) part(k tp) *s1Part {
 // committed offset, skipping the buckets its metadata says were flushed.
 func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan fetched) {
 	s := o.s
+	// The previous generation's writes land before the new one reads
+	// from the offsets committed.
+	o.waitRound(ctx)
 	o.gen = gen
 	o.parts = map[tp]*s1Part{}
 	req := map[string][]int{}
@@ -429,7 +457,7 @@ func (o *stageOne) step(ctx context.Context) {
 	}
 	o.s.status.queued.Set(float64(o.queuedRecords()))
 	instMax := o.instMax()
-	var out []*s1Part
+	o.collect()
 	for _, p := range o.parts {
 		wm := p.maxTime - o.late
 		if o.idle(p, now) {
@@ -438,11 +466,8 @@ func (o *stageOne) step(ctx context.Context) {
 		if wm > 0 {
 			o.flushPart(p, wm)
 		}
-		if len(p.pending) > 0 {
-			out = append(out, p)
-		}
 	}
-	o.writeParts(ctx, out)
+	o.launch(ctx)
 }
 
 // processInputs processes the queued records of input partitions whose
@@ -606,7 +631,8 @@ func (o *stageOne) watermark(parts map[tp]*s1Part, now time.Time, instMax int64)
 }
 
 // flushPart takes a partition's buckets up to wm into its pending
-// records; none while records of an earlier flush are still unwritten.
+// records; none while it has some: the next flush takes every bucket the
+// watermark has passed by then.
 func (o *stageOne) flushPart(p *s1Part, wm int64) {
 	through := wm - wm%o.width
 	if len(p.pending) > 0 || through <= p.flushed {
@@ -650,35 +676,120 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	return out, errors.Join(errs...)
 }
 
-// writeParts writes the pending records of the partitions of one step,
-// all at once, then commits those written in one request. One partition
-// after the other, a write and a commit each, their round trips were what
-// the step, and so every record behind it, waited on; each partition's
-// records still go in their own order, and a partition's offset is
-// committed only once its records are written.
-func (o *stageOne) writeParts(ctx context.Context, ps []*s1Part) {
-	if len(ps) == 0 || !o.wr.Ready(time.Now()) {
+// launch starts writing the pending records of the input partitions,
+// all at once, then committing the offsets of those written in one
+// request, unless a write is in flight already (one at a time keeps each
+// partition's records in their order). The loop does not wait for it:
+// waiting, it took in and processed nothing for the round trips of every
+// write and commit, which were most of a step. The offsets committed are
+// those of the flushes written, as of now; the dead letters they pass are
+// written first.
+func (o *stageOne) launch(ctx context.Context) {
+	if o.round != nil || !o.wr.Ready(time.Now()) {
 		return
 	}
-	errs := make([]error, len(ps))
-	var wg sync.WaitGroup
-	for i, p := range ps {
-		wg.Go(func() { errs[i] = o.writeRecs(ctx, p.pending) })
-	}
-	wg.Wait()
-	var written []*s1Part
-	for i, p := range ps {
-		if errs[i] == nil {
+	r := &writeRound{done: make(chan struct{})}
+	for _, p := range o.parts {
+		if len(p.pending) > 0 {
+			r.parts = append(r.parts, p)
+			r.recs = append(r.recs, p.pending)
 			p.pending = nil
-			written = append(written, p)
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
+	if len(r.parts) == 0 {
+		return
+	}
+	r.errs = make([]error, len(r.parts))
+	gen := o.gen
+	var offs []kafka.OffsetCommit
+	if gen != nil && o.s.flushDeadLetters(ctx) == nil {
+		offs = make([]kafka.OffsetCommit, len(r.parts))
+		for i, p := range r.parts {
+			off := p.next
+			for _, first := range p.open {
+				off = min(off, first)
+			}
+			offs[i] = kafka.OffsetCommit{Partition: int(p.k.part), Offset: off, Metadata: flushedMeta + strconv.FormatInt(p.flushed, 10)}
+		}
+	}
+	o.round = r
+	go func() {
+		defer close(r.done)
+		var wg sync.WaitGroup
+		for i := range r.parts {
+			wg.Go(func() { r.errs[i] = o.writeRecs(ctx, r.recs[i]) })
+		}
+		wg.Wait()
+		if offs == nil {
+			return // the next flush commits
+		}
+		commits := map[string]map[int]kafka.OffsetCommit{}
+		for i, p := range r.parts {
+			if r.errs[i] != nil {
+				continue
+			}
+			if commits[p.k.topic] == nil {
+				commits[p.k.topic] = map[int]kafka.OffsetCommit{}
+			}
+			commits[p.k.topic][int(p.k.part)] = offs[i]
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := o.s.commitTopics(cctx, gen, commits); err != nil {
+			o.s.log.Debug("stage one: commit failed; the next flush commits again", "partitions", len(commits), "err", err)
+		}
+	}()
+}
+
+// collect takes the result of a finished write: a partition's records
+// not written go back to its pending records, before any flushed since,
+// to be written again in the same order.
+func (o *stageOne) collect() {
+	r := o.round
+	if r == nil {
+		return
+	}
+	select {
+	case <-r.done:
+	default:
+		return
+	}
+	o.round = nil
+	for i, p := range r.parts {
+		if r.errs[i] == nil {
+			continue
+		}
+		for part, rs := range p.pending {
+			r.recs[i][part] = append(r.recs[i][part], rs...)
+		}
+		p.pending = r.recs[i]
+	}
+	if err := errors.Join(r.errs...); err != nil {
 		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
 	} else {
 		o.wr.OK(o.s.log, "stage one: partials written again")
 	}
-	o.commitParts(ctx, written)
+}
+
+// waitRound waits for the write in flight, if any, and collects it.
+func (o *stageOne) waitRound(ctx context.Context) {
+	if o.round == nil {
+		return
+	}
+	select {
+	case <-o.round.done:
+		o.collect()
+	case <-ctx.Done():
+	}
+}
+
+// roundDone is closed when the write in flight is over; nil (never)
+// when none is.
+func (o *stageOne) roundDone() <-chan struct{} {
+	if o.round == nil {
+		return nil
+	}
+	return o.round.done
 }
 
 // write produces records as writeRecs does, paced by the retry after a
@@ -772,35 +883,3 @@ func (o *stageOne) encode(part int, rs []rawRecord) []rawRecord {
 // errWaiting is a write not tried: the wait after a failed one is not
 // over.
 var errWaiting = errors.New("waiting to retry the internal topic")
-
-// commitParts commits, for each partition, the offset of the oldest open
-// bucket's first record, with the end of the flushed buckets: one
-// request for them all.
-func (o *stageOne) commitParts(ctx context.Context, ps []*s1Part) {
-	if o.gen == nil || len(ps) == 0 {
-		return
-	}
-	// The offsets pass the records refused so far: their dead letters
-	// first. Unwritten, nothing is committed and the next flush tries
-	// again.
-	if err := o.s.flushDeadLetters(ctx); err != nil {
-		return
-	}
-	offs := map[string]map[int]kafka.OffsetCommit{}
-	for _, p := range ps {
-		off := p.next
-		for _, first := range p.open {
-			off = min(off, first)
-		}
-		if offs[p.k.topic] == nil {
-			offs[p.k.topic] = map[int]kafka.OffsetCommit{}
-		}
-		offs[p.k.topic][int(p.k.part)] = kafka.OffsetCommit{Partition: int(p.k.part), Offset: off,
-			Metadata: flushedMeta + strconv.FormatInt(p.flushed, 10)}
-	}
-	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := o.s.commitTopics(cctx, o.gen, offs); err != nil {
-		o.s.log.Debug("stage one: commit failed; the next flush commits again", "partitions", len(ps), "err", err)
-	}
-}
