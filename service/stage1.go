@@ -68,21 +68,14 @@ type s1Part struct {
 	// first record of each bucket still open.
 	flushed int64
 	open    map[int64]int64
-	// pending are records flushed and not yet handed to a write (launch),
-	// or handed back by one that failed; nothing more is flushed (the
-	// buckets wait in the pipeline) or committed until they are written.
+	// pending are records of a flush not yet written (a broker error);
+	// nothing more is flushed or committed until they are.
 	pending map[int][]rawRecord
 }
 
 // rawRecord is a record to produce; kafka.Record values are readers, used
-// up by a failed attempt. rec is a partial record not encoded yet: the
-// write encodes it into value, in parallel with the other partitions'
-// writes rather than in the stage's loop, and once, so a retry sends the
-// same bytes.
-type rawRecord struct {
-	key, value []byte
-	rec        *partial.Record
-}
+// up by a failed attempt.
+type rawRecord struct{ key, value []byte }
 
 type stageOne struct {
 	s      *Staged
@@ -102,21 +95,6 @@ type stageOne struct {
 	// every batch received and every tick, far more often than a lost
 	// broker should be asked.
 	wr *kafkaio.Retry
-	// round is the write of the partitions' flushes in flight, nil when
-	// none is: the loop goes on taking in and processing records while
-	// it is (see launch).
-	round *writeRound
-}
-
-// writeRound is one write of the input partitions' pending records to
-// the internal topic, then the commit of their offsets. Its goroutines
-// own recs until done is closed; the loop then takes back what was not
-// written (collect).
-type writeRound struct {
-	done  chan struct{}
-	parts []*s1Part
-	recs  []map[int][]rawRecord
-	errs  []error
 }
 
 // bgpCheckpoint is the routing table's state in the data dir: the BGP
@@ -286,17 +264,12 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
-			if o.round != nil {
-				<-o.round.done // its writes end with ctx
-			}
 			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			_ = o.saveBGP(fctx)
 			cancel()
 			return nil
 		case gen := <-gens:
 			o.assign(ctx, gen, msgs)
-		case <-o.roundDone():
-			o.step(ctx)
 		case h := <-hwms:
 			for k, v := range h {
 				if p := o.part(k); p != nil {
@@ -320,12 +293,7 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			}
 			o.step(ctx)
 		case reply := <-s.cp1:
-			// A checkpoint asked for writes what has been flushed and
-			// commits it before it answers.
 			o.step(ctx)
-			o.waitRound(ctx)
-			o.launch(ctx)
-			o.waitRound(ctx)
 			reply <- o.saveBGP(ctx)
 		case now := <-tick.C:
 			o.step(ctx)
@@ -349,9 +317,6 @@ func (o *stageOne) part(k tp) *s1Part {
 // committed offset, skipping the buckets its metadata says were flushed.
 func (o *stageOne) assign(ctx context.Context, gen *kafka.Generation, msgs chan fetched) {
 	s := o.s
-	// The previous generation's writes land before the new one reads
-	// from the offsets committed.
-	o.waitRound(ctx)
 	o.gen = gen
 	o.parts = map[tp]*s1Part{}
 	req := map[string][]int{}
@@ -457,17 +422,15 @@ func (o *stageOne) step(ctx context.Context) {
 	}
 	o.s.status.queued.Set(float64(o.queuedRecords()))
 	instMax := o.instMax()
-	o.collect()
 	for _, p := range o.parts {
 		wm := p.maxTime - o.late
 		if o.idle(p, now) {
 			wm = instMax - o.late
 		}
 		if wm > 0 {
-			o.flushPart(p, wm)
+			o.flushPart(ctx, p, wm)
 		}
 	}
-	o.launch(ctx)
 }
 
 // processInputs processes the queued records of input partitions whose
@@ -630,12 +593,16 @@ func (o *stageOne) watermark(parts map[tp]*s1Part, now time.Time, instMax int64)
 	return lo - o.late, lo > 0
 }
 
-// flushPart takes a partition's buckets up to wm into its pending
-// records; none while it has some: the next flush takes every bucket the
-// watermark has passed by then.
-func (o *stageOne) flushPart(p *s1Part, wm int64) {
+func (o *stageOne) flushPart(ctx context.Context, p *s1Part, wm int64) {
+	if len(p.pending) > 0 {
+		if o.write(ctx, p.pending) != nil {
+			return
+		}
+		p.pending = nil
+		o.commitPart(ctx, p)
+	}
 	through := wm - wm%o.width
-	if len(p.pending) > 0 || through <= p.flushed {
+	if through <= p.flushed {
 		return
 	}
 	recs, err := o.flush(p.p, sourceName(p.k), through)
@@ -648,7 +615,11 @@ func (o *stageOne) flushPart(p *s1Part, wm int64) {
 			delete(p.open, b)
 		}
 	}
-	p.pending = recs
+	if o.write(ctx, recs) != nil {
+		p.pending = recs
+		return
+	}
+	o.commitPart(ctx, p)
 }
 
 // flush takes a pipeline's buckets up to through as records per internal
@@ -659,7 +630,12 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	var feeds []partial.FeedCount
 	var errs []error
 	add := func(part int, key string, r *partial.Record) {
-		out[part] = append(out[part], rawRecord{key: []byte(key), rec: r})
+		b, err := partial.Encode(r)
+		if err != nil {
+			errs = append(errs, err)
+			return
+		}
+		out[part] = append(out[part], rawRecord{[]byte(key), b})
 	}
 	err := pl.Flush(through, func(f *aggregate.Flushed) {
 		for _, rb := range stage.Split(source, f, o.router) {
@@ -676,124 +652,11 @@ func (o *stageOne) flush(pl *pipeline.Pipeline, source string, through int64) (m
 	return out, errors.Join(errs...)
 }
 
-// launch starts writing the pending records of the input partitions,
-// all at once, then committing the offsets of those written in one
-// request, unless a write is in flight already (one at a time keeps each
-// partition's records in their order). The loop does not wait for it:
-// waiting, it took in and processed nothing for the round trips of every
-// write and commit, which were most of a step. The offsets committed are
-// those of the flushes written, as of now; the dead letters they pass are
-// written first.
-func (o *stageOne) launch(ctx context.Context) {
-	if o.round != nil || !o.wr.Ready(time.Now()) {
-		return
-	}
-	r := &writeRound{done: make(chan struct{})}
-	for _, p := range o.parts {
-		if len(p.pending) > 0 {
-			r.parts = append(r.parts, p)
-			r.recs = append(r.recs, p.pending)
-			p.pending = nil
-		}
-	}
-	if len(r.parts) == 0 {
-		return
-	}
-	r.errs = make([]error, len(r.parts))
-	gen := o.gen
-	var offs []kafka.OffsetCommit
-	if gen != nil && o.s.flushDeadLetters(ctx) == nil {
-		offs = make([]kafka.OffsetCommit, len(r.parts))
-		for i, p := range r.parts {
-			off := p.next
-			for _, first := range p.open {
-				off = min(off, first)
-			}
-			offs[i] = kafka.OffsetCommit{Partition: int(p.k.part), Offset: off, Metadata: flushedMeta + strconv.FormatInt(p.flushed, 10)}
-		}
-	}
-	o.round = r
-	go func() {
-		defer close(r.done)
-		var wg sync.WaitGroup
-		for i := range r.parts {
-			wg.Go(func() { r.errs[i] = o.writeRecs(ctx, r.recs[i]) })
-		}
-		wg.Wait()
-		if offs == nil {
-			return // the next flush commits
-		}
-		commits := map[string]map[int]kafka.OffsetCommit{}
-		for i, p := range r.parts {
-			if r.errs[i] != nil {
-				continue
-			}
-			if commits[p.k.topic] == nil {
-				commits[p.k.topic] = map[int]kafka.OffsetCommit{}
-			}
-			commits[p.k.topic][int(p.k.part)] = offs[i]
-		}
-		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		defer cancel()
-		if err := o.s.commitTopics(cctx, gen, commits); err != nil {
-			o.s.log.Debug("stage one: commit failed; the next flush commits again", "partitions", len(commits), "err", err)
-		}
-	}()
-}
-
-// collect takes the result of a finished write: a partition's records
-// not written go back to its pending records, before any flushed since,
-// to be written again in the same order.
-func (o *stageOne) collect() {
-	r := o.round
-	if r == nil {
-		return
-	}
-	select {
-	case <-r.done:
-	default:
-		return
-	}
-	o.round = nil
-	for i, p := range r.parts {
-		if r.errs[i] == nil {
-			continue
-		}
-		for part, rs := range p.pending {
-			r.recs[i][part] = append(r.recs[i][part], rs...)
-		}
-		p.pending = r.recs[i]
-	}
-	if err := errors.Join(r.errs...); err != nil {
-		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
-	} else {
-		o.wr.OK(o.s.log, "stage one: partials written again")
-	}
-}
-
-// waitRound waits for the write in flight, if any, and collects it.
-func (o *stageOne) waitRound(ctx context.Context) {
-	if o.round == nil {
-		return
-	}
-	select {
-	case <-o.round.done:
-		o.collect()
-	case <-ctx.Done():
-	}
-}
-
-// roundDone is closed when the write in flight is over; nil (never)
-// when none is.
-func (o *stageOne) roundDone() <-chan struct{} {
-	if o.round == nil {
-		return nil
-	}
-	return o.round.done
-}
-
-// write produces records as writeRecs does, paced by the retry after a
-// failed write.
+// write produces the records of one step, every partition at once (each
+// in its own order), in requests under the brokers' message size; what
+// was written is taken off recs, so a retry writes only the rest, in the
+// same order. The partitions go in parallel: one after the other, their
+// round trips were most of what a step waited on.
 func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	if len(recs) == 0 {
 		return nil
@@ -801,21 +664,6 @@ func (o *stageOne) write(ctx context.Context, recs map[int][]rawRecord) error {
 	if !o.wr.Ready(time.Now()) {
 		return errWaiting
 	}
-	if err := o.writeRecs(ctx, recs); err != nil {
-		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
-		return err
-	}
-	o.wr.OK(o.s.log, "stage one: partials written again")
-	return nil
-}
-
-// writeRecs produces records to their internal partitions, every
-// partition at once (each in its own order), in requests under the
-// brokers' message size; what was written is taken off recs, so a retry
-// writes only the rest, in the same order. The partitions go in parallel:
-// one after the other, their round trips were most of what a step waited
-// on.
-func (o *stageOne) writeRecs(ctx context.Context, recs map[int][]rawRecord) error {
 	parts := slices.Sorted(maps.Keys(recs))
 	rest := make([][]rawRecord, len(parts))
 	errs := make([]error, len(parts))
@@ -831,14 +679,18 @@ func (o *stageOne) writeRecs(ctx context.Context, recs map[int][]rawRecord) erro
 			recs[part] = rest[i]
 		}
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		o.wr.Fail(time.Now(), o.s.log, "stage one: partials not written; retrying", err)
+		return err
+	}
+	o.wr.OK(o.s.log, "stage one: partials written again")
+	return nil
 }
 
 // writePart produces rs to one internal partition in order, and returns
 // what it did not write.
 func (o *stageOne) writePart(ctx context.Context, part int, rs []rawRecord) ([]rawRecord, error) {
 	const maxRequest = 512 << 10
-	rs = o.encode(part, rs)
 	for len(rs) > 0 {
 		n, size := 0, 0
 		for n < len(rs) && (n == 0 || size+len(rs[n].key)+len(rs[n].value) <= maxRequest) {
@@ -857,29 +709,31 @@ func (o *stageOne) writePart(ctx context.Context, part int, rs []rawRecord) ([]r
 	return nil, nil
 }
 
-// encode encodes the records of rs not encoded yet, in place; a record
-// that does not encode is logged and left out, as a bucket that does not
-// flush is.
-func (o *stageOne) encode(part int, rs []rawRecord) []rawRecord {
-	bad := 0
-	for i := range rs {
-		r := &rs[i]
-		if r.rec == nil {
-			continue
-		}
-		b, err := partial.Encode(r.rec)
-		if err != nil {
-			o.s.log.Error("stage one: partial record not encoded; left out", "partition", part, "key", string(r.key), "err", err)
-			bad++
-		}
-		r.value, r.rec = b, nil
-	}
-	if bad > 0 {
-		rs = slices.DeleteFunc(rs, func(r rawRecord) bool { return r.value == nil })
-	}
-	return rs
-}
-
 // errWaiting is a write not tried: the wait after a failed one is not
 // over.
 var errWaiting = errors.New("waiting to retry the internal topic")
+
+// commitPart commits the offset of the oldest open bucket's first record,
+// with the end of the flushed buckets.
+func (o *stageOne) commitPart(ctx context.Context, p *s1Part) {
+	if o.gen == nil {
+		return
+	}
+	// The offset passes the records refused so far: their dead letters
+	// first. Unwritten, nothing is committed and the next flush tries
+	// again.
+	if err := o.s.flushDeadLetters(ctx); err != nil {
+		return
+	}
+	off := p.next
+	for _, first := range p.open {
+		off = min(off, first)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	err := o.s.commit(cctx, o.gen, p.k.topic, map[int]kafka.OffsetCommit{int(p.k.part): {Partition: int(p.k.part), Offset: off,
+		Metadata: flushedMeta + strconv.FormatInt(p.flushed, 10)}})
+	if err != nil {
+		o.s.log.Debug("stage one: commit failed; the next flush commits again", "partition", sourceName(p.k), "err", err)
+	}
+}

@@ -320,22 +320,14 @@ func (s *Staged) produce(ctx context.Context, topic string, part int, recs []kaf
 
 // commit commits offsets of a generation with their metadata.
 func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string, offs map[int]kafka.OffsetCommit) error {
-	return s.commitTopics(ctx, gen, map[string]map[int]kafka.OffsetCommit{topic: offs})
-}
-
-// commitTopics commits offsets of partitions of several topics in one
-// request.
-func (s *Staged) commitTopics(ctx context.Context, gen *kafka.Generation, offs map[string]map[int]kafka.OffsetCommit) error {
-	topics := map[string][]kafka.OffsetCommit{}
-	for t, ps := range offs {
-		for _, p := range slices.Sorted(mapsKeys(ps)) {
-			topics[t] = append(topics[t], ps[p])
-		}
-	}
-	if len(topics) == 0 {
+	if len(offs) == 0 {
 		return nil
 	}
-	err := kafkaio.CommitGroup(ctx, s.client, gen, topics)
+	var commits []kafka.OffsetCommit
+	for _, p := range slices.Sorted(mapsKeys(offs)) {
+		commits = append(commits, offs[p])
+	}
+	err := kafkaio.CommitGroup(ctx, s.client, gen, map[string][]kafka.OffsetCommit{topic: commits})
 	if err != nil {
 		s.status.met.commitErrors.Inc()
 	} else {
