@@ -175,16 +175,17 @@ func (r *Record) Validate() error {
 
 // SortEntries puts entries in the order stage one writes them (signal,
 // entity, start), so that a re-flush gives the same bytes.
-func SortEntries(es []Entry) {
-	slices.SortFunc(es, func(a, b Entry) int {
-		switch {
-		case a.Signal != b.Signal:
-			return compare(a.Signal, b.Signal)
-		case a.Entity != b.Entity:
-			return compare(a.Entity, b.Entity)
-		}
-		return compare(a.Start, b.Start)
-	})
+func SortEntries(es []Entry) { slices.SortFunc(es, CompareEntries) }
+
+// CompareEntries is the order of SortEntries: signal, entity, start.
+func CompareEntries(a, b Entry) int {
+	switch {
+	case a.Signal != b.Signal:
+		return compare(a.Signal, b.Signal)
+	case a.Entity != b.Entity:
+		return compare(a.Entity, b.Entity)
+	}
+	return compare(a.Start, b.Start)
 }
 
 func compare[T int64 | string](a, b T) int {

@@ -374,7 +374,14 @@ func (o *stageOne) receive(f fetched) {
 	if p == nil {
 		return // a generation that has ended
 	}
-	p.queue = append(p.queue, f.msgs...)
+	if len(p.queue) == 0 {
+		// The batch is this loop's once sent: it becomes the queue, where
+		// copying it (and growing the queue to hold it) cost more than
+		// the records' own processing.
+		p.queue = f.msgs
+	} else {
+		p.queue = append(p.queue, f.msgs...)
+	}
 	for i := range f.msgs {
 		p.recvTime = max(p.recvTime, f.msgs[i].Time.UnixNano())
 		if off := f.msgs[i].Offset; off >= max(p.next, p.counted) {
@@ -399,10 +406,10 @@ func (o *stageOne) step(ctx context.Context) {
 	// The routing table: records in event-time order, held by the pipeline
 	// until their bucket closes.
 	for _, p := range o.bgp {
-		for _, m := range p.queue {
-			o.process(o.bgpP, p, &m)
+		for i := range p.queue {
+			o.process(o.bgpP, p, &p.queue[i])
 		}
-		p.queue = p.queue[:0]
+		p.queue = nil
 	}
 	for {
 		o.processInputs()
@@ -439,7 +446,12 @@ func (o *stageOne) processInputs() {
 			}
 			o.process(p.p, p, m)
 		}
-		p.queue = p.queue[i:]
+		// Processed records leave the queue; an emptied one is dropped, so
+		// the next batch received becomes it (receive) and the records
+		// processed are not kept alive by its array.
+		if p.queue = p.queue[i:]; len(p.queue) == 0 {
+			p.queue = nil
+		}
 		p.queued.Add(-int64(i))
 	}
 }
