@@ -241,6 +241,12 @@ func mustValidate(t testing.TB, c *Config) *Config {
 // returned an error. base is the URL of its HTTP endpoints.
 func startStaged(t testing.TB, cfg *Config, opts Options) (base string, st *Staged, stop func()) {
 	t.Helper()
+	return startStagedAs(t, cfg, opts, StageBoth)
+}
+
+// startStagedAs is startStaged running stage only.
+func startStagedAs(t testing.TB, cfg *Config, opts Options, stage string) (base string, st *Staged, stop func()) {
+	t.Helper()
 	if opts.Listener == nil {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -254,7 +260,7 @@ func startStaged(t testing.TB, cfg *Config, opts Options) (base string, st *Stag
 	if opts.Outbox.InitialBackoff == 0 {
 		opts.Outbox.InitialBackoff = 10 * time.Millisecond
 	}
-	st, err := NewStaged(cfg, opts, StageBoth)
+	st, err := NewStaged(cfg, opts, stage)
 	if err != nil {
 		t.Fatal(err)
 	}
