@@ -42,9 +42,9 @@ func init() { Register(TrafficDropName, func() Params { return DefaultTrafficDro
 // learnt, not judged there: a fresh series is silent for its first day
 // and the first buckets of each hour of its second, and at the start of
 // each hour of its first Saturday. Then the noise is taken at its upper
-// 95 % confidence bound for the residuals it rests on (sigmaBound): four
-// times the estimate from two residuals, 14 % over it once learnt. The firing alert says
-// how far past both bars it is (confidence, sigmas).
+// 95 % confidence bound for the residuals it rests on (sigmaBounds): four
+// times the estimate from two residuals, 14 % over it once learnt. The
+// firing alert says how far past both bars it is (confidence, sigmas).
 //
 // Outliers never become the baseline: while a bucket is anomalous (a drop
 // past the threshold, or a spike past SpikeRatio) the history keeps the
