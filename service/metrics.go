@@ -34,7 +34,6 @@ type metrics struct {
 	deadLetters       *prometheus.CounterVec
 	deadLetterErrors  prometheus.Counter
 	lag               *prometheus.GaugeVec
-	watermarkAge      prometheus.Gauge
 	checkpoints       prometheus.Counter
 	checkpointErrors  prometheus.Counter
 	checkpointSeconds prometheus.Histogram
@@ -58,8 +57,6 @@ func newMetrics() *metrics {
 			Help: "Failed attempts to write to the dead-letter topic (retried)."}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "outagewatch_consumer_lag",
 			Help: "Records between the high watermark and the next offset to process."}, []string{"topic", "partition"}),
-		watermarkAge: prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_watermark_age_seconds",
-			Help: "Wall time minus the event-time watermark: how far behind real time buckets close."}),
 		checkpoints: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_checkpoints_total",
 			Help: "Checkpoints written."}),
 		checkpointErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "outagewatch_checkpoint_errors_total",
@@ -76,7 +73,7 @@ func newMetrics() *metrics {
 			Help: "Alert events that could not be queued to a sink's outbox."}),
 	}
 	for _, c := range []prometheus.Collector{m.records, m.decodeErrors, m.deadLetters, m.deadLetterErrors, m.lag,
-		m.watermarkAge, m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
+		m.checkpoints, m.checkpointErrors, m.checkpointSeconds, m.commits, m.commitErrors,
 		m.groupErrors, m.dispatchErrors, BuildInfo(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -130,6 +127,7 @@ var (
 		"Series a rule cannot judge at its threshold: too small or too noisy for any drop, even to zero, to pass its noise bar.", []string{"rule"}, nil)
 	descLate    = prometheus.NewDesc("outagewatch_late_observations_total", "Observations for buckets already closed (dropped).", nil, nil)
 	descWM      = prometheus.NewDesc("outagewatch_watermark_timestamp_seconds", "Event-time watermark (Unix seconds).", nil, nil)
+	descWMAge   = prometheus.NewDesc("outagewatch_watermark_age_seconds", "Wall time minus the event-time watermark: how far behind real time buckets close (+Inf while stage two holds partitions and none has closed a bucket).", nil, nil)
 	descSent    = prometheus.NewDesc("outagewatch_alerts_sent_total", "Alert notifications delivered, per sink.", []string{"sink"}, nil)
 	descFail    = prometheus.NewDesc("outagewatch_sink_failures_total", "Failed delivery attempts, per sink (retried).", []string{"sink"}, nil)
 	descDropped = prometheus.NewDesc("outagewatch_sink_dropped_total", "Notifications given up on and parked in dead/, per sink.", []string{"sink"}, nil)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 	"time"
@@ -97,7 +96,6 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 				t.retryRestore(ctx, msgs)
 			}
 			t.watchStalls(now)
-			t.observeWatermark(now)
 			if now.Sub(t.lastCP) >= s.cfg.CheckpointInterval {
 				t.checkpointAll(ctx)
 				t.lastCP = now
@@ -248,25 +246,6 @@ func (t *stageTwo) checkpointAll(ctx context.Context) error {
 	}
 	t.cpRetry.OK(t.s.log, "stage two: snapshots written again")
 	return nil
-}
-
-// observeWatermark sets the watermark age: wall time less the least
-// watermark of the tasks held here.
-func (t *stageTwo) observeWatermark(now time.Time) {
-	var wm int64
-	for _, p := range t.tasks {
-		if w, ok := p.task.Watermark(); ok && (wm == 0 || w < wm) {
-			wm = w
-		}
-	}
-	switch {
-	case wm > 0:
-		t.s.status.met.watermarkAge.Set(now.Sub(time.Unix(0, wm)).Seconds())
-	case len(t.tasks) > 0:
-		// Tasks held and no bucket closed by any: as stale as can be,
-		// not 0 (fresh).
-		t.s.status.met.watermarkAge.Set(math.Inf(1))
-	}
 }
 
 // watchStalls warns, once per stall, when a task's buckets have waited

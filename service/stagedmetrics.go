@@ -1,6 +1,7 @@
 package service
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -44,7 +45,7 @@ func (c *stagedCollector) judgingRules() []string {
 }
 
 func (c *stagedCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM,
+	for _, d := range []*prometheus.Desc{descBuckets, descFindings, descEvents, descActive, descSeries, descLate, descWM, descWMAge,
 		descSent, descFail, descDropped, descDepth, descReady, descLastCP, descUnjudgeable} {
 		ch <- d
 	}
@@ -62,7 +63,8 @@ func (c *stagedCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, r := range c.judgingRules() {
 		unjudgeable[r] = 0
 	}
-	for _, p := range c.s.status.held() {
+	held := c.s.status.held()
+	for _, p := range held {
 		st := p.Stats()
 		for r, l := range st.Unjudgeable {
 			unjudgeable[r] += len(l)
@@ -84,6 +86,16 @@ func (c *stagedCollector) Collect(ch chan<- prometheus.Metric) {
 	gm(descActive, float64(active))
 	gm(descSeries, float64(series))
 	gm(descWM, float64(wm)/1e9)
+	// The age is read now, from the watermark just reported, not kept up
+	// by the stage-two loop: a loop held up (by brokers gone, say) would
+	// leave it stale, and two readings of one scrape would disagree.
+	switch {
+	case wm > 0:
+		gm(descWMAge, time.Since(time.Unix(0, wm)).Seconds())
+	case c.s.two:
+		// No bucket closed here yet: as stale as can be, not 0 (fresh).
+		gm(descWMAge, math.Inf(1))
+	}
 	for r, n := range unjudgeable {
 		gm(descUnjudgeable, float64(n), r)
 	}
