@@ -10,6 +10,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -306,15 +307,7 @@ wait:
 		failed = failed || a.Error != ""
 	}
 	out.Complete = len(out.Missing) == 0 && out.StageOneWritten >= out.StageOneInstances && !failed
-	slices.SortFunc(out.Instances, func(a, b CheckpointAnswer) int {
-		if a.Instance < b.Instance {
-			return -1
-		}
-		if a.Instance > b.Instance {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out.Instances, func(a, b CheckpointAnswer) int { return strings.Compare(a.Instance, b.Instance) })
 	return out, nil
 }
 
@@ -358,42 +351,35 @@ func (s *Staged) checkpointHere(ctx context.Context) localCheckpoint {
 	var out localCheckpoint
 	var errs []error
 	if s.one {
-		reply := make(chan error, 1)
-		err := askStageOne(ctx, s.cp1, reply)
-		out.one = err == nil
-		errs = append(errs, err)
+		err, aerr := ask(ctx, s.cp1, "stage one")
+		out.one = aerr == nil && err == nil
+		errs = append(errs, aerr, err)
 	}
 	if s.two {
-		reply := make(chan cpDone, 1)
-		select {
-		case s.cp2 <- reply:
-			select {
-			case d := <-reply:
-				out.two = d.parts
-				errs = append(errs, d.err)
-			case <-ctx.Done():
-				errs = append(errs, fmt.Errorf("checkpoint: stage two: %w", ctx.Err()))
-			}
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("checkpoint: stage two is not running yet: %w", ctx.Err()))
-		}
+		d, aerr := ask(ctx, s.cp2, "stage two")
+		out.two = d.parts
+		errs = append(errs, aerr, d.err)
 	}
 	out.err = errors.Join(errs...)
 	return out
 }
 
-// askStageOne hands reply to stage one's loop and waits for its error.
-func askStageOne(ctx context.Context, ch chan chan error, reply chan error) error {
+// ask hands a reply channel to a stage's loop (ch) and waits for its
+// answer; the error is ctx's, named for the stage, when the loop does not
+// take the question or answer in time.
+func ask[T any](ctx context.Context, ch chan chan T, stage string) (T, error) {
+	var zero T
+	reply := make(chan T, 1)
 	select {
 	case ch <- reply:
 	case <-ctx.Done():
-		return fmt.Errorf("checkpoint: stage one is not running yet: %w", ctx.Err())
+		return zero, fmt.Errorf("checkpoint: %s is not running yet: %w", stage, ctx.Err())
 	}
 	select {
-	case err := <-reply:
-		return err
+	case v := <-reply:
+		return v, nil
 	case <-ctx.Done():
-		return fmt.Errorf("checkpoint: stage one: %w", ctx.Err())
+		return zero, fmt.Errorf("checkpoint: %s: %w", stage, ctx.Err())
 	}
 }
 
