@@ -57,15 +57,23 @@ func (e Embedded) EnablePeer(ctx context.Context, neighbor string) error {
 }
 
 func (e Embedded) admin(ctx context.Context, neighbor string) (api.PeerState_AdminState, error) {
-	st, found := api.PeerState_AdminState(-1), false
-	err := e.S.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor}, func(p *api.Peer) {
-		found = true
-		st = p.State.AdminState
-	})
-	if err == nil && !found {
-		err = fmt.Errorf("no neighbor %s", neighbor)
+	p, err := e.peer(ctx, neighbor)
+	if err != nil {
+		return -1, err
 	}
-	return st, err
+	return p.GetState().GetAdminState(), nil
+}
+
+// peer is the neighbor's entry in ListPeer.
+func (e Embedded) peer(ctx context.Context, neighbor string) (*api.Peer, error) {
+	var found *api.Peer
+	if err := e.S.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor}, func(p *api.Peer) { found = p }); err != nil {
+		return nil, err
+	}
+	if found == nil {
+		return nil, fmt.Errorf("no neighbor %s", neighbor)
+	}
+	return found, nil
 }
 
 // settle asks for an administrative state and waits until the peer has
@@ -111,15 +119,11 @@ const (
 
 // Established reports whether the session with neighbor is established.
 func (e Embedded) Established(ctx context.Context, neighbor string) (bool, error) {
-	up, found := false, false
-	err := e.S.ListPeer(ctx, &api.ListPeerRequest{Address: neighbor}, func(p *api.Peer) {
-		found = true
-		up = p.State.SessionState == api.PeerState_ESTABLISHED
-	})
-	if err == nil && !found {
-		err = fmt.Errorf("gobgp: no neighbor %s", neighbor)
+	p, err := e.peer(ctx, neighbor)
+	if err != nil {
+		return false, fmt.Errorf("gobgp: %w", err)
 	}
-	return up, err
+	return p.GetState().GetSessionState() == api.PeerState_ESTABLISHED, nil
 }
 
 // GRPC drives a gobgpd through its gRPC API.
