@@ -132,6 +132,23 @@ feed() {
 	note "with: outagewatch produce $2 --brokers 127.0.0.1:$1 ($fed flow records)"
 }
 
+# replays_shutdown FILE N: replaying the recording FILE reads all N records
+# and raises AS20294's traffic alert, the Uganda shutdown.
+replays_shutdown() {
+	"$ow" replay "$1" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "replay $1: $(tail -2 "$tmp/replayed.err")" || return 1
+	replayed_shutdown "$2" "replay $1: "
+}
+
+# replayed_shutdown N [WHAT]: the replay whose output and log are in
+# $tmp/replayed and $tmp/replayed.err read all N records and raised
+# AS20294's traffic alert; WHAT prefixes a failure.
+replayed_shutdown() {
+	grep -q ": $1 records read, $1 replayed" "$tmp/replayed.err" ||
+		fail "${2:-}want $1 records: $(grep 'records read' "$tmp/replayed.err")" || return 1
+	grep -q '"status":"firing","rule":"asn-traffic-drop",.*"entity":"asn:20294"' "$tmp/replayed" ||
+		fail "${2:-}no traffic alert for AS20294" || return 1
+}
+
 # poll URL SECONDS PATTERN waits until URL answers 200 with a body matching
 # the extended regular expression PATTERN; the body is left in $tmp/body.
 poll() {
@@ -379,11 +396,7 @@ record() {
 	rm -f "$out"
 	(cd "$dir" && timeout 120 bash -c "$cmd") >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
 	[ -s "$out" ] || fail "$out is empty" || return 1
-	"$ow" replay "$out" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "replay $out: $(tail -2 "$tmp/replayed.err")" || return 1
-	grep -q ": $fed records read, $fed replayed" "$tmp/replayed.err" ||
-		fail "replay $out: want $fed records: $(grep 'records read' "$tmp/replayed.err")" || return 1
-	grep -q '"status":"firing","rule":"asn-traffic-drop",.*"entity":"asn:20294"' "$tmp/replayed" ||
-		fail "replay $out: no traffic alert for AS20294" || return 1
+	replays_shutdown "$out" "$fed" || return 1
 	note "checked: outagewatch replay $out reads all $fed records and raises AS20294's traffic alert"
 }
 
@@ -395,10 +408,7 @@ replayrec() {
 	local cmd=${2//\/tmp\/incident.owrec.gz/$rec}
 	note "with: /tmp/incident.owrec.gz -> $rec"
 	timeout 120 bash -c "$cmd" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "exit $?: $(tail -3 "$tmp/replayed.err")" || return 1
-	grep -q ": $rec_n records read, $rec_n replayed" "$tmp/replayed.err" ||
-		fail "want $rec_n records: $(grep 'records read' "$tmp/replayed.err")" || return 1
-	grep -q '"status":"firing","rule":"asn-traffic-drop",.*"entity":"asn:20294"' "$tmp/replayed" ||
-		fail "no traffic alert for AS20294" || return 1
+	replayed_shutdown "$rec_n" || return 1
 	note "checked: it reads all $rec_n records and raises AS20294's traffic alert"
 }
 
@@ -470,11 +480,7 @@ produce() {
 		note "checked: it wrote $(grep -o 'topic\.bgp=[0-9]* topic\.dns=[0-9]* topic\.flows=[0-9]*' "$tmp/out") to the config's topics"
 	fi
 	"$ow" record "${rb[@]}" --out "$tmp/produced.owrec.gz" >"$tmp/out" 2>&1 || fail "record it back: $(tail -2 "$tmp/out")" || return 1
-	"$ow" replay "$tmp/produced.owrec.gz" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "replay what it wrote: $(tail -2 "$tmp/replayed.err")" || return 1
-	grep -q ": $n records read, $n replayed" "$tmp/replayed.err" ||
-		fail "the flows topic does not hold the $n records it says it wrote: $(grep 'records read' "$tmp/replayed.err")" || return 1
-	grep -q '"status":"firing","rule":"asn-traffic-drop",.*"entity":"asn:20294"' "$tmp/replayed" ||
-		fail "what it wrote raises no traffic alert for AS20294" || return 1
+	replays_shutdown "$tmp/produced.owrec.gz" "$n" || return 1
 	note "checked: the flows topic holds the $n records it says it wrote; replayed (outagewatch record ${rb[*]}, then replay) they raise AS20294's traffic alert"
 }
 
