@@ -2,7 +2,9 @@ package service
 
 import (
 	"context"
+	"math"
 	"os"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"syscall"
@@ -12,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/outagewatch/outagewatch/aggregate"
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -69,12 +72,12 @@ func benchBroker(b *testing.B) (string, *fixture, func()) {
 // the internal topic), stage two (merge, detect, alert events into the
 // persisted outbox and the JSON-lines sink), both in one process as `run`
 // runs them. A run ends when every record is counted in and stage two's
-// watermark has reached the last bucket replay closes before its final
-// flush: the records went through both stages, not only into stage one.
+// watermark has reached the last bucket the input partitions' own records
+// close (benchWatermark): the records went through both stages, not only
+// into stage one.
 func BenchmarkEndToEnd(b *testing.B) {
 	addr, f, stop := benchBroker(b)
 	defer stop()
-	last := benchWatermark(b, f)
 	b.ResetTimer()
 	var total int64
 	var steady, cpu time.Duration
@@ -87,15 +90,18 @@ func BenchmarkEndToEnd(b *testing.B) {
 		cfg.Kafka.ViewTopic = "bench-view-" + itoa(i)
 		cfg.CheckpointInterval = 10 * time.Second
 		_, st, shutdown := startStaged(b, mustValidate(b, cfg), Options{Rules: f.set, Map: f.m})
+		last := benchWatermark(f, st)
 		// Joining the consumer groups takes the same time whatever the
 		// stream; the steady rate counts from the first record in.
 		waitFor(b, "first record", 60*time.Second, func() bool { return recordsIn(st, f) > 0 })
 		first, cpu0 := time.Now(), cpuTime(b)
+		stopProfile := profileSteady(b)
 		waitFor(b, "all records through both stages", 120*time.Second, func() bool {
 			return recordsIn(st, f) >= int64(len(f.recs)) && stageTwoWatermark(st, cfg.Kafka.InternalPartitions) >= last
 		})
 		steady += time.Since(first)
 		cpu += cpuTime(b) - cpu0
+		stopProfile()
 		b.StopTimer()
 		shutdown()
 		b.StartTimer()
@@ -108,6 +114,27 @@ func BenchmarkEndToEnd(b *testing.B) {
 	b.ReportMetric(float64(total)/cpu.Seconds(), "records/cpu-s")
 }
 
+// profileSteady writes a CPU profile of the steady run alone (not the
+// fixture's rendering nor the broker's loading, which -test.cpuprofile
+// takes in) to the file OUTAGEWATCH_BENCH_CPUPROFILE names, if set.
+func profileSteady(b *testing.B) func() {
+	path := os.Getenv("OUTAGEWATCH_BENCH_CPUPROFILE")
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		b.Fatal(err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
+}
+
 // cpuTime is the processor time (user and system) this process has used.
 func cpuTime(b *testing.B) time.Duration {
 	var ru syscall.Rusage
@@ -117,22 +144,32 @@ func cpuTime(b *testing.B) time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// benchWatermark is the watermark one pipeline reaches on the records of
-// f, less the final flush a replay ends with: the last bucket the live
-// stages close without more data.
-func benchWatermark(b *testing.B, f *fixture) int64 {
-	p, err := pipeline.New(pipeline.Config{Rules: f.set, Map: f.m, LocalASNs: f.local, Logger: quietLog()}, func(*alerting.Event) {})
-	if err != nil {
-		b.Fatal(err)
+// benchWatermark is the watermark stage two reaches once every record
+// has gone through both stages: each input partition flushes the buckets
+// its own latest record, less the lateness, has passed, and stage two
+// closes up to the least of those. The buckets after it close only when
+// the partitions are found idle, a wait of the configured idle time that
+// measures the clock, not the pipeline, so the run ends before it.
+func benchWatermark(f *fixture, st *Staged) int64 {
+	ac := aggregate.New(st.pipelineConfig(st.m).Aggregate).Config() // with its defaults
+	width, late := ac.Width, ac.Lateness
+	wm := int64(math.MaxInt64)
+	for _, t := range f.topics {
+		// produce spreads a topic's records over the partitions in turn.
+		var hi [testPartitions]int64
+		i := 0
+		for _, r := range f.recs {
+			if r.Stream == t.Name {
+				hi[i%testPartitions] = max(hi[i%testPartitions], r.Time)
+				i++
+			}
+		}
+		for _, h := range hi[:min(i, testPartitions)] {
+			w := h - late
+			wm = min(wm, w-w%width)
+		}
 	}
-	var hi int64
-	for _, r := range f.recs {
-		hi = max(hi, r.Time)
-	}
-	w := p.Aggregator().Config().Width
-	// Idle partitions close the buckets up to the latest record, less
-	// the lateness allowed; the bucket holding that instant stays open.
-	return hi - p.Aggregator().Config().Lateness - w
+	return wm
 }
 
 // recordsIn is the records stage one has counted in, over f's topics,

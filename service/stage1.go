@@ -39,6 +39,45 @@ const flushedMeta = "flushed="
 // max_queued_records, so a step still comes before the readers pause.
 const maxBatchesPerStep = 64
 
+// msgQueue is a partition's fetched records in order, kept as the batches
+// the reader sent: a batch joins the queue without its records being
+// copied, where one flat slice copied every record (a kafka.Message is
+// some 150 bytes) each time it grew, and that copying cost stage one more
+// than decoding the records did.
+type msgQueue struct {
+	batches [][]kafka.Message
+	n       int
+}
+
+func (q *msgQueue) push(b []kafka.Message) {
+	if len(b) > 0 {
+		q.batches = append(q.batches, b)
+		q.n += len(b)
+	}
+}
+
+func (q *msgQueue) len() int { return q.n }
+
+// front is the oldest record, nil when the queue is empty.
+func (q *msgQueue) front() *kafka.Message {
+	if q.n == 0 {
+		return nil
+	}
+	return &q.batches[0][0]
+}
+
+// pop drops the oldest record; a batch emptied is let go, so the records
+// processed are not kept alive by its array.
+func (q *msgQueue) pop() {
+	q.n--
+	if q.batches[0] = q.batches[0][1:]; len(q.batches[0]) == 0 {
+		q.batches[0] = nil
+		if q.batches = q.batches[1:]; len(q.batches) == 0 {
+			q.batches = nil
+		}
+	}
+}
+
 // bgpGen tags records of the routing table's partitions, which every
 // instance reads whole, outside the group.
 const bgpGen = -1
@@ -63,7 +102,7 @@ type s1Part struct {
 	// records wait until the routing table has been brought to its start,
 	// so they are attributed with the table of that moment wherever they
 	// are read.
-	queue []kafka.Message
+	queue msgQueue
 	// flushed is the end of the last bucket sent; open the offset of the
 	// first record of each bucket still open.
 	flushed int64
@@ -126,7 +165,7 @@ func (o *stageOne) saveBGP(ctx context.Context) error {
 	}
 	cp := bgpCheckpoint{Next: map[string]int64{}, MaxTime: map[string]int64{}, Flushed: o.bgpFlushed}
 	for k, p := range o.bgp {
-		if len(p.queue) > 0 {
+		if p.queue.len() > 0 {
 			return nil // taken on the next tick, once processed
 		}
 		cp.Next[sourceName(k)], cp.MaxTime[sourceName(k)] = p.next, p.maxTime
@@ -374,14 +413,7 @@ func (o *stageOne) receive(f fetched) {
 	if p == nil {
 		return // a generation that has ended
 	}
-	if len(p.queue) == 0 {
-		// The batch is this loop's once sent: it becomes the queue, where
-		// copying it (and growing the queue to hold it) cost more than
-		// the records' own processing.
-		p.queue = f.msgs
-	} else {
-		p.queue = append(p.queue, f.msgs...)
-	}
+	p.queue.push(f.msgs)
 	for i := range f.msgs {
 		p.recvTime = max(p.recvTime, f.msgs[i].Time.UnixNano())
 		if off := f.msgs[i].Offset; off >= max(p.next, p.counted) {
@@ -406,10 +438,10 @@ func (o *stageOne) step(ctx context.Context) {
 	// The routing table: records in event-time order, held by the pipeline
 	// until their bucket closes.
 	for _, p := range o.bgp {
-		for i := range p.queue {
-			o.process(o.bgpP, p, &p.queue[i])
+		for m := p.queue.front(); m != nil; m = p.queue.front() {
+			o.process(o.bgpP, p, m)
+			p.queue.pop()
 		}
-		p.queue = nil
 	}
 	for {
 		o.processInputs()
@@ -438,19 +470,14 @@ func (o *stageOne) step(ctx context.Context) {
 func (o *stageOne) processInputs() {
 	for _, p := range o.parts {
 		i := 0
-		for ; i < len(p.queue); i++ {
-			m := &p.queue[i]
+		for m := p.queue.front(); m != nil; m = p.queue.front() {
 			t := m.Time.UnixNano()
 			if len(o.bgp) > 0 && t-t%o.width > o.bgpFlushed {
 				break // its bucket waits for the routing table
 			}
 			o.process(p.p, p, m)
-		}
-		// Processed records leave the queue; an emptied one is dropped, so
-		// the next batch received becomes it (receive) and the records
-		// processed are not kept alive by its array.
-		if p.queue = p.queue[i:]; len(p.queue) == 0 {
-			p.queue = nil
+			p.queue.pop()
+			i++
 		}
 		p.queued.Add(-int64(i))
 	}
@@ -471,7 +498,7 @@ func (o *stageOne) instMax() int64 {
 func (o *stageOne) queuedRecords() int {
 	n := 0
 	for _, p := range o.parts {
-		n += len(p.queue)
+		n += p.queue.len()
 	}
 	return n
 }
@@ -499,8 +526,8 @@ func (o *stageOne) advanceBGP(now time.Time) bool {
 	// Not into a bucket an input partition here still has records of:
 	// those are attributed with the table as of the bucket's start.
 	for _, p := range o.parts {
-		if len(p.queue) > 0 {
-			t := p.queue[0].Time.UnixNano()
+		if m := p.queue.front(); m != nil {
+			t := m.Time.UnixNano()
 			wm = min(wm, t-t%o.width)
 		} else if !o.caughtUp(p) {
 			wm = min(wm, p.maxTime-p.maxTime%o.width)
@@ -567,7 +594,7 @@ func (o *stageOne) observeLag() {
 }
 
 func (o *stageOne) caughtUp(p *s1Part) bool {
-	return len(p.queue) == 0 && p.hwm >= 0 && p.next >= p.hwm
+	return p.queue.len() == 0 && p.hwm >= 0 && p.next >= p.hwm
 }
 
 func (o *stageOne) idle(p *s1Part, now time.Time) bool {
