@@ -81,6 +81,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 	b.ResetTimer()
 	var total int64
 	var steady, cpu time.Duration
+	var st0 *Staged
 	for i := 0; i < b.N; i++ {
 		cfg := testConfig(addr, b.TempDir(), f.topics...)
 		cfg.Kafka.GroupID = "bench-" + itoa(i)
@@ -90,6 +91,7 @@ func BenchmarkEndToEnd(b *testing.B) {
 		cfg.Kafka.ViewTopic = "bench-view-" + itoa(i)
 		cfg.CheckpointInterval = 10 * time.Second
 		_, st, shutdown := startStaged(b, mustValidate(b, cfg), Options{Rules: f.set, Map: f.m})
+		st0 = st
 		last := benchWatermark(f, st)
 		// Joining the consumer groups takes the same time whatever the
 		// stream; the steady rate counts from the first record in.
@@ -112,6 +114,21 @@ func BenchmarkEndToEnd(b *testing.B) {
 	// Per second of processor time (the in-process broker's included, as
 	// for the yardstick): a shared machine's load moves it far less.
 	b.ReportMetric(float64(total)/cpu.Seconds(), "records/cpu-s")
+	b.ReportMetric(density(f, st0), "records/part-bucket")
+}
+
+// density is the mean number of records an input partition holds in a
+// bucket over the fixture's span: the staged runtime's cost is partly per
+// record and partly per partition and bucket, so its ratio to a bare
+// reader depends on it, and the figure says which density was measured.
+func density(f *fixture, st *Staged) float64 {
+	width := aggregate.New(st.pipelineConfig(st.m).Aggregate).Config().Width
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for _, r := range f.recs {
+		lo, hi = min(lo, r.Time), max(hi, r.Time)
+	}
+	buckets := (hi-lo)/width + 1
+	return float64(len(f.recs)) / float64(buckets) / float64(testPartitions*len(f.topics))
 }
 
 // profileSteady writes a CPU profile of the steady run alone (not the
