@@ -17,8 +17,8 @@ import (
 // decoded observations accumulate there per bucket until the watermark
 // passes it, then leave as partials (flush). agg is stage two: partials
 // merge there into the buckets detectors judge, and keep their history.
-// In one process the partials go straight from one to the other; in a
-// one-stage pipeline pre is agg. Its state is both aggregators' buckets
+// In one process the partials go straight from one to the other
+// (handoff). Its state is both aggregators' buckets
 // and history; its counters are the aggregators' (observations, late,
 // buckets, series), the watermark and the partials refused.
 type aggregateStage struct {
@@ -35,12 +35,8 @@ type aggregateStage struct {
 }
 
 func newAggregateStage(cfg Config) *aggregateStage {
-	a := &aggregateStage{agg: aggregate.New(cfg.Aggregate), log: cfg.Logger, errs: map[string]int64{}}
-	a.pre = a.agg
-	if !cfg.OneStage {
-		a.pre = aggregate.New(preConfig(cfg.Aggregate))
-	}
-	return a
+	return &aggregateStage{pre: aggregate.New(preConfig(cfg.Aggregate)), agg: aggregate.New(cfg.Aggregate), log: cfg.Logger,
+		errs: map[string]int64{}}
 }
 
 // preConfig is stage one's aggregator: the same buckets and lateness, and
@@ -52,8 +48,6 @@ func preConfig(c aggregate.Config) aggregate.Config {
 }
 
 func (a *aggregateStage) Name() string { return "aggregate" }
-
-func (a *aggregateStage) oneStage() bool { return a.pre == a.agg }
 
 // refresh copies the aggregators' counters.
 func (a *aggregateStage) refresh() {
@@ -68,9 +62,6 @@ func (a *aggregateStage) refresh() {
 // both.
 func (a *aggregateStage) aggregateStats() aggregate.Stats {
 	s, t := a.pre.Stats(), a.agg.Stats()
-	if a.oneStage() {
-		return t
-	}
 	// Every series judged was first a series of stage one, which keeps
 	// them all; it also has those whose first bucket is still open.
 	return aggregate.Stats{Observations: s.Observations, Late: s.Late + t.Late, BucketsClosed: t.BucketsClosed,
@@ -79,9 +70,6 @@ func (a *aggregateStage) aggregateStats() aggregate.Stats {
 
 // flush sends every bucket of stage one ending at or before wm to fn.
 func (a *aggregateStage) flush(wm int64, fn func(*aggregate.Flushed)) error {
-	if a.oneStage() {
-		return errors.New("pipeline: a one-stage pipeline has no stage one to flush")
-	}
 	err := a.pre.Flush(wm, fn)
 	a.refresh()
 	return err
@@ -90,9 +78,6 @@ func (a *aggregateStage) flush(wm int64, fn func(*aggregate.Flushed)) error {
 // handoff moves every bucket of stage one ending at or before wm into
 // stage two, in process.
 func (a *aggregateStage) handoff(wm int64) {
-	if a.oneStage() {
-		return
-	}
 	if err := a.pre.Handoff(wm, a.agg, a.rejectHandoff); err != nil {
 		a.log.Error("bucket not flushed", "err", err)
 	}
@@ -180,10 +165,8 @@ func (a *aggregateStage) save(cp *checkpoint) error {
 	if cp.Aggregator, err = a.agg.MarshalBinary(); err != nil {
 		return err
 	}
-	if !a.oneStage() {
-		if cp.Pre, err = a.pre.MarshalBinary(); err != nil {
-			return err
-		}
+	if cp.Pre, err = a.pre.MarshalBinary(); err != nil {
+		return err
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -199,7 +182,7 @@ func (a *aggregateStage) restore(cp *checkpoint) error {
 	if err := a.agg.UnmarshalBinary(cp.Aggregator); err != nil {
 		return err
 	}
-	if len(cp.Pre) > 0 && !a.oneStage() {
+	if len(cp.Pre) > 0 {
 		if err := a.pre.UnmarshalBinary(cp.Pre); err != nil {
 			return err
 		}

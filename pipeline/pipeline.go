@@ -60,10 +60,6 @@ type Config struct {
 	// NoFeedHealth turns off the feed-silence detector: a scaled-out second
 	// stage judges feed health in one partition only.
 	NoFeedHealth bool
-	// OneStage decodes straight into the buckets that are judged, with no
-	// flush and merge between: the single-instance service, whose results
-	// must not depend on when it checkpoints (see docs/deployment.md).
-	OneStage bool
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or

@@ -134,10 +134,6 @@ func TestAggregateStage(t *testing.T) {
 	if err := a.flush(2*width, func(*aggregate.Flushed) {}); err != nil {
 		t.Fatal(err)
 	}
-	one := newAggregateStage(Config{OneStage: true, Logger: quiet()})
-	if err := one.flush(width, func(*aggregate.Flushed) {}); err == nil {
-		t.Fatal("a one-stage aggregate flushed")
-	}
 	// Its checkpoint section: the buckets, the watermark and the partial
 	// errors, and nothing of decode's errors.
 	var cp checkpoint
