@@ -12,8 +12,8 @@ import (
 // checkpoint is the pipeline's checkpoint: each stage's section. The
 // built-in stages write the fields they wrote before the pipeline was a
 // chain (decode: Formats, Shared, Held, Records and Errors; aggregate:
-// Aggregator, Pre, Watermark and the partial/ Errors; judge: Detectors
-// and Silence; alert: Alerts; correlate: Outages), so a checkpoint
+// Aggregator, Pre, Watermark and the partial/ Errors; feed-health:
+// Silence; judge: Detectors; alert: Alerts; correlate: Outages), so a checkpoint
 // restores across that change. Every other stage (the mute stages, and
 // those inserted into the chain) writes its section in Sections, under
 // its name; a checkpoint without the mute stages' sections was written
@@ -44,7 +44,7 @@ type checkpoint struct {
 
 // sections are the built-in stages, in the order they restore.
 func (p *Pipeline) sections() []section {
-	return []section{p.decode, p.agg, p.judge, p.alert, p.corr}
+	return []section{p.decode, p.agg, p.feeds, p.judge, p.alert, p.corr}
 }
 
 // MarshalBinary checkpoints everything the pipeline knows: history, open

@@ -11,18 +11,13 @@ import (
 )
 
 // judgeStage hands each point of a closed bucket to the detectors of the
-// rules that watch its series, and the bucket's feed counts to the
-// feed-health detector; their findings go into the batch, feed health's
-// first, then the rules' in the rules' order. Its state is every
-// detector's; its counter is the findings.
+// rules that watch its series; their findings go into the batch in the
+// rules' order (after feed health's, whose stage runs before). Its state
+// is every rule's detector; its counter is the findings.
 type judgeStage struct {
 	// tap, when set, sees every bucket before the detectors do (Config.Tap).
-	tap func(*aggregate.Closed)
-	// silence is the feed-health detector, nil when turned off
-	// (Config.NoFeedHealth); it is still checkpointed when off.
-	silence    *detectors.FeedSilence
-	feedHealth bool
-	rules      []*boundRule
+	tap   func(*aggregate.Closed)
+	rules []*boundRule
 	// match caches which rules watch each series.
 	match matchCache
 
@@ -37,7 +32,7 @@ type boundRule struct {
 }
 
 func newJudgeStage(cfg Config) *judgeStage {
-	j := &judgeStage{tap: cfg.Tap, silence: detectors.NewFeedSilence(cfg.SilentAfter), feedHealth: !cfg.NoFeedHealth}
+	j := &judgeStage{tap: cfg.Tap}
 	for _, r := range cfg.Rules.Rules {
 		j.rules = append(j.rules, &boundRule{rule: r, det: r.Params.Build(r.Name)})
 	}
@@ -52,9 +47,6 @@ func (j *judgeStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batc
 		j.tap(c)
 	}
 	n := len(b.Findings)
-	if j.feedHealth {
-		j.silence.Bucket(c, func(f detectors.Finding) { b.Findings = append(b.Findings, Finding{Finding: f}) })
-	}
 	for _, br := range j.rules {
 		br.pts = br.pts[:0]
 	}
@@ -114,8 +106,7 @@ func (j *judgeStage) Counters() map[string]int64 {
 	return map[string]int64{"findings": j.findings}
 }
 
-// save writes every rule's detector state, by rule name, and the feed
-// health detector's.
+// save writes every rule's detector state, by rule name.
 func (j *judgeStage) save(cp *checkpoint) error {
 	cp.Detectors = map[string][]byte{}
 	for _, br := range j.rules {
@@ -124,7 +115,6 @@ func (j *judgeStage) save(cp *checkpoint) error {
 			return fmt.Errorf("pipeline: checkpoint rule %s: %w", br.rule.Name, err)
 		}
 	}
-	cp.Silence = j.silence
 	return nil
 }
 
@@ -138,9 +128,6 @@ func (j *judgeStage) restore(cp *checkpoint) error {
 				return err
 			}
 		}
-	}
-	if cp.Silence != nil {
-		j.silence = cp.Silence
 	}
 	return nil
 }

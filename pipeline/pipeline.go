@@ -57,9 +57,6 @@ type Config struct {
 	// Process) that fails to decode when it is applied, so that a live
 	// source can dead-letter it as it does the errors Process returns.
 	Rejected func(rec *ingest.Record, err error)
-	// NoFeedHealth turns off the feed-silence detector: a scaled-out second
-	// stage judges feed health in one partition only.
-	NoFeedHealth bool
 }
 
 // Stats are the pipeline's counters. Maps are keyed "stream/format" or
@@ -88,6 +85,7 @@ type Pipeline struct {
 	cfg    Config
 	decode *decodeStage
 	agg    *aggregateStage
+	feeds  *feedHealthStage
 	judge  *judgeStage
 	alert  *alertStage
 	corr   *correlateStage
@@ -126,11 +124,11 @@ func New(cfg Config, out func(*alerting.Event)) (*Pipeline, error) {
 	if p.corr, err = newCorrelateStage(cfg, p.agg.level); err != nil {
 		return nil, err
 	}
-	p.judge, p.alert, p.out = newJudgeStage(cfg), newAlertStage(cfg), &outStage{alerts: out, events: cfg.Events}
+	p.feeds, p.judge, p.alert, p.out = newFeedHealthStage(cfg), newJudgeStage(cfg), newAlertStage(cfg), &outStage{alerts: out, events: cfg.Events}
 	p.alert.place = p.corr.corr.Label
 	p.silences = &muteSilences{mute: cfg.Mute, mutedAlerts: mutedAlerts{muted: map[string]string{}}}
 	p.faults = &muteFeedFaults{faults: map[string]string{}, mutedAlerts: mutedAlerts{muted: map[string]string{}}}
-	p.chain = []Stage{p.judge, p.alert, p.silences, p.faults, p.corr, p.out}
+	p.chain = []Stage{p.feeds, p.judge, p.alert, p.silences, p.faults, p.corr, p.out}
 	return p, nil
 }
 
@@ -144,9 +142,9 @@ func (p *Pipeline) Stages() []string {
 	return names
 }
 
-// Insert puts s into the chain before the stage named before (judge,
-// alert, mute-silences, mute-feed-faults, correlate or out, or one
-// inserted earlier). Call it before the
+// Insert puts s into the chain before the stage named before
+// (feed-health, judge, alert, mute-silences, mute-feed-faults, correlate
+// or out, or one inserted earlier). Call it before the
 // first bucket closes and before UnmarshalBinary, which restores s's
 // checkpoint section. Names are unique.
 func (p *Pipeline) Insert(before string, s Stage) error {
@@ -163,6 +161,20 @@ func (p *Pipeline) Insert(before string, s Stage) error {
 		return fmt.Errorf("pipeline: no stage %q to insert %q before", before, s.Name())
 	}
 	p.chain = slices.Insert(p.chain, at, s)
+	return nil
+}
+
+// Remove takes the stage named name out of the chain: how a pipeline
+// that must not do what the default chain does says so, as a scaled-out
+// stage two's tasks but the first drop feed-health (a deployment judges
+// its feeds once). Call it before the first bucket closes. A built-in
+// stage removed still writes its checkpoint section, as it was.
+func (p *Pipeline) Remove(name string) error {
+	i := slices.IndexFunc(p.chain, func(s Stage) bool { return s.Name() == name })
+	if i < 0 {
+		return fmt.Errorf("pipeline: no stage %q in the chain to remove", name)
+	}
+	p.chain = slices.Delete(p.chain, i, i+1)
 	return nil
 }
 
@@ -234,7 +246,7 @@ func (p *Pipeline) Stats() Stats {
 	p.agg.mu.Unlock()
 	st := Stats{Records: recs, DecodeErrors: errs,
 		Observations: as.Observations, Late: as.Late, BucketsClosed: as.BucketsClosed, Series: as.Series,
-		Findings: p.judge.Counters()["findings"], Events: p.alert.Counters()["alerts"],
+		Findings: p.feeds.Counters()["findings"] + p.judge.Counters()["findings"], Events: p.alert.Counters()["alerts"],
 		OutageEvents: p.corr.Counters()["outage_events"], Watermark: wm,
 		Unjudgeable: p.judge.unjudgeable()}
 	return st

@@ -10,7 +10,7 @@ import (
 )
 
 // The pipeline is a chain of stages, in the shape of Alertmanager's notify
-// pipeline: decode → aggregate → judge → alert → mute-silences →
+// pipeline: decode → aggregate → feed-health → judge → alert → mute-silences →
 // mute-feed-faults → correlate → out. Records
 // enter at decode (Process) and wait in aggregate's open buckets; each
 // bucket the watermark closes (Advance, Close) goes down the rest of the

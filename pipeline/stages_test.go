@@ -244,16 +244,16 @@ func findingsOf(b *Batch) []string {
 }
 
 // judgeStage: each point goes to the detectors of the rules that watch
-// its series; findings come in the rules' order, feed health's first.
+// its series; findings come in the rules' order.
 func TestJudgeStage(t *testing.T) {
 	agg := aggregate.New(aggregate.Config{Width: width})
-	newJudge := func(feedHealth bool) (*judgeStage, *echo, *echo) {
+	newJudge := func() (*judgeStage, *echo, *echo) {
 		da, db := &echo{}, &echo{}
-		j := &judgeStage{silence: detectors.NewFeedSilence(1), feedHealth: feedHealth, rules: []*boundRule{
+		j := &judgeStage{rules: []*boundRule{
 			{rule: testRule("nets", "asn:*"), det: da}, {rule: testRule("countries", "country:*"), det: db}}}
 		return j, da, db
 	}
-	j, da, _ := newJudge(true)
+	j, da, _ := newJudge()
 	taps := 0
 	j.tap = func(*aggregate.Closed) { taps++ }
 	var b Batch
@@ -265,13 +265,42 @@ func TestJudgeStage(t *testing.T) {
 	if got := findingsOf(&b); !slices.Equal(got, want) || taps != 1 {
 		t.Fatalf("findings %q (tap %d), want %q (tap 1)", got, taps, want)
 	}
-	// The feed goes quiet: feed health fires once, ahead of the rules.
+	if c := j.Counters(); c["findings"] != 3 {
+		t.Fatalf("findings counter %v, want 3", c)
+	}
+	// Its section: every rule's detector by rule name.
+	var cp checkpoint
+	if err := j.save(&cp); err != nil {
+		t.Fatal(err)
+	}
+	if string(cp.Detectors["nets"]) != strconv.Itoa(da.Seen) || string(cp.Detectors["countries"]) != "1" {
+		t.Fatalf("section %q", cp.Detectors)
+	}
+	r, ra, rb := newJudge()
+	if err := r.restore(&cp); err != nil {
+		t.Fatal(err)
+	}
+	if ra.Seen != da.Seen || rb.Seen != 1 || r.Counters()["findings"] != 0 {
+		t.Fatalf("restored seen %d and %d, want %d and 1", ra.Seen, rb.Seen, da.Seen)
+	}
+}
+
+// feed-health: a feed that goes quiet fires once, ahead of the rules'
+// findings (its stage runs before judge); a pipeline without the stage
+// (a stage-two task but the first) finds no feed fault in the same
+// buckets, and still checkpoints the detector where it always was.
+func TestFeedHealthStage(t *testing.T) {
+	agg := aggregate.New(aggregate.Config{Width: width})
+	fh := &feedHealthStage{silence: detectors.NewFeedSilence(1)}
+	j := &judgeStage{rules: []*boundRule{{rule: testRule("nets", "asn:*"), det: &echo{}}}}
+	var b Batch
 	fired := -1
 	for i := 1; i < 50 && fired < 0; i++ {
 		b.reset(closedOf(agg, int64(i)*width, 0, "asn:1", 0.0))
 		if i < 4 {
 			b.Bucket.FeedObservations[testFeed] = 3
 		}
+		fh.Exec(context.Background(), &b)
 		j.Exec(context.Background(), &b)
 		if got := findingsOf(&b); len(got) == 2 {
 			if want := []string{"- feed_health firing feed:stagetest 0", "nets echo firing asn:1 0"}; !slices.Equal(got, want) {
@@ -283,36 +312,45 @@ func TestJudgeStage(t *testing.T) {
 	if fired < 0 {
 		t.Fatal("the feed went quiet for 50 buckets and feed health never fired")
 	}
-	if c := j.Counters(); c["findings"] != int64(3+fired+1) {
-		t.Fatalf("findings counter %v, want %d", c, 3+fired+1)
+	if c := fh.Counters(); c["findings"] != 1 {
+		t.Fatalf("findings counter %v, want 1", c)
 	}
-	// Off (a second-stage task but the first), the same buckets find no
-	// feed fault.
-	off, _, _ := newJudge(false)
+	var cp checkpoint
+	if err := fh.save(&cp); err != nil || cp.Silence != fh.silence {
+		t.Fatalf("section %p, %v", cp.Silence, err)
+	}
+	r := &feedHealthStage{silence: detectors.NewFeedSilence(1)}
+	if err := r.restore(&cp); err != nil || r.silence != fh.silence || r.Counters()["findings"] != 0 {
+		t.Fatalf("restored %p, %v", r.silence, err)
+	}
+
+	p, err := New(Config{Logger: quiet()}, func(*alerting.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Remove(StageFeedHealth); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.Stages(); slices.Contains(got, StageFeedHealth) || !slices.Contains(got, "judge") {
+		t.Fatalf("stages %q after removing feed-health", got)
+	}
+	if err := p.Remove(StageFeedHealth); err == nil {
+		t.Fatal("feed-health removed twice")
+	}
 	for i := 0; i <= fired; i++ {
 		b.reset(closedOf(agg, int64(i)*width, 0, "asn:1", 0.0))
 		if i < 4 {
 			b.Bucket.FeedObservations[testFeed] = 3
 		}
-		off.Exec(context.Background(), &b)
+		for _, s := range p.chain {
+			s.Exec(context.Background(), &b)
+		}
 		if slices.ContainsFunc(b.Findings, func(f Finding) bool { return f.Detector == "feed_health" }) {
-			t.Fatalf("feed health off, and bucket %d found %q", i, findingsOf(&b))
+			t.Fatalf("feed health removed, and bucket %d found %q", i, findingsOf(&b))
 		}
 	}
-	// Its section: every rule's detector by rule name, and feed health.
-	var cp checkpoint
-	if err := j.save(&cp); err != nil {
+	if _, err := p.MarshalBinary(); err != nil {
 		t.Fatal(err)
-	}
-	if string(cp.Detectors["nets"]) != strconv.Itoa(da.Seen) || string(cp.Detectors["countries"]) != "1" || cp.Silence != j.silence {
-		t.Fatalf("section %q, silence %p", cp.Detectors, cp.Silence)
-	}
-	r, ra, rb := newJudge(true)
-	if err := r.restore(&cp); err != nil {
-		t.Fatal(err)
-	}
-	if ra.Seen != da.Seen || rb.Seen != 1 || r.silence != j.silence || r.Counters()["findings"] != 0 {
-		t.Fatalf("restored seen %d and %d, want %d and 1", ra.Seen, rb.Seen, da.Seen)
 	}
 }
 
@@ -500,7 +538,7 @@ func TestInsertedStage(t *testing.T) {
 	if err := p.Insert("correlate", d); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := p.Stages(), []string{"decode", "aggregate", "judge", "alert", "mute-silences", "mute-feed-faults", "drop-nets", "correlate", "out"}; !slices.Equal(got, want) {
+	if got, want := p.Stages(), []string{"decode", "aggregate", "feed-health", "judge", "alert", "mute-silences", "mute-feed-faults", "drop-nets", "correlate", "out"}; !slices.Equal(got, want) {
 		t.Fatalf("stages %q, want %q", got, want)
 	}
 	for _, r := range []*ingest.Record{rec("stagetest", "asn:1,5,10", 10), rec("stagetest", "asn:2,5,20", 20)} {

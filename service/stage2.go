@@ -180,7 +180,6 @@ func (t *stageTwo) retryRestore(ctx context.Context, msgs chan fetched) {
 
 func (t *stageTwo) newTask(part int) (*stage.Task, error) {
 	pc := t.s.pipelineConfig(t.m)
-	pc.NoFeedHealth = part != 0
 	pc.Events = t.s.dispatch
 	if t.s.charts != nil {
 		pc.Tap = t.s.charts.Bucket
@@ -188,6 +187,12 @@ func (t *stageTwo) newTask(part int) (*stage.Task, error) {
 	p, err := pipeline.New(pc, t.s.dispatch)
 	if err != nil {
 		return nil, err
+	}
+	if part != 0 {
+		// Feed health is judged once, by the first partition's task.
+		if err := p.Remove(pipeline.StageFeedHealth); err != nil {
+			return nil, err
+		}
 	}
 	return stage.NewTask(p, t.sources), nil
 }

@@ -50,11 +50,15 @@ func NewLocal(cfg pipeline.Config, sources []string, partitions int, out func(*a
 	}
 	l.router = NewRouter(cfg.Map, cfg.ZoneOwners, partitions)
 	for i := range partitions {
-		tc := cfg
-		tc.NoFeedHealth = i != 0
-		p, err := pipeline.New(tc, out)
+		p, err := pipeline.New(cfg, out)
 		if err != nil {
 			return nil, err
+		}
+		if i != 0 {
+			// Feed health is judged once, by the first partition's task.
+			if err := p.Remove(pipeline.StageFeedHealth); err != nil {
+				return nil, err
+			}
 		}
 		l.tasks = append(l.tasks, NewTask(p, sources))
 	}
