@@ -23,6 +23,7 @@ import (
 	"unsafe"
 
 	"github.com/outagewatch/outagewatch/obs"
+	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/series"
 )
 
@@ -190,10 +191,12 @@ type Stats struct {
 // Aggregator buckets observations. It is not safe for concurrent use; the
 // pipeline owns one per stage.
 type Aggregator struct {
-	cfg    Config
-	series index[*Series]
-	sorted []*Series
-	dirty  bool
+	cfg Config
+	// flushed is Flush's entries array, reused from bucket to bucket.
+	flushed []partial.Entry
+	series  index[*Series]
+	sorted  []*Series
+	dirty   bool
 	// byID holds the series numbered for a decoder (SeriesID), by number.
 	byID []*Series
 	// parts, sortedParts and partByID are series, sorted list and byID of a

@@ -66,7 +66,7 @@ type Flushed struct {
 
 // Flush moves a stage-one aggregator's watermark to wm: every bucket that
 // ends at or before wm leaves as a Flushed, oldest first, without touching
-// any history. Hooks run as for a close, so the gauges that stateful inputs
+// any history. The Flushed and its entries are fn's only during the call. Hooks run as for a close, so the gauges that stateful inputs
 // sample (the routing table) are part of the bucket.
 func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 	for {
@@ -74,7 +74,10 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 		if !ok {
 			return nil
 		}
-		f := &Flushed{Start: start, End: start + a.cfg.Width}
+		// The entries' array is reused from bucket to bucket: grown one
+		// append at a time for every bucket, it was most of a flush's
+		// allocation.
+		f := &Flushed{Start: start, End: start + a.cfg.Width, Entries: a.flushed[:0]}
 		feeds, err := a.flush(start, func(_ *part, e *partial.Entry) {
 			f.Entries = append(f.Entries, *e)
 		})
@@ -83,6 +86,8 @@ func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 		}
 		f.Feeds = feeds.counts()
 		fn(f)
+		clear(f.Entries) // its strings and accumulators are fn's now, or garbage
+		a.flushed = f.Entries[:0]
 	}
 }
 

@@ -2,6 +2,7 @@ package aggregate
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/outagewatch/outagewatch/obs"
@@ -83,7 +84,7 @@ func TestLatePartial(t *testing.T) {
 	f := New(Config{History: 1, StageOne: true})
 	f.Observe(obsAt(t0+2, obs.TrafficBytes, "asn:1", 1))
 	var flushed *Flushed
-	if err := f.Flush(t0+min5, func(x *Flushed) { flushed = x }); err != nil {
+	if err := f.Flush(t0+min5, func(x *Flushed) { flushed = keep(x) }); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.ObservePartial(&flushed.Entries[0]); !errors.Is(err, ErrLatePartial) {
@@ -97,4 +98,12 @@ func TestLatePartial(t *testing.T) {
 	if err := a.ObservePartial(&bad); err == nil {
 		t.Fatal("unknown signal merged")
 	}
+}
+
+// keep copies a Flushed out of Flush's callback, after which its entries
+// are reused.
+func keep(f *Flushed) *Flushed {
+	c := *f
+	c.Entries = slices.Clone(f.Entries)
+	return &c
 }

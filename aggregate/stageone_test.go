@@ -130,7 +130,7 @@ func TestStagesRefuseTheOtherStagesWork(t *testing.T) {
 	one := New(Config{History: 1, StageOne: true})
 	one.Observe(obsAt(t0+1, obs.TrafficBytes, "asn:1", 5))
 	var f *Flushed
-	if err := one.Flush(t0+min5, func(x *Flushed) { f = x }); err != nil {
+	if err := one.Flush(t0+min5, func(x *Flushed) { f = keep(x) }); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.Entries) != 1 || f.Entries[0].Sum != 5 || f.Entries[0].Entity != "asn:1" {

@@ -51,7 +51,7 @@ pair() {
 
 # ratio BMETRIC YMETRIC SUFFIX: the table line of the runs in $out.
 ratio() {
-	awk -v b="Benchmark$bench" -v y="Benchmark$yard" -v bm="$1" -v ym="$2" -v label="$pkg $bench ÷ $yard$3${note:-}" '
+	awk -v b="Benchmark$bench" -v y="Benchmark$yard" -v bm="$1" -v ym="$2" -v label="$pkg $bench ÷ $yard${note:-}$3" '
 	function med(a, n,   i, j, t) {
 		for (i = 2; i <= n; i++) for (j = i; j > 1 && a[j-1] > a[j]; j--) { t = a[j]; a[j] = a[j-1]; a[j-1] = t }
 		return n % 2 ? a[(n+1)/2] : (a[n/2] + a[n/2+1]) / 2
