@@ -5,6 +5,7 @@
 # a shared or slower machine moves both figures, not much their ratio.
 #   scripts/bench.sh [benchtime [count]]     ratios (defaults: 1s, 3 runs)
 #   scripts/bench.sh --all [benchtime]       and every other benchmark, raw
+#   BENCH_ONLY=./service scripts/bench.sh    only the pairs of one package
 # Ratios are medians of the per-run ratios, higher is better for the
 # benchmark; the range shows how much they moved.
 # Not part of CI.
@@ -31,6 +32,7 @@ printf '%-44s %16s %16s %7s  %s\n' "benchmark ÷ yardstick" "benchmark" "yardsti
 pair() {
 	local pkg=$1 bench=$2 yard=$3 unit=$4 bmetric=$4 i
 	shift 4
+	if [[ -n ${BENCH_ONLY:-} && $pkg != "$BENCH_ONLY" ]]; then return 0; fi
 	if [[ $unit == steady-records/s ]]; then unit=records/s; fi
 	go test -c -o "$bin" "$pkg" || return 1
 	: >"$out"
