@@ -339,7 +339,7 @@ func TestTrafficDropLearnsNoiseOnFewResiduals(t *testing.T) {
 // bar, the second night was learnt as the hour's normal and the first
 // weekend's as the weekend's, and the nights after them read as noise: 4
 // of the 8 nights paged. Ordinary weeks whose weekends are 30 % down all
-// day page nobody.
+// day page nobody. Thinned to a value an hour, every night still pages.
 func TestTrafficDropJudgesBelowTheDayLow(t *testing.T) {
 	set, err := rules.Load("../examples/radar/radar.yaml")
 	if err != nil {
@@ -381,5 +381,20 @@ func TestTrafficDropJudgesBelowTheDayLow(t *testing.T) {
 	}
 	if len(nights) != 8 || !slices.Equal(fired, nights) {
 		t.Fatalf("fired from %v, want every shutdown from its start: %v", fired, nights)
+	}
+	// The same export thinned to a value an hour: the day's low is read
+	// over the values the series has, one in four buckets.
+	hourly := make([]float64, 0, len(vs)/4)
+	for i := 0; i < len(vs); i += 4 {
+		hourly = append(hourly, vs[i])
+	}
+	fired = fired[:0]
+	for _, f := range judgeSeries(t, set, sig, "country:IQ", from, time.Hour, hourly) {
+		if f.Status == detectors.Firing {
+			fired = append(fired, time.Unix(0, f.Start).UTC())
+		}
+	}
+	if !slices.Equal(fired, nights) {
+		t.Fatalf("hourly: fired from %v, want every shutdown from its start: %v", fired, nights)
 	}
 }

@@ -281,7 +281,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		// and an hour whose few residuals still carry a wide bound.
 		low := 0.0
 		if !anomalous && d.p.Noise > 0 && dropsBy(pt.Value, base, bar) {
-			if lo, ok := dayLow(&pt.Series.Hist, c.Start, w); ok && lo > 0 && dropsBy(pt.Value, lo, bar) {
+			if lo, ok := dayLow(&pt.Series.Hist, c.Start, w, pt.Series.Step()); ok && lo > 0 && dropsBy(pt.Value, lo, bar) {
 				anomalous, low, gate = true, lo, bar
 			}
 		}
@@ -412,22 +412,22 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 }
 
 // dayLow is the lowest value of the day before t, when the ring holds
-// that whole day with at most a tenth of its buckets missing. It is the
-// series' own range: the trough of its daily cycle, and the deepest dip
-// its noise made in a day's worth of buckets.
-func dayLow(r *series.Ring, t, w int64) (float64, bool) {
+// that whole day with at most a tenth of its values missing (a value every
+// step: an hourly export in 15-minute buckets has four buckets a value).
+// It is the series' own range: the trough of its daily cycle, and the
+// deepest dip its noise made in a day's worth of values.
+func dayLow(r *series.Ring, t, w, step int64) (float64, bool) {
 	if r.Oldest() > t-dayNs {
 		return 0, false
 	}
-	lo, n, have := math.Inf(1), 0, 0
+	lo, have := math.Inf(1), int64(0)
 	for at := t - dayNs; at < t; at += w {
-		n++
 		if v, ok := r.Get(at); ok {
 			lo = min(lo, v)
 			have++
 		}
 	}
-	return lo, have > 0 && 10*have >= 9*n
+	return lo, have > 0 && 10*have*max(step, w) >= 9*dayNs
 }
 
 // dropsBy reports whether logDrop(v, base) >= gate, for a gate above 0,
