@@ -66,8 +66,9 @@ type Flushed struct {
 
 // Flush moves a stage-one aggregator's watermark to wm: every bucket that
 // ends at or before wm leaves as a Flushed, oldest first, without touching
-// any history. The Flushed and its entries are fn's only during the call. Hooks run as for a close, so the gauges that stateful inputs
-// sample (the routing table) are part of the bucket.
+// any history. The Flushed and its entries are fn's only during the call.
+// Hooks run as for a close, so the gauges that stateful inputs sample (the
+// routing table) are part of the bucket.
 func (a *Aggregator) Flush(wm int64, fn func(*Flushed)) error {
 	for {
 		start, ok := a.nextToClose(wm)
