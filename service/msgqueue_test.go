@@ -1,6 +1,7 @@
 package service
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/segmentio/kafka-go"
@@ -35,14 +36,8 @@ func TestMsgQueue(t *testing.T) {
 			q.push(batch(7))
 		}
 	}
-	want := []int64{1, 2, 3, 4, 5, 6, 7}
-	if len(got) != len(want) {
+	if want := []int64{1, 2, 3, 4, 5, 6, 7}; !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Fatalf("got %v, want %v", got, want)
-		}
 	}
 	if q.len() != 0 || q.batches != nil {
 		t.Fatalf("drained queue holds %d records, %d batches", q.len(), len(q.batches))
