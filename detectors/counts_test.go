@@ -331,70 +331,41 @@ func TestTrafficDropLearnsNoiseOnFewResiduals(t *testing.T) {
 	}
 }
 
-// A drop below the lowest value of the series' whole last day, by the
-// threshold, is judged however little noise the hour has learnt: Iraq's
-// exam-season shutdowns (to a sixth of the night's traffic from 01:00 to
-// 05:00, every night but Fridays) in a half-hourly export held over
-// 15-minute buckets, starting a day after the export does. Without the
-// bar, the second night was learnt as the hour's normal and the first
-// weekend's as the weekend's, and the nights after them read as noise: 4
-// of the 8 nights paged. Ordinary weeks whose weekends are 30 % down all
-// day page nobody. Thinned to a value an hour, every night still pages.
-func TestTrafficDropJudgesBelowTheDayLow(t *testing.T) {
+// A region whose night traffic swings by a third or a half (log-normal,
+// σ 0.35 and 0.5 from midnight to six) pages nobody in three weeks under
+// the Radar rules, at 15-minute, 30-minute and hourly steps, 20 seeds
+// each. It guards what a bar below the noise learnt would give away: a
+// rule that judged drops below the lowest value of the series' last day
+// before the hour's noise was known (it found all of Iraq's nightly
+// shutdowns in Google's traffic, 8 of 8 against 4) paged them 11 times
+// (10 at σ 0.5 half-hourly, 1 hourly), and was not kept.
+func TestTrafficDropQuietOnNoisyNights(t *testing.T) {
 	set, err := rules.Load("../examples/radar/radar.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	sig, _ := obs.Lookup("radar_http_requests")
-	from := time.Date(2024, 3, 3, 1, 0, 0, 0, time.UTC) // a Sunday, 01:00
-	series := func(shutdown bool, weekend float64) ([]float64, []time.Time) {
-		r := rand.New(rand.NewPCG(3, 7))
-		var vs []float64
-		var nights []time.Time
-		for i := 0; i < 10*48; i++ {
-			at := from.Add(time.Duration(i) * 30 * time.Minute)
-			h := float64(at.Hour()) + float64(at.Minute())/60
-			v := (0.6 + 0.3*math.Sin(2*math.Pi*(h-8)/24)) * math.Exp(0.03*r.NormFloat64())
-			if wd := at.Weekday(); wd == time.Saturday || wd == time.Sunday {
-				v *= weekend
-			}
-			if shutdown && i >= 48 && at.Weekday() != time.Friday && h >= 1 && h < 5 {
-				v /= 6
-				if h == 1 {
-					nights = append(nights, at)
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC) // a Monday
+	for _, step := range []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour} {
+		per := int(24 * time.Hour / step)
+		for _, night := range []float64{0.35, 0.5} {
+			for seed := uint64(1); seed <= 20; seed++ {
+				r := rand.New(rand.NewPCG(seed, 7))
+				vs := make([]float64, 21*per)
+				for i := range vs {
+					h := float64(i%per) * step.Hours()
+					s := 0.05
+					if h < 6 {
+						s = night
+					}
+					vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * math.Exp(s*r.NormFloat64())
+				}
+				for _, f := range judgeSeries(t, set, sig, "region:XX", from, step, vs) {
+					if f.Status == detectors.Firing {
+						t.Errorf("step %s, night σ %.2f, seed %d: paged at %s: %s", step, night, seed, time.Unix(0, f.Start).UTC(), f.Summary)
+					}
 				}
 			}
-			vs = append(vs, v, v) // held over two 15-minute buckets, as the export does
 		}
-		return vs, nights
-	}
-	vs, _ := series(false, 0.7)
-	for _, f := range judgeSeries(t, set, sig, "country:IQ", from, 15*time.Minute, vs) {
-		t.Errorf("ordinary weeks paged: %s at %s", f.Summary, time.Unix(0, f.Start).UTC())
-	}
-	vs, nights := series(true, 1)
-	var fired []time.Time
-	for _, f := range judgeSeries(t, set, sig, "country:IQ", from, 15*time.Minute, vs) {
-		if f.Status == detectors.Firing {
-			fired = append(fired, time.Unix(0, f.Start).UTC())
-		}
-	}
-	if len(nights) != 8 || !slices.Equal(fired, nights) {
-		t.Fatalf("fired from %v, want every shutdown from its start: %v", fired, nights)
-	}
-	// The same export thinned to a value an hour: the day's low is read
-	// over the values the series has, one in four buckets.
-	hourly := make([]float64, 0, len(vs)/4)
-	for i := 0; i < len(vs); i += 4 {
-		hourly = append(hourly, vs[i])
-	}
-	fired = fired[:0]
-	for _, f := range judgeSeries(t, set, sig, "country:IQ", from, time.Hour, hourly) {
-		if f.Status == detectors.Firing {
-			fired = append(fired, time.Unix(0, f.Start).UTC())
-		}
-	}
-	if !slices.Equal(fired, nights) {
-		t.Fatalf("hourly: fired from %v, want every shutdown from its start: %v", fired, nights)
 	}
 }

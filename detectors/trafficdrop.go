@@ -230,7 +230,6 @@ type judged struct {
 	gate      float64 // the smallest log-drop that fires
 	similar   bool    // the baseline is of similar days (else previous days)
 	anomalous bool
-	low       float64 // the last day's lowest value, where that bar made the drop anomalous
 }
 
 // drop is the relative drop against the baseline.
@@ -272,19 +271,6 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		// judged: a fresh series pages neither at its first troughs nor at
 		// its first weekend.
 		anomalous := (known || d.p.Noise == 0) && dropsBy(pt.Value, base, gate)
-		// Below the lowest value of the series' whole last day by the
-		// threshold, a drop is judged whatever the noise learnt so far:
-		// no daily cycle and no dip the day's noise made reaches that
-		// low. It is what a first week cannot otherwise tell: a nightly
-		// shutdown from the first nights' shape, the first weekend's
-		// outage from a weekend (whose hours learn their noise afresh),
-		// and an hour whose few residuals still carry a wide bound.
-		low := 0.0
-		if !anomalous && d.p.Noise > 0 && dropsBy(pt.Value, base, bar) {
-			if lo, ok := dayLow(&pt.Series.Hist, c.Start, w, pt.Series.Step()); ok && lo > 0 && dropsBy(pt.Value, lo, bar) {
-				anomalous, low, gate = true, lo, bar
-			}
-		}
 		// A drop must also be one against the same time last week, where
 		// the history has it: the hours after midnight on a Saturday look
 		// like any weeknight's to the similar-days ranking, but not to last
@@ -295,7 +281,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 		}
 		js = append(js, judged{p: pt, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
-			anomalous: anomalous, low: low})
+			anomalous: anomalous})
 	}
 	d.js = js
 	if d.feedFault(c, js, emit) {
@@ -411,25 +397,6 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 	return false
 }
 
-// dayLow is the lowest value of the day before t, when the ring holds
-// that whole day with at most a tenth of its values missing (a value every
-// step: an hourly export in 15-minute buckets has four buckets a value).
-// It is the series' own range: the trough of its daily cycle, and the
-// deepest dip its noise made in a day's worth of values.
-func dayLow(r *series.Ring, t, w, step int64) (float64, bool) {
-	if r.Oldest() > t-dayNs {
-		return 0, false
-	}
-	lo, have := math.Inf(1), int64(0)
-	for at := t - dayNs; at < t; at += w {
-		if v, ok := r.Get(at); ok {
-			lo = min(lo, v)
-			have++
-		}
-	}
-	return lo, have > 0 && 10*have*max(step, w) >= 9*dayNs
-}
-
 // dropsBy reports whether logDrop(v, base) >= gate, for a gate above 0,
 // without the logarithm where the answer is plain: ln q <= q − 1, so a
 // ratio base/v under 1 + gate/2 is short of the gate by far more than the
@@ -472,15 +439,11 @@ func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Find
 		// where that is higher (then with the learnt noise and how many
 		// standard deviations of it this drop is).
 		f.Details["threshold_pct"] = round(100*(1-math.Exp(-j.gate)), 1)
-		switch {
-		case j.low > 0:
-			f.Details["bar"] = "day_low"
-			f.Details["day_low"] = round(j.low, 3)
-		case j.gate > -math.Log(1-d.p.Threshold):
+		if j.gate > -math.Log(1-d.p.Threshold) {
 			f.Details["bar"] = "noise"
 			f.Details["noise_pct"] = round(100*j.sigma, 1)
 			f.Details["sigmas"] = round(min(ld/j.sigma, 999), 1)
-		default:
+		} else {
 			f.Details["bar"] = "threshold"
 		}
 		f.Summary = fmt.Sprintf("%s of %s %.1f%% against %s baseline", f.Signal, f.Entity, f.ChangePct, j.method())
