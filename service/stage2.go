@@ -188,11 +188,8 @@ func (t *stageTwo) newTask(part int) (*stage.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	if part != 0 {
-		// Feed health is judged once, by the first partition's task.
-		if err := p.Remove(pipeline.StageFeedHealth); err != nil {
-			return nil, err
-		}
+	if err := stage.ForPartition(p, part); err != nil {
+		return nil, err
 	}
 	return stage.NewTask(p, t.sources), nil
 }

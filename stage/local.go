@@ -54,11 +54,8 @@ func NewLocal(cfg pipeline.Config, sources []string, partitions int, out func(*a
 		if err != nil {
 			return nil, err
 		}
-		if i != 0 {
-			// Feed health is judged once, by the first partition's task.
-			if err := p.Remove(pipeline.StageFeedHealth); err != nil {
-				return nil, err
-			}
+		if err := ForPartition(p, i); err != nil {
+			return nil, err
 		}
 		l.tasks = append(l.tasks, NewTask(p, sources))
 	}

@@ -47,6 +47,16 @@ func NewTask(p *pipeline.Pipeline, sources []string) *Task {
 	return &Task{p: p, sources: slices.Clone(sources), st: taskState{Through: map[string]int64{}, Seen: map[string]map[int64][]string{}}}
 }
 
+// ForPartition fits p's chain to the task of internal partition part:
+// feed-level series route to partition 0 (FeedKey), so its task alone
+// judges feed health and the others take the stage out.
+func ForPartition(p *pipeline.Pipeline, part int) error {
+	if part == 0 {
+		return nil
+	}
+	return p.Remove(pipeline.StageFeedHealth)
+}
+
 // Pipeline returns the task's pipeline.
 func (t *Task) Pipeline() *pipeline.Pipeline { return t.p }
 
