@@ -299,19 +299,7 @@ func TestTrafficDropLearnsNoiseOnFewResiduals(t *testing.T) {
 		t.Fatal("the Radar rules declare no radar_http_requests")
 	}
 	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC) // a Monday
-	region := func(seed uint64, night float64) []float64 {
-		r := rand.New(rand.NewPCG(seed, 7))
-		vs := make([]float64, 21*48)
-		for i := range vs {
-			h := float64(i%48) / 2
-			s := 0.05
-			if h < 6 {
-				s = night
-			}
-			vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * math.Exp(s*r.NormFloat64())
-		}
-		return vs
-	}
+	region := func(seed uint64, night float64) []float64 { return noisyRegion(seed, night, 30*time.Minute) }
 	for seed := uint64(1); seed <= 5; seed++ {
 		for _, f := range judgeSeries(t, set, sig, "region:XX", from, 30*time.Minute, region(seed, 0.35)) {
 			if f.Status == detectors.Firing {
@@ -347,20 +335,9 @@ func TestTrafficDropQuietOnNoisyNights(t *testing.T) {
 	sig, _ := obs.Lookup("radar_http_requests")
 	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC) // a Monday
 	for _, step := range []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour} {
-		per := int(24 * time.Hour / step)
 		for _, night := range []float64{0.35, 0.5} {
 			for seed := uint64(1); seed <= 20; seed++ {
-				r := rand.New(rand.NewPCG(seed, 7))
-				vs := make([]float64, 21*per)
-				for i := range vs {
-					h := float64(i%per) * step.Hours()
-					s := 0.05
-					if h < 6 {
-						s = night
-					}
-					vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * math.Exp(s*r.NormFloat64())
-				}
-				for _, f := range judgeSeries(t, set, sig, "region:XX", from, step, vs) {
+				for _, f := range judgeSeries(t, set, sig, "region:XX", from, step, noisyRegion(seed, night, step)) {
 					if f.Status == detectors.Firing {
 						t.Errorf("step %s, night σ %.2f, seed %d: paged at %s: %s", step, night, seed, time.Unix(0, f.Start).UTC(), f.Summary)
 					}
@@ -368,4 +345,22 @@ func TestTrafficDropQuietOnNoisyNights(t *testing.T) {
 			}
 		}
 	}
+}
+
+// noisyRegion is three weeks of a region's normalised traffic at step: a
+// daily cycle between 0.3 and 0.9, log-normal noise of σ night from
+// midnight to six and 5 % by day.
+func noisyRegion(seed uint64, night float64, step time.Duration) []float64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	per := int(24 * time.Hour / step)
+	vs := make([]float64, 21*per)
+	for i := range vs {
+		h := float64(i%per) * step.Hours()
+		s := 0.05
+		if h < 6 {
+			s = night
+		}
+		vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * math.Exp(s*r.NormFloat64())
+	}
+	return vs
 }
