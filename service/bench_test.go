@@ -122,13 +122,19 @@ func BenchmarkEndToEnd(b *testing.B) {
 // record and partly per partition and bucket, so its ratio to a bare
 // reader depends on it, and the figure says which density was measured.
 func density(f *fixture, st *Staged) float64 {
-	width := aggregate.New(st.pipelineConfig(st.m).Aggregate).Config().Width
+	width := bucketConfig(st).Width
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for _, r := range f.recs {
 		lo, hi = min(lo, r.Time), max(hi, r.Time)
 	}
 	buckets := (hi-lo)/width + 1
 	return float64(len(f.recs)) / float64(buckets) / float64(testPartitions*len(f.topics))
+}
+
+// bucketConfig is the staged runtime's bucket width and lateness, with
+// the aggregator's defaults filled in.
+func bucketConfig(st *Staged) aggregate.Config {
+	return aggregate.New(st.pipelineConfig(st.m).Aggregate).Config()
 }
 
 // profileSteady writes a CPU profile of the steady run alone (not the
@@ -168,7 +174,7 @@ func cpuTime(b *testing.B) time.Duration {
 // the partitions are found idle, a wait of the configured idle time that
 // measures the clock, not the pipeline, so the run ends before it.
 func benchWatermark(f *fixture, st *Staged) int64 {
-	ac := aggregate.New(st.pipelineConfig(st.m).Aggregate).Config() // with its defaults
+	ac := bucketConfig(st)
 	width, late := ac.Width, ac.Lateness
 	wm := int64(math.MaxInt64)
 	for _, t := range f.topics {
