@@ -183,14 +183,15 @@ func Encode(r *Record) ([]byte, error) {
 		strLen(bt.Key) + uvarintLen(uint64(len(bt.Entries)))
 	for i := range bt.Entries {
 		e := &bt.Entries[i]
+		flags := entryFlags(bt.Entries, i)
 		n += 1 + strLen(e.Entity) + varintLen(int64(uint64(e.Start)-uint64(bt.Start))) + 8 + uvarintLen(uint64(e.Count))
-		if i == 0 || e.Signal != bt.Entries[i-1].Signal {
+		if flags&flagSignal != 0 {
 			n += strLen(e.Signal)
 		}
-		if e.LastT != 0 {
+		if flags&flagLastT != 0 {
 			n += varintLen(int64(uint64(e.LastT) - uint64(bt.End)))
 		}
-		if len(e.Acc) > 0 {
+		if flags&flagAcc != 0 {
 			n += uvarintLen(uint64(len(e.Acc))) + len(e.Acc)
 		}
 	}
@@ -203,16 +204,7 @@ func Encode(r *Record) ([]byte, error) {
 	b = binary.AppendUvarint(b, uint64(len(bt.Entries)))
 	for i := range bt.Entries {
 		e := &bt.Entries[i]
-		var flags byte
-		if i == 0 || e.Signal != bt.Entries[i-1].Signal {
-			flags |= flagSignal
-		}
-		if e.LastT != 0 {
-			flags |= flagLastT
-		}
-		if len(e.Acc) > 0 {
-			flags |= flagAcc
-		}
+		flags := entryFlags(bt.Entries, i)
 		b = append(b, flags)
 		if flags&flagSignal != 0 {
 			b = appendStr(b, e.Signal)
@@ -230,6 +222,22 @@ func Encode(r *Record) ([]byte, error) {
 		}
 	}
 	return b, nil
+}
+
+// entryFlags are the flags entry i of es is written with: the size pass
+// and the write pass of Encode read them alike.
+func entryFlags(es []Entry, i int) byte {
+	var flags byte
+	if i == 0 || es[i].Signal != es[i-1].Signal {
+		flags |= flagSignal
+	}
+	if es[i].LastT != 0 {
+		flags |= flagLastT
+	}
+	if len(es[i].Acc) > 0 {
+		flags |= flagAcc
+	}
+	return flags
 }
 
 func appendStr(b []byte, s string) []byte {
