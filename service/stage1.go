@@ -266,6 +266,10 @@ func (s *Staged) runStageOne(ctx context.Context) error {
 			}
 			o.bgpFlushed = 0
 		}
+		// The table just restored is the checkpoint on disk (or there is
+		// none yet worth writing): the first is due one interval on. Written
+		// at the first tick, the whole table was encoded for nothing.
+		o.bgpSaved = time.Now()
 		for k, p := range o.bgp {
 			off := p.next
 			if off == 0 {
