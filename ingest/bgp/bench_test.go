@@ -1,7 +1,10 @@
 package bgp
 
 import (
+	"bytes"
+	stdjson "encoding/json"
 	"net/netip"
+	"os"
 	"runtime"
 	"testing"
 
@@ -134,4 +137,58 @@ func BenchmarkOriginAS(b *testing.B) {
 		b.Fatalf("%d misses", b.N-found)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "lookups/s")
+}
+
+// risLiveLines are the real RIS Live messages of the package's sample
+// that carry BGP (not its error message nor its torn last line).
+func risLiveLines(b *testing.B) [][]byte {
+	raw, err := os.ReadFile("testdata/ris-live-stream.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var lines [][]byte
+	for l := range bytes.Lines(raw) {
+		if l = bytes.TrimSpace(l); stdjson.Valid(l) && !bytes.Contains(l, []byte("ris_error")) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// BenchmarkRISLive decodes the sample's messages into a routing table:
+// parse, validation, the table's update.
+func BenchmarkRISLive(b *testing.B) {
+	lines := risLiveLines(b)
+	d := NewRISLive(rib.New(rib.Config{}))
+	var sink discard
+	b.ResetTimer()
+	for b.Loop() {
+		for _, l := range lines {
+			if err := d.Decode(l, &sink); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*len(lines))/b.Elapsed().Seconds(), "msgs/s")
+}
+
+// BenchmarkRISLiveStdlibParse is the yardstick: the same messages parsed
+// by the standard library's encoding/json into the decoder's own types,
+// nothing else done with them.
+func BenchmarkRISLiveStdlibParse(b *testing.B) {
+	lines := risLiveLines(b)
+	b.ResetTimer()
+	for b.Loop() {
+		for _, l := range lines {
+			var env risEnvelope
+			var m risMessage
+			if err := stdjson.Unmarshal(l, &env); err != nil {
+				b.Fatal(err)
+			}
+			if err := stdjson.Unmarshal(env.Data, &m); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.ReportMetric(float64(b.N*len(lines))/b.Elapsed().Seconds(), "msgs/s")
 }
