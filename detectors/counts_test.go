@@ -237,8 +237,10 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 
 // An hourly export judged by rules written for 5-minute data: the IODA
 // BGP rule needs a day of history, which 24 hourly readings are (not 24
-// five-minute buckets' worth), and a fifth of a country's space gone at
-// the next hour fires then.
+// five-minute buckets' worth), and a fifth of a country's space gone for
+// four hours fires at the second reading, dated from the first: one
+// reading of a 5-minute measurement cannot show that a drop lasted the
+// rule's 10 minutes. Gone at one reading only, it pages nobody.
 func TestIODARulesJudgeAnHourlyExport(t *testing.T) {
 	set, err := rules.Load("../examples/ioda/ioda.yaml")
 	if err != nil {
@@ -255,8 +257,15 @@ func TestIODARulesJudgeAnHourlyExport(t *testing.T) {
 	}
 	f := judgeSeries(t, set, sig, "country:XX", from, time.Hour, vs)
 	at := from.Add(48 * time.Hour)
-	if len(f) != 2 || f[0].Status != detectors.Firing || f[0].Start != at.UnixNano() || f[1].Status != detectors.Resolved {
-		t.Fatalf("findings %+v, want a firing from %s and its resolve", f, at)
+	if len(f) != 2 || f[0].Status != detectors.Firing || f[0].Start != at.UnixNano() || f[0].At != at.Add(time.Hour+time.Duration(sig.Def().Cadence)).UnixNano() ||
+		f[1].Status != detectors.Resolved {
+		t.Fatalf("findings %+v, want a firing from %s raised when the second reading's bucket closes, and its resolve", f, at)
+	}
+	for i := 49; i < 52; i++ {
+		vs[i] = 2929
+	}
+	if f := judgeSeries(t, set, sig, "country:XX", from, time.Hour, vs); len(f) != 0 {
+		t.Fatalf("one hourly reading down: %+v", f)
 	}
 }
 

@@ -140,6 +140,27 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // MarshalText writes a Go duration string.
 func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
 
+// readings is how many readings in a row, one every step, show that a
+// condition held for d. Each reading spans what one measurement of the
+// signal covers (its cadence: a round of active probing), or its step if
+// that is shorter, and a run covers d from the start of its first reading
+// to the end of its last: (n−1)·step + span ≥ d. At a series' own cadence
+// that is buckets(step), as it always was. On an export thinned to a
+// reading an hour of a signal measured every ten minutes, `for: 20m` is
+// two readings, not one: a reading shows ten minutes of its hour, not
+// twenty. Prometheus reads a `for` over sparse evaluations alike: pending
+// at the first that finds the condition, firing at a later one.
+func (d Duration) readings(step, cadence int64) int {
+	span := step
+	if cadence > 0 && cadence < step {
+		span = cadence
+	}
+	if int64(d) <= span {
+		return 1
+	}
+	return int((int64(d)-span+step-1)/step) + 1
+}
+
 // buckets returns how many buckets of width w a duration spans, at least 1.
 func (d Duration) buckets(w int64) int {
 	n := int((int64(d) + w - 1) / w)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/series"
 )
@@ -107,5 +108,33 @@ func TestSigmaBounds(t *testing.T) {
 	}
 	if b := sigmaBounds[len(sigmaBounds)-1]; math.Abs(b-1.142) > 0.002 {
 		t.Errorf("bound of a learnt hour %v, want 1.142", b)
+	}
+}
+
+// A run covers `for` from the start of its first reading to the end of
+// its last, each reading spanning the signal's cadence: at the series'
+// own cadence that is the buckets `for` spans; on a sparser export, never
+// one reading for a `for` longer than what one reading measures.
+func TestReadings(t *testing.T) {
+	const m = int64(60e9)
+	for _, c := range []struct {
+		d             Duration
+		step, cadence int64
+		want          int
+	}{
+		{0, 5 * m, 0, 1},
+		{Duration(5 * m), 5 * m, 0, 1},
+		{Duration(10 * m), 5 * m, 0, 2},        // two buckets, as buckets() says
+		{Duration(20 * m), 10 * m, 10 * m, 2},  // IODA's active probing at its own cadence
+		{Duration(10 * m), 60 * m, 5 * m, 2},   // BGP thinned to an hour: one reading shows 5 minutes
+		{Duration(5 * m), 60 * m, 5 * m, 1},    // …which is all a 5-minute for asks
+		{Duration(20 * m), 60 * m, 10 * m, 2},  // active probing thinned to an hour
+		{Duration(120 * m), 60 * m, 10 * m, 3}, // two hours: from 0:00 to the end of the 2:00 reading
+		{Duration(30 * m), 60 * m, 0, 1},       // an hourly total spans its hour
+		{Duration(30 * m), 15 * m, 15 * m, 2},
+	} {
+		if got := c.d.readings(c.step, c.cadence); got != c.want {
+			t.Errorf("for %v, step %v, cadence %v: %d readings, want %d", time.Duration(c.d), time.Duration(c.step), time.Duration(c.cadence), got, c.want)
+		}
 	}
 }
