@@ -82,6 +82,9 @@ type Series struct {
 	// id is the series' dense number in its aggregator: 0, 1, 2… in the
 	// order the series appeared.
 	id int32
+	// spacingSum and spacingN are the sum (in buckets) and count of the
+	// gaps between readings that Spacing averages.
+	spacingSum, spacingN int32
 }
 
 // ID is the series' dense number in its aggregator (0, 1, 2… in the order
@@ -119,10 +122,35 @@ func (s *Series) Step() int64 {
 	return s.step
 }
 
+// Spacing is the mean time between the series' readings (ns), at least
+// Step: what a reading stands for when readings are counted as time (a
+// rule's min_history, its for). It differs from Step where the readings
+// do not fall on a grid of the series' own: a 15-minute export of a
+// signal bucketed every 10 minutes lands 10 and 20 minutes apart, so its
+// step is 10 minutes and one bucket in three is empty, and counted at its
+// step a day of it would be 16 hours. A gap of more than two steps (two
+// readings missed in a row) is the feed's silence, not its rhythm, and is
+// left out.
+func (s *Series) Spacing() int64 {
+	st := s.Step()
+	if s.spacingN == 0 {
+		return st
+	}
+	return max(st, int64(s.spacingSum)*s.Hist.Width()/int64(s.spacingN))
+}
+
 // sawData records that the bucket starting at start had data.
 func (s *Series) sawData(start int64) {
 	if s.lastData != 0 && start > s.lastData {
 		g := start - s.lastData
+		if s.gaps >= minGaps && g <= 2*s.step {
+			if s.spacingN == 1<<20 {
+				// Halved, the mean stays and newer gaps weigh more.
+				s.spacingSum, s.spacingN = s.spacingSum/2, s.spacingN/2
+			}
+			s.spacingSum += int32(g / s.Hist.Width())
+			s.spacingN++
+		}
 		if s.step == 0 {
 			s.step = g
 		} else {

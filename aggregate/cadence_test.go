@@ -209,3 +209,43 @@ func TestCoarseSeriesSurviveACheckpoint(t *testing.T) {
 		t.Fatalf("coarse buckets %q", want)
 	}
 }
+
+// Spacing is the mean time between readings where they do not fall on a
+// grid of their own: a 15-minute export in 5-minute buckets has a 15-minute
+// step and spacing alike, but a 10-minute and a 20-minute gap in turn (an
+// export every 15 minutes of a signal bucketed every 10) make a 10-minute
+// step and a 15-minute spacing. A feed silent for six hours does not move
+// it, and a checkpoint keeps it.
+func TestSpacingIsTheMeanTimeBetweenReadings(t *testing.T) {
+	tenMin := mustDeclare(obs.SignalDef{Name: "test_ten_min", Unit: "/24s", Kind: obs.KindGauge,
+		Feed: "test-coarse", Agg: obs.Last, Cadence: 10 * min1})
+	a := New(Config{})
+	for m := int64(0); m <= 24*60; m += 15 {
+		if m >= 6*60 && m < 12*60 {
+			continue // the feed's silence
+		}
+		a.Observe(obsAt(t30+m*min1+1e9, obs.TrafficBytes, "asn:1", 1))
+		a.Observe(obsAt(t30+m*min1+1e9, tenMin, "country:XX", 1))
+		a.Advance(t30+m*min1, nil)
+	}
+	a.Advance(t30+25*60*min1, nil)
+	b, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(Config{})
+	if err := r.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, agg := range []*Aggregator{a, r} {
+		for k, want := range map[Key][2]int64{
+			{obs.TrafficBytes, "asn:1"}: {15 * min1, 15 * min1},
+			{tenMin, "country:XX"}:      {10 * min1, 15 * min1},
+		} {
+			s := agg.Series(k)
+			if s.Step() != want[0] || s.Spacing() != want[1] {
+				t.Errorf("%s: step %v, spacing %v; want %v and %v", k, s.Step()/min1, s.Spacing()/min1, want[0]/min1, want[1]/min1)
+			}
+		}
+	}
+}

@@ -29,9 +29,12 @@ type seriesSnap struct {
 	Entity string
 	Ring   []byte
 	Open   []openSnap
-	// LastData, Step and Gaps are the series' detected rhythm.
-	LastData, Step int64
-	Gaps           int32
+	// LastData, Step and Gaps are the series' detected rhythm, and
+	// SpacingSum and SpacingN what Spacing averages (0 in a checkpoint
+	// from before them: Spacing is Step until gaps are seen again).
+	LastData, Step       int64
+	Gaps                 int32
+	SpacingSum, SpacingN int32
 }
 
 type openSnap struct {
@@ -67,7 +70,8 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: s.gaps}
+		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: s.gaps,
+			SpacingSum: s.spacingSum, SpacingN: s.spacingN}
 		if ss.Open, err = s.window.snap(s.Key, s.Hist.Width()); err != nil {
 			return nil, err
 		}
@@ -178,6 +182,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 		}
 		s := a.newSeries(Key{sig, ss.Entity})
 		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, ss.Gaps
+		s.spacingSum, s.spacingN = ss.SpacingSum, ss.SpacingN
 		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
 			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
 		}

@@ -56,7 +56,7 @@ func validateHistory(window, minHistory Duration) error {
 // reuses; ok is false with less than minHistory of them. A series that
 // reports every step, not every bucket (an hourly export judged in
 // 5-minute buckets), holds one bucket a step, so each value held counts
-// as step long.
+// as step long: the series' Spacing, the mean time between its readings.
 func recentHistory(r *series.Ring, t, w, step int64, window, minHistory Duration, except []int64, scratch *[]float64) (vs []float64, ok bool) {
 	vs = (*scratch)[:0]
 	for x := max(t-int64(window), r.Oldest()); x < t; x += w {

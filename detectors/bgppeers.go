@@ -86,7 +86,7 @@ func (d *bgpPeers) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit func(
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, pt.Series.Step(), d.p.Window, d.p.MinHistory, nil, &d.scratch)
+		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, pt.Series.Spacing(), d.p.Window, d.p.MinHistory, nil, &d.scratch)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue

@@ -235,6 +235,41 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 	}
 }
 
+// The same rounds exported every 15 minutes: on the signal's 10-minute
+// buckets they land 10 and 20 minutes apart, one bucket in three empty.
+// Each reading counts as the 15 minutes it stands for, so a day of them
+// is the rule's day of history (counted at the 10-minute step it was 16
+// hours, never a day, and the region was never judged), and the halving
+// fires on its second reading.
+func TestIODARulesJudgeAQuarterHourlyExport(t *testing.T) {
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("active_probing_slash24")
+	step := 15 * time.Minute
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(21, 4))
+	n := int(3 * 24 * time.Hour / step)
+	vs := make([]float64, n)
+	for i := range vs {
+		vs[i] = poisson(rng, 30)
+	}
+	outage := n - int(6*time.Hour/step)
+	for i := outage; i < outage+int(3*time.Hour/step); i++ {
+		vs[i] = float64(15 + i%3)
+	}
+	f := judgeSeries(t, set, sig, "region:XX-3", from, step, vs)
+	start := from.Add(time.Duration(outage) * step)
+	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != start.UnixNano() {
+		t.Fatalf("halved from %s: findings %+v, want a firing from then", start, f)
+	}
+	cadence := time.Duration(sig.Def().Cadence)
+	if at := start.Add(step).Truncate(cadence).Add(cadence); f[0].At != at.UnixNano() {
+		t.Errorf("raised at %s, want %s: when the second reading's bucket closes", time.Unix(0, f[0].At).UTC(), at)
+	}
+}
+
 // An hourly export judged by rules written for 5-minute data: the IODA
 // BGP rule needs a day of history, which 24 hourly readings are (not 24
 // five-minute buckets' worth), and a fifth of a country's space gone for

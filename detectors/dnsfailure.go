@@ -148,7 +148,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		}
 		base, ok := st.FireBase, true
 		if !st.Firing {
-			base, ok = d.baseline(st, &pt.Series.Hist, c.Start, w, pt.Series.Step())
+			base, ok = d.baseline(st, &pt.Series.Hist, c.Start, w, pt.Series.Spacing())
 		}
 		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		if !ok {
@@ -211,11 +211,11 @@ func (d *dnsFailure) threshold(base float64) float64 {
 
 // baseline returns the median ratio of the usable buckets in the window
 // before t, recomputed at most hourly.
-func (d *dnsFailure) baseline(st *failState, r *series.Ring, t, w, step int64) (float64, bool) {
+func (d *dnsFailure) baseline(st *failState, r *series.Ring, t, w, spacing int64) (float64, bool) {
 	if st.BaseOK && t-st.BaseAt < 3600e9 && t >= st.BaseAt {
 		return st.Base, true
 	}
-	vs, ok := recentHistory(r, t, w, step, d.p.BaselineWindow, d.p.MinHistory, st.Excluded, &d.scratch)
+	vs, ok := recentHistory(r, t, w, spacing, d.p.BaselineWindow, d.p.MinHistory, st.Excluded, &d.scratch)
 	if !ok {
 		st.BaseOK = false
 		return 0, false

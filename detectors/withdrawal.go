@@ -294,7 +294,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			continue
 		}
 		step := pt.Series.Step()
-		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, step, d.p.BaselineWindow, d.p.MinHistory)
+		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, pt.Series.Spacing(), d.p.BaselineWindow, d.p.MinHistory)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
@@ -311,7 +311,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			var rho float64
 			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, step, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
 			short := j.level - pt.Value
-			j.bar = d.runBar(step, pt.Series.Signal.Def().Cadence, rho)
+			j.bar = d.runBar(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence, rho)
 			j.anomalous = j.over && short >= j.bar*j.sigma
 			j.critical = j.critical && short >= d.p.Noise*j.sigma
 			j.down = j.down && short >= j.sigma
@@ -324,7 +324,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// above it is judgeable again. Otherwise only a new reading
 			// of the series' noise changes the verdict.
 			poisson := pt.Series.Signal.Def().Poisson
-			small := poisson && base < math.Pow(d.runBar(step, pt.Series.Signal.Def().Cadence, 0), 2)
+			small := poisson && base < math.Pow(d.runBar(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence, 0), 2)
 			switch {
 			case small:
 				d.judgeable(pt.Series, unjudgeableCount)
@@ -355,7 +355,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	for _, j := range js {
 		st, pt := j.st, j.p
 		step := pt.Series.Step()
-		forN, resolveN := d.p.For.readings(step, pt.Series.Signal.Def().Cadence), d.p.ResolveFor.buckets(step)
+		forN, resolveN := d.p.For.readings(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence), d.p.ResolveFor.buckets(step)
 		// Keep the outage out of the baseline until it has lasted
 		// AdaptAfter; then the new level is the baseline.
 		switch {
@@ -634,7 +634,7 @@ func (d *withdrawalBurst) Bucket(c *aggregate.Closed, pts []aggregate.Point, emi
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, pt.Series.Step(), d.p.BaselineWindow, d.p.MinHistory, nil, &d.scratch)
+		vs, ok := recentHistory(&pt.Series.Hist, c.Start, w, pt.Series.Spacing(), d.p.BaselineWindow, d.p.MinHistory, nil, &d.scratch)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
 			continue
