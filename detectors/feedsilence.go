@@ -48,6 +48,11 @@ type SilenceState struct {
 	// the signals' declarations rather than from the gaps.
 	Step     int
 	Declared bool
+	// Shown is the greatest common divisor of every gap between reports,
+	// alerts' included, and Gaps how many it rests on: a declared feed
+	// whose reports come at a coarser step than declared takes that step
+	// (see report).
+	Shown, Gaps int
 	// Hit and Miss count the feed's steps with and without data while it
 	// was alive, decayed so that a feed's rhythm may change.
 	Hit, Miss float64
@@ -103,6 +108,9 @@ func (d *FeedSilence) Bucket(c *aggregate.Closed, emit func(Finding)) {
 		st := d.Feeds[feed]
 		entity := obs.KindFeed + ":" + string(feed)
 		if c.FeedObservations[feed] > 0 {
+			if st.Reports > 0 {
+				st.report(int((c.Start - st.Last) / w))
+			}
 			if st.Firing {
 				emit(Finding{Status: Resolved, Detector: "feed_health", Signal: "records", Entity: entity,
 					Start: st.Since, End: c.Start, At: c.End, Observed: float64(c.FeedObservations[feed]),
@@ -132,6 +140,26 @@ func (d *FeedSilence) Bucket(c *aggregate.Closed, emit func(Finding)) {
 				Summary: fmt.Sprintf("no data from the %s feed for %d buckets (it reports every %d): its series read as no data, not as zero",
 					feed, st.Empty, st.Step)})
 		}
+	}
+}
+
+// report takes in the gap of n buckets before a report, whether or not
+// it raised an alert. A declared feed is taken at its declared cadence
+// until three gaps show a coarser step of its own, as a series' step is:
+// a feed declared at five minutes whose export holds a row every two
+// hours reports every two hours, and judged at five minutes it would be
+// silent at every gap, each one an alert and so never learnt as its
+// rhythm. The share of missed steps learnt at the old step is forgotten.
+func (st *SilenceState) report(n int) {
+	if n <= 0 {
+		return
+	}
+	st.Shown = gcd(st.Shown, n)
+	if st.Gaps < 3 {
+		st.Gaps++
+	}
+	if st.Declared && st.Gaps >= 3 && st.Shown > st.Step {
+		st.Step, st.Hit, st.Miss = st.Shown, 0, 0
 	}
 }
 

@@ -114,3 +114,24 @@ func TestFeedHealthUsesTheDeclaredCadence(t *testing.T) {
 		t.Fatalf("state %+v", st)
 	}
 }
+
+// A feed declared at five minutes whose export holds a row every two
+// hours (IODA's signals thinned) is silent in its first three gaps, as
+// far as anyone can tell; their three gaps show its own step, at which it
+// reports every two hours, no silence, for the rest of two weeks. Judged
+// at its declaration it raised an alert at every gap, none of them learnt.
+func TestFeedHealthTakesACoarserStepThanDeclared(t *testing.T) {
+	sig, err := obs.Declare(obs.SignalDef{Name: "test_silence_thinned", Kind: obs.KindGauge, Feed: "test-thinned",
+		Agg: obs.Last, Cadence: min5ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := runSilence(t, sig, min5ns, func(i int) bool { return i%24 == 0 })
+	var want []string
+	for _, gap := range []int{1, 25, 49} {
+		want = append(want, fmt.Sprintf("firing feed:test-thinned %d", gap), fmt.Sprintf("resolved feed:test-thinned %d", gap))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("findings\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
