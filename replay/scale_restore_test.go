@@ -34,8 +34,9 @@ type aggSeriesSnap struct {
 		Sum                 float64
 		Acc                 []byte
 	}
-	LastData, Step int64
-	Gaps           int32
+	LastData, Step       int64
+	Gaps                 int32
+	SpacingSum, SpacingN int32
 }
 
 // restoreClasses: genSource's value of series s in a bucket depends on s
