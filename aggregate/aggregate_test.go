@@ -209,3 +209,17 @@ func BenchmarkSeriesMemory(b *testing.B) {
 		runtime.KeepAlive(a)
 	}
 }
+
+// restored is a new aggregator of cfg restored from a's checkpoint.
+func restored(t *testing.T, a *Aggregator, cfg Config) *Aggregator {
+	t.Helper()
+	b, err := a.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := New(cfg)
+	if err := r.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}

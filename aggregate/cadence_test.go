@@ -170,14 +170,7 @@ func TestCoarseSeriesSurviveACheckpoint(t *testing.T) {
 		var l closedLog
 		for m := int64(0); m < 60; m += 5 {
 			if m == restartAt {
-				b, err := a.MarshalBinary()
-				if err != nil {
-					t.Fatal(err)
-				}
-				a = New(Config{})
-				if err := a.UnmarshalBinary(b); err != nil {
-					t.Fatal(err)
-				}
+				a = restored(t, a, Config{})
 			}
 			// The feed delivers in the first 5 minutes only (asn:1), before
 			// the restart; asn:2 appears after it.
@@ -229,15 +222,7 @@ func TestSpacingIsTheMeanTimeBetweenReadings(t *testing.T) {
 		a.Advance(t30+m*min1, nil)
 	}
 	a.Advance(t30+25*60*min1, nil)
-	b, err := a.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := New(Config{})
-	if err := r.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
-	for _, agg := range []*Aggregator{a, r} {
+	for _, agg := range []*Aggregator{a, restored(t, a, Config{})} {
 		for k, want := range map[Key][2]int64{
 			{obs.TrafficBytes, "asn:1"}: {15 * min1, 15 * min1},
 			{tenMin, "country:XX"}:      {10 * min1, 15 * min1},

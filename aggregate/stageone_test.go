@@ -46,14 +46,7 @@ func TestStageOneCheckpointRoundTrip(t *testing.T) {
 	} {
 		one.Observe(o)
 	}
-	b, err := one.MarshalBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	back := New(Config{History: 1, StageOne: true})
-	if err := back.UnmarshalBinary(b); err != nil {
-		t.Fatal(err)
-	}
+	back := restored(t, one, Config{History: 1, StageOne: true})
 	if n := back.Stats().Series; n != 4 {
 		t.Fatalf("restored %d series, want 4", n)
 	}

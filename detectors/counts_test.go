@@ -193,6 +193,26 @@ func TestIODARulesReportATooSmallCount(t *testing.T) {
 	}
 }
 
+// halvedRounds is three days of rounds of active probing, one every
+// step, of a region where about 30 /24s answer (Poisson), and the same
+// halved for three hours from outage, six hours before the end: 15 to 17
+// blocks a round, each 13 to 15 blocks (2.4σ to 2.7σ) short of 30, none
+// of them the 16 that one round alone needs.
+func halvedRounds(step time.Duration) (base, halved []float64, outage int) {
+	rng := rand.New(rand.NewPCG(21, 4))
+	n := int(3 * 24 * time.Hour / step)
+	base = make([]float64, n)
+	for i := range base {
+		base[i] = poisson(rng, 30)
+	}
+	outage = n - int(6*time.Hour/step)
+	halved = slices.Clone(base)
+	for i := outage; i < outage+int(3*time.Hour/step); i++ {
+		halved[i] = float64(15 + i%3)
+	}
+	return base, halved, outage
+}
+
 // A noisy count of about 30 /24s that halves for three hours, as a
 // region's active probing does in a blackout that leaves its backup
 // links up, is past IODA's 20 % on every round but no single round is
@@ -208,20 +228,7 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 	sig, _ := obs.Lookup("active_probing_slash24")
 	step := time.Duration(sig.Def().Cadence)
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	rng := rand.New(rand.NewPCG(21, 4))
-	n := int(3 * 24 * time.Hour / step)
-	base := make([]float64, n)
-	for i := range base {
-		base[i] = poisson(rng, 30)
-	}
-	outage := n - int(6*time.Hour/step)
-
-	// Halved: 15 to 17 blocks a round, each 13 to 15 blocks (2.4σ to
-	// 2.7σ) short of 30, none of them the 16 that one round alone needs.
-	vs := slices.Clone(base)
-	for i := outage; i < outage+int(3*time.Hour/step); i++ {
-		vs[i] = float64(15 + i%3)
-	}
+	base, vs, outage := halvedRounds(step)
 	f := judgeSeries(t, set, sig, "region:XX-3", from, step, vs)
 	start := from.Add(time.Duration(outage) * step)
 	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != start.UnixNano() || f[0].At != start.Add(2*step).UnixNano() {
@@ -249,16 +256,7 @@ func TestIODARulesJudgeAQuarterHourlyExport(t *testing.T) {
 	sig, _ := obs.Lookup("active_probing_slash24")
 	step := 15 * time.Minute
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
-	rng := rand.New(rand.NewPCG(21, 4))
-	n := int(3 * 24 * time.Hour / step)
-	vs := make([]float64, n)
-	for i := range vs {
-		vs[i] = poisson(rng, 30)
-	}
-	outage := n - int(6*time.Hour/step)
-	for i := outage; i < outage+int(3*time.Hour/step); i++ {
-		vs[i] = float64(15 + i%3)
-	}
+	_, vs, outage := halvedRounds(step)
 	f := judgeSeries(t, set, sig, "region:XX-3", from, step, vs)
 	start := from.Add(time.Duration(outage) * step)
 	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != start.UnixNano() {
