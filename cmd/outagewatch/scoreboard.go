@@ -21,7 +21,7 @@ import (
 )
 
 func scoreboardCmd() *cobra.Command {
-	var data, rulesOverride string
+	var data, rulesOverride, every string
 	var asJSON, verbose bool
 	c := &cobra.Command{
 		Use:          "scoreboard [--data DIR] [--json] [-v] [SET.yaml...]",
@@ -36,8 +36,17 @@ directory. --data is the directory the sets' files are relative to.
 Scoring (README, "Scoreboard"): a window is detected when an alert starts
 between 15 minutes before it and its end; an alert is false when it starts
 more than 15 minutes outside every window; pages (outage events) are scored
-the same way. Atlas traces are scored by their labelled upward level shifts.`,
+the same way. Atlas traces are scored by their labelled upward level shifts.
+
+--every D keeps one row of each IODA export every D (--every 1h, or
+1h@30m for the rows at half past): the same outages at a coarser step, as
+an export of a longer range or another observatory's gives them. A method
+chosen on principle holds there too. Atlas traces keep their own step.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			grid, err := parseEvery(every)
+			if err != nil {
+				return err
+			}
 			if len(args) == 0 {
 				m, _ := filepath.Glob("scoreboard/*.yaml")
 				if len(m) == 0 {
@@ -57,7 +66,7 @@ the same way. Atlas traces are scored by their labelled upward level shifts.`,
 						return err
 					}
 				}
-				r, err := scoreSet(s, data)
+				r, err := scoreSet(s, data, grid)
 				if err != nil {
 					return err
 				}
@@ -76,11 +85,39 @@ the same way. Atlas traces are scored by their labelled upward level shifts.`,
 	c.Flags().StringVar(&rulesOverride, "rules", "", "score these rules on every set instead of each set's own")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
+	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export every `D[@OFFSET]` (1h, 1h@30m)")
 	return c
 }
 
+// rowGrid keeps the rows on a grid: every period, from offset past the
+// Unix epoch; the zero grid keeps every row.
+type rowGrid struct{ period, offset time.Duration }
+
+func (g rowGrid) keeps(t time.Time) bool {
+	return g.period == 0 || (t.Sub(time.Unix(0, 0))-g.offset)%g.period == 0
+}
+
+// parseEvery reads --every: a period, and after @ an offset under it.
+func parseEvery(s string) (rowGrid, error) {
+	if s == "" {
+		return rowGrid{}, nil
+	}
+	p, o, _ := strings.Cut(s, "@")
+	var g rowGrid
+	var err error
+	if g.period, err = time.ParseDuration(p); err != nil || g.period <= 0 {
+		return g, fmt.Errorf("--every %q: want a positive duration, optionally @ an offset under it (1h, 1h@30m)", s)
+	}
+	if o != "" {
+		if g.offset, err = time.ParseDuration(o); err != nil || g.offset < 0 || g.offset >= g.period {
+			return g, fmt.Errorf("--every %q: the offset must be a duration from 0 to under %s", s, g.period)
+		}
+	}
+	return g, nil
+}
+
 // scoreSet replays one labelled set through its rules and scores it.
-func scoreSet(s *score.BoardSet, data string) (score.Row, error) {
+func scoreSet(s *score.BoardSet, data string, grid rowGrid) (score.Row, error) {
 	paths, err := s.Paths(data)
 	if err != nil {
 		return score.Row{}, err
@@ -103,7 +140,7 @@ func scoreSet(s *score.BoardSet, data string) (score.Row, error) {
 		row := score.Row{Set: s.Name}
 		for i, p := range paths {
 			in := filepath.Join(dir, fmt.Sprintf("ioda-%d.csv", i))
-			if err := writeIODAObservations(p, in, s.Entity, s.Columns); err != nil {
+			if err := writeIODAObservations(p, in, s.Entity, s.Columns, grid); err != nil {
 				return score.Row{}, err
 			}
 			evs, err := replayed(in)
@@ -141,9 +178,10 @@ func scoreSet(s *score.BoardSet, data string) (score.Row, error) {
 	return score.Row{}, fmt.Errorf("%s: format %q", s.File, s.Format)
 }
 
-// writeIODAObservations writes an IODA CSV's mapped columns as
-// time,entity,signal,value observations, as a user would export them.
-func writeIODAObservations(src, dst, entity string, columns map[string]string) error {
+// writeIODAObservations writes an IODA CSV's mapped columns, of the rows
+// on grid, as time,entity,signal,value observations, as a user would
+// export them.
+func writeIODAObservations(src, dst, entity string, columns map[string]string, grid rowGrid) error {
 	rows, err := score.ReadIODACSV(src)
 	if err != nil {
 		return err
@@ -152,6 +190,9 @@ func writeIODAObservations(src, dst, entity string, columns map[string]string) e
 	return writeBuffered(dst, func(w *bufio.Writer) error {
 		fmt.Fprintln(w, "time,entity,signal,value")
 		for _, r := range rows {
+			if !grid.keeps(r.Time) {
+				continue
+			}
 			for _, c := range cols {
 				v, ok := r.Values[c]
 				if !ok {
