@@ -222,9 +222,10 @@ func TestStateFileChecksum(t *testing.T) {
 // partition, then kills it.
 func (r *stagedRun) killMidway(c *child) {
 	r.t.Helper()
-	waitFor(r.t, "a third of the alerts and every snapshot cache", waitLong, func() bool {
+	waitFor(r.t, "a third of the alerts, every snapshot cache and the routing table's checkpoint", waitLong, func() bool {
 		caches, _ := filepath.Glob(filepath.Join(c.spec.Dir, "stage2", "*.snapshot"))
-		return len(caches) == 4 && 3*len(readLines(r.t, filepath.Join(c.spec.Dir, "alerts.jsonl"))) >= len(r.f.want)
+		_, err := os.Stat(filepath.Join(c.spec.Dir, "stage1-bgp.checkpoint"))
+		return len(caches) == 4 && err == nil && 3*len(readLines(r.t, filepath.Join(c.spec.Dir, "alerts.jsonl"))) >= len(r.f.want)
 	})
 	c.kill()
 }
