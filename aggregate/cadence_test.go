@@ -234,3 +234,42 @@ func TestSpacingIsTheMeanTimeBetweenReadings(t *testing.T) {
 		}
 	}
 }
+
+// A 30-minute value held on every 5-minute row (as IODA's export holds
+// Google's traffic) is read once a value: after twelve changes in a row
+// have come every 30 minutes, the repeats between are no points, and the
+// series' step is 30 minutes. A noisy series, and a flat one whose value
+// changes at a bucket off that grid, keep every bucket; so does a drop,
+// which is a change.
+func TestHeldValuesAreReadOnce(t *testing.T) {
+	a := New(Config{})
+	points := map[string][]int64{}
+	const drop = 8*60 + 5 // a drop at 08:05, off the 30-minute grid, held on
+	for m := int64(0); m < 10*60; m += 5 {
+		held := float64(100 + m/30) // a new value every 30 minutes
+		if m >= drop {
+			held = 50
+		}
+		a.Observe(obsAt(t30+m*min1+1e9, obs.TrafficBytes, "country:HELD", held))
+		a.Observe(obsAt(t30+m*min1+1e9, obs.TrafficBytes, "country:NOISY", float64(100+m%7)))
+		a.Advance(t30+m*min1, func(c *Closed) {
+			for _, p := range c.Points {
+				points[p.Series.Entity] = append(points[p.Series.Entity], (c.Start-t30)/min1)
+			}
+		})
+	}
+	var want []int64
+	for m := int64(0); m < 10*60-5; m += 5 {
+		// Every bucket until the twelfth change (06:00) has shown the
+		// grid, then the half hours, and from the drop every bucket.
+		if m <= 6*60 || m%30 == 0 || m >= drop {
+			want = append(want, m)
+		}
+	}
+	if got := points["country:HELD"]; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("held series judged at\n%v\nwant\n%v", got, want)
+	}
+	if n := len(points["country:NOISY"]); n != 119 {
+		t.Errorf("noisy series judged at %d buckets, want all 119", n)
+	}
+}
