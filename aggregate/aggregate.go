@@ -78,22 +78,23 @@ type Series struct {
 	// of the gaps between them (every gap is a multiple of it), gaps how
 	// many gaps were seen, up to minGaps.
 	lastData, step int64
-	// gaps is how many gaps were seen, up to minGaps; changes is held's,
-	// up to heldChanges.
-	gaps, changes int16
 	// id is the series' dense number in its aggregator: 0, 1, 2… in the
 	// order the series appeared.
 	id int32
 	// spacingSum and spacingN are the sum (in buckets) and count of the
 	// gaps between readings that Spacing averages.
-	spacingSum, spacingN int32
-	// The rhythm of the series' values (see held): lastChange is the start
-	// of the latest bucket whose value differed from the reading before,
+	spacingSum int32
+	// The rhythm of the series' values (see held), in buckets: changeAge
+	// is how long before lastData the latest change of value came,
 	// valueHash that value's bits folded to 32, changeStep the latest gap
-	// between changes, in buckets, and changes how many in a row it was.
-	lastChange int64
-	valueHash  uint32
-	changeStep int32
+	// between changes and changes how many in a row it was (up to
+	// heldChanges).
+	changeAge           int32
+	valueHash           uint32
+	spacingN            int16
+	changeStep, changes int16
+	// gaps is how many gaps were seen, up to minGaps.
+	gaps int16
 }
 
 // ID is the series' dense number in its aggregator (0, 1, 2… in the order
@@ -155,19 +156,26 @@ const heldChanges = 12
 func (s *Series) held(start int64, v float64) bool {
 	b := math.Float64bits(v)
 	h := uint32(b) ^ uint32(b>>32)
-	w := s.Hist.Width()
-	if s.lastChange != 0 && h == s.valueHash {
-		return s.changes >= heldChanges && s.changeStep > 1 && (start-s.lastChange)/w%int64(s.changeStep) != 0
+	if s.lastData == 0 || start <= s.lastData {
+		s.changeAge, s.valueHash = 0, h
+		return false
 	}
-	if s.lastChange != 0 && start > s.lastChange {
-		switch g := int32((start - s.lastChange) / w); {
-		case g == s.changeStep:
-			s.changes = min(s.changes+1, heldChanges)
-		default:
-			s.changeStep, s.changes = g, 1
+	// Buckets since the latest change; lastData becomes start unless the
+	// bucket is held.
+	since := int64(s.changeAge) + (start-s.lastData)/s.Hist.Width()
+	if h == s.valueHash {
+		if s.changes >= heldChanges && s.changeStep > 1 && since%int64(s.changeStep) != 0 {
+			return true
 		}
+		s.changeAge = int32(min(since, math.MaxInt32))
+		return false
 	}
-	s.lastChange, s.valueHash = start, h
+	if since == int64(s.changeStep) {
+		s.changes = min(s.changes+1, heldChanges)
+	} else {
+		s.changeStep, s.changes = int16(min(since, math.MaxInt16)), 1
+	}
+	s.changeAge, s.valueHash = 0, h
 	return false
 }
 
@@ -193,7 +201,7 @@ func (s *Series) sawData(start int64) {
 	if s.lastData != 0 && start > s.lastData {
 		g := start - s.lastData
 		if s.gaps >= minGaps && g <= 2*s.step {
-			if s.spacingN == 1<<20 {
+			if s.spacingN == 1<<14 {
 				// Halved, the mean stays and newer gaps weigh more.
 				s.spacingSum, s.spacingN = s.spacingSum/2, s.spacingN/2
 			}

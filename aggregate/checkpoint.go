@@ -35,12 +35,11 @@ type seriesSnap struct {
 	LastData, Step       int64
 	Gaps                 int32
 	SpacingSum, SpacingN int32
-	// LastChange, ValueHash, ChangeStep and Changes are the rhythm of its
+	// ChangeAge, ValueHash, ChangeStep and Changes are the rhythm of its
 	// values (0 in a checkpoint from before them: learnt again).
-	LastChange int64
-	ValueHash  uint32
-	ChangeStep int32
-	Changes    int16
+	ChangeAge           int32
+	ValueHash           uint32
+	ChangeStep, Changes int16
 }
 
 type openSnap struct {
@@ -77,7 +76,7 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 			return nil, err
 		}
 		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: int32(s.gaps),
-			SpacingSum: s.spacingSum, SpacingN: s.spacingN, LastChange: s.lastChange, ValueHash: s.valueHash,
+			SpacingSum: s.spacingSum, SpacingN: int32(s.spacingN), ChangeAge: s.changeAge, ValueHash: s.valueHash,
 			ChangeStep: s.changeStep, Changes: s.changes}
 		if ss.Open, err = s.window.snap(s.Key, s.Hist.Width()); err != nil {
 			return nil, err
@@ -189,8 +188,8 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 		}
 		s := a.newSeries(Key{sig, ss.Entity})
 		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, int16(min(ss.Gaps, minGaps))
-		s.spacingSum, s.spacingN = ss.SpacingSum, ss.SpacingN
-		s.lastChange, s.valueHash, s.changeStep, s.changes = ss.LastChange, ss.ValueHash, ss.ChangeStep, ss.Changes
+		s.spacingSum, s.spacingN = ss.SpacingSum, int16(min(ss.SpacingN, 1<<14))
+		s.changeAge, s.valueHash, s.changeStep, s.changes = ss.ChangeAge, ss.ValueHash, ss.ChangeStep, ss.Changes
 		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
 			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
 		}

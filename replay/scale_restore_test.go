@@ -37,10 +37,9 @@ type aggSeriesSnap struct {
 	LastData, Step       int64
 	Gaps                 int32
 	SpacingSum, SpacingN int32
-	LastChange           int64
+	ChangeAge            int32
 	ValueHash            uint32
-	ChangeStep           int32
-	Changes              int16
+	ChangeStep, Changes  int16
 }
 
 // restoreClasses: genSource's value of series s in a bucket depends on s
