@@ -48,7 +48,7 @@ pair() {
 	ratio "$bmetric" "$unit" "" || return 1
 	# Benchmarks that also report records per second of processor time
 	# (the load of a shared machine moves it less) get a second line.
-	if grep -q 'records/cpu-s' "$out"; then ratio records/cpu-s records/cpu-s ' (cpu)'; fi
+	if grep "^Benchmark$bench\b" "$out" | grep -q 'records/cpu-s'; then ratio records/cpu-s records/cpu-s ' (cpu)'; fi
 }
 
 # ratio BMETRIC YMETRIC SUFFIX: the table line of the runs in $out.
@@ -98,6 +98,10 @@ bt_saved=$bt
 bt=1x
 note=" (fixture, 12/part-bucket)" OUTAGEWATCH_BENCH_STREAM=flows pair ./service EndToEnd BareKafkaGo steady-records/s
 note=" (1,000× denser)" OUTAGEWATCH_BENCH_SQUEEZE=1000 OUTAGEWATCH_BENCH_STREAM=flows pair ./service EndToEnd BareKafkaGo steady-records/s
+# What the end-to-end pair is up against at the fixture's density: the
+# pipeline's own work (decode, aggregate, judge) with no Kafka at all, on
+# one goroutine, against the same bare reader.
+note=" (fixture, no Kafka)" OUTAGEWATCH_BENCH_STREAM=flows pair ./service PipelineOnly BareKafkaGo records/s
 bt=$bt_saved
 
 if ((all)); then

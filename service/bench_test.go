@@ -21,15 +21,25 @@ import (
 	"github.com/outagewatch/outagewatch/replay"
 )
 
-// benchBroker is a kfake broker holding the rendered fixture, one topic
-// per stream. With OUTAGEWATCH_BENCH_STREAM set (e.g. "flows") it holds
-// only that stream, to measure the high-volume input on its own. With
+// benchBroker is a kfake broker holding benchFixture's records, one topic
+// per stream.
+func benchBroker(b *testing.B) (string, *fixture, func()) {
+	f := benchFixture(b)
+	c := startBroker(b, 0, "", f.topicNames()...)
+	addr := c.ListenAddrs()[0]
+	produceFixture(b, addr, f)
+	return addr, f, c.Close
+}
+
+// benchFixture is the rendered fixture as the benchmarks take it. With
+// OUTAGEWATCH_BENCH_STREAM set (e.g. "flows") it holds only that stream,
+// to measure the high-volume input on its own. With
 // OUTAGEWATCH_BENCH_SQUEEZE=N the records' times are pressed into a span N
 // times shorter: the fixture's four weeks hold about 12 records per input
 // partition and bucket, and the staged runtime's cost per bucket (a
 // partial record per place and a marker per internal partition) weighs
 // less on a busier stream.
-func benchBroker(b *testing.B) (string, *fixture, func()) {
+func benchFixture(b *testing.B) *fixture {
 	f := loadFixture(b)
 	if only := os.Getenv("OUTAGEWATCH_BENCH_STREAM"); only != "" {
 		g := *f
@@ -62,10 +72,7 @@ func benchBroker(b *testing.B) (string, *fixture, func()) {
 		}
 		f = &g
 	}
-	c := startBroker(b, 0, "", f.topicNames()...)
-	addr := c.ListenAddrs()[0]
-	produceFixture(b, addr, f)
-	return addr, f, c.Close
+	return f
 }
 
 // End to end: Kafka wire protocol in, stage one (decode, pre-aggregate,
@@ -222,9 +229,10 @@ func stageTwoWatermark(st *Staged, parts int) int64 {
 	return wm
 }
 
-// Decode only: the same records through the pipeline with no Kafka.
+// The same records (benchFixture's) through the pipeline with no Kafka,
+// on one goroutine: the work of decoding, aggregating and judging alone.
 func BenchmarkPipelineOnly(b *testing.B) {
-	f := loadFixture(b)
+	f := benchFixture(b)
 	b.ResetTimer()
 	b.StopTimer()
 	var total int64
