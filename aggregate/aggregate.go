@@ -75,8 +75,7 @@ type Series struct {
 	window
 	// The series' own rhythm, detected from the buckets it had data in:
 	// lastData is the start of the latest, step the greatest common divisor
-	// of the gaps between them (every gap is a multiple of it), gaps how
-	// many gaps were seen, up to minGaps.
+	// of the gaps between them (every gap is a multiple of it).
 	lastData, step int64
 	// id is the series' dense number in its aggregator: 0, 1, 2… in the
 	// order the series appeared.
@@ -149,7 +148,8 @@ const heldChanges = 12
 // a third or a half, exported so, paged 4 times in 40 runs at 30 minutes
 // and 12 at an hour, and none at their own step
 // (TestTrafficDropQuietOnNoisyNights). The grid is the gap between
-// changes of value once heldChanges gaps in a row have been that gap: a series that changes at every bucket (any noisy one) keeps every
+// changes of value once heldChanges gaps in a row have been that gap: a
+// series that changes at every bucket (any noisy one) keeps every
 // bucket, and so does a flat gauge whose changes come at irregular
 // times. A change is always a reading, so a drop is never held back, and
 // a change off the grid starts the count again.

@@ -49,10 +49,10 @@ type SilenceState struct {
 	Step     int
 	Declared bool
 	// Shown is the greatest common divisor of every gap between reports,
-	// alerts' included, and Gaps how many it rests on: a declared feed
-	// whose reports come at a coarser step than declared takes that step
-	// (see report).
-	Shown, Gaps int
+	// alerts' included, and Gaps how many it rests on, and Cadence the
+	// declared step: a declared feed whose reports come at a coarser step
+	// than declared takes that step (see report).
+	Shown, Gaps, Cadence int
 	// Hit and Miss count the feed's steps with and without data while it
 	// was alive, decayed so that a feed's rhythm may change.
 	Hit, Miss float64
@@ -100,6 +100,7 @@ func (d *FeedSilence) Bucket(c *aggregate.Closed, emit func(Finding)) {
 			st := &SilenceState{}
 			if cad := obs.FeedCadence(feed); cad > 0 {
 				st.Step, st.Declared = int(max((cad+w-1)/w, 1)), true
+				st.Cadence = st.Step
 			}
 			d.Feeds[feed] = st
 		}
@@ -149,17 +150,21 @@ func (d *FeedSilence) Bucket(c *aggregate.Closed, emit func(Finding)) {
 // a feed declared at five minutes whose export holds a row every two
 // hours reports every two hours, and judged at five minutes it would be
 // silent at every gap, each one an alert and so never learnt as its
-// rhythm. The share of missed steps learnt at the old step is forgotten.
+// rhythm. A gap off that step brings it back towards the declared one.
+// The share of missed steps learnt at the old step is forgotten.
 func (st *SilenceState) report(n int) {
 	if n <= 0 {
 		return
+	}
+	if st.Declared && st.Cadence == 0 {
+		st.Cadence = st.Step // a checkpoint from before Cadence
 	}
 	st.Shown = gcd(st.Shown, n)
 	if st.Gaps < 3 {
 		st.Gaps++
 	}
-	if st.Declared && st.Gaps >= 3 && st.Shown > st.Step {
-		st.Step, st.Hit, st.Miss = st.Shown, 0, 0
+	if step := max(st.Cadence, st.Shown); st.Declared && st.Gaps >= 3 && step != st.Step {
+		st.Step, st.Hit, st.Miss = step, 0, 0
 	}
 }
 
