@@ -161,6 +161,11 @@ func (d Duration) readings(step, cadence int64) int {
 	return int((int64(d)-span+step-1)/step) + 1
 }
 
+// readingsOf is readings for series s: its spacing, its signal's cadence.
+func (d Duration) readingsOf(s *aggregate.Series) int {
+	return d.readings(s.Spacing(), s.Signal.Def().Cadence)
+}
+
 // buckets returns how many buckets of width w a duration spans, at least 1.
 func (d Duration) buckets(w int64) int {
 	n := int((int64(d) + w - 1) / w)

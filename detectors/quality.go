@@ -214,7 +214,7 @@ func (d *shiftDetector) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit 
 	for _, pt := range pts {
 		st := d.states.get(pt.Series)
 		step := pt.Series.Step()
-		forN, resolveN := d.p.For.readings(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence), d.p.ResolveFor.buckets(step)
+		forN, resolveN := d.p.For.readingsOf(pt.Series), d.p.ResolveFor.buckets(step)
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) {
 			// No data, or too little to judge: hold the state.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})

@@ -292,7 +292,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		// A series that reports every step, not every bucket, counts its
 		// points as step-long.
 		step := pt.Series.Step()
-		forN, resolveN := d.p.For.readings(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence), d.p.ResolveFor.buckets(step)
+		forN, resolveN := d.p.For.readingsOf(pt.Series), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
 		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop() >= d.p.ResolveBelow)
 		critical := j.anomalous && d.p.Critical > 0 && j.drop() >= d.p.Critical

@@ -311,7 +311,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			var rho float64
 			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, step, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
 			short := j.level - pt.Value
-			j.bar = d.runBar(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence, rho)
+			j.bar = d.runBar(pt.Series, rho)
 			j.anomalous = j.over && short >= j.bar*j.sigma
 			j.critical = j.critical && short >= d.p.Noise*j.sigma
 			j.down = j.down && short >= j.sigma
@@ -324,7 +324,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// above it is judgeable again. Otherwise only a new reading
 			// of the series' noise changes the verdict.
 			poisson := pt.Series.Signal.Def().Poisson
-			small := poisson && base < math.Pow(d.runBar(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence, 0), 2)
+			small := poisson && base < math.Pow(d.runBar(pt.Series, 0), 2)
 			switch {
 			case small:
 				d.judgeable(pt.Series, unjudgeableCount)
@@ -355,7 +355,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	for _, j := range js {
 		st, pt := j.st, j.p
 		step := pt.Series.Step()
-		forN, resolveN := d.p.For.readings(pt.Series.Spacing(), pt.Series.Signal.Def().Cadence), d.p.ResolveFor.buckets(step)
+		forN, resolveN := d.p.For.readingsOf(pt.Series), d.p.ResolveFor.buckets(step)
 		// Keep the outage out of the baseline until it has lasted
 		// AdaptAfter; then the new level is the baseline.
 		switch {
@@ -416,11 +416,11 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 }
 
 // runBar is the noise bar of each bucket of a run of For (runSigmas) on
-// a series of the given step, for noise of lag-1 autocorrelation rho,
-// worked out once per run length and twentieth of rho (rounded up,
-// towards the stricter bar): series of different steps share the table.
-func (d *prefixWithdrawal) runBar(step, cadence int64, rho float64) float64 {
-	n := d.p.For.readings(step, cadence)
+// series s, for noise of lag-1 autocorrelation rho, worked out once per
+// run length and twentieth of rho (rounded up, towards the stricter
+// bar): series of different steps share the table.
+func (d *prefixWithdrawal) runBar(s *aggregate.Series, rho float64) float64 {
+	n := d.p.For.readingsOf(s)
 	bars := d.bars[n]
 	if bars == nil {
 		if d.bars == nil {
