@@ -184,14 +184,7 @@ func (t *stageTwo) newTask(part int) (*stage.Task, error) {
 	if t.s.charts != nil {
 		pc.Tap = t.s.charts.Bucket
 	}
-	p, err := pipeline.New(pc, t.s.dispatch)
-	if err != nil {
-		return nil, err
-	}
-	if err := stage.ForPartition(p, part); err != nil {
-		return nil, err
-	}
-	return stage.NewTask(p, t.sources), nil
+	return stage.NewPartitionTask(pc, t.s.dispatch, t.sources, part)
 }
 
 func (t *stageTwo) apply(f fetched) {

@@ -50,14 +50,11 @@ func NewLocal(cfg pipeline.Config, sources []string, partitions int, out func(*a
 	}
 	l.router = NewRouter(cfg.Map, cfg.ZoneOwners, partitions)
 	for i := range partitions {
-		p, err := pipeline.New(cfg, out)
+		t, err := NewPartitionTask(cfg, out, sources, i)
 		if err != nil {
 			return nil, err
 		}
-		if err := ForPartition(p, i); err != nil {
-			return nil, err
-		}
-		l.tasks = append(l.tasks, NewTask(p, sources))
+		l.tasks = append(l.tasks, t)
 	}
 	return l, nil
 }

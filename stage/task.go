@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/partial"
 	"github.com/outagewatch/outagewatch/pipeline"
@@ -47,14 +48,21 @@ func NewTask(p *pipeline.Pipeline, sources []string) *Task {
 	return &Task{p: p, sources: slices.Clone(sources), st: taskState{Through: map[string]int64{}, Seen: map[string]map[int64][]string{}}}
 }
 
-// ForPartition fits p's chain to the task of internal partition part:
-// feed-level series route to partition 0 (FeedKey), so its task alone
-// judges feed health and the others take the stage out.
-func ForPartition(p *pipeline.Pipeline, part int) error {
-	if part == 0 {
-		return nil
+// NewPartitionTask returns the task of internal partition part, over a
+// pipeline of cfg whose events go to out: feed-level series route to
+// partition 0 (FeedKey), so its task alone judges feed health and the
+// others take the stage out of their chains.
+func NewPartitionTask(cfg pipeline.Config, out func(*alerting.Event), sources []string, part int) (*Task, error) {
+	p, err := pipeline.New(cfg, out)
+	if err != nil {
+		return nil, err
 	}
-	return p.Remove(pipeline.StageFeedHealth)
+	if part != 0 {
+		if err := p.Remove(pipeline.StageFeedHealth); err != nil {
+			return nil, err
+		}
+	}
+	return NewTask(p, sources), nil
 }
 
 // Pipeline returns the task's pipeline.
