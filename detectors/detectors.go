@@ -203,8 +203,13 @@ func confidence(change, gate float64) float64 {
 // fmtDuration writes d for people: "2h", "20m", "1h30m".
 func fmtDuration(d Duration) string {
 	s := time.Duration(d).String()
-	s = strings.TrimSuffix(s, "0s")
-	return strings.TrimSuffix(s, "0m")
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 func round(v float64, places int) float64 {

@@ -28,11 +28,16 @@ func init() { Register(LatencyShiftName, func() Params { return DefaultLatencySh
 // (Vegas' BaseRTT, BBR's min_rtt) tracks it: a re-route moves it, a queue
 // filling for a sample or two does not, and a path that flaps between two
 // routes stays at the shorter one. A shift therefore fires only once the
-// new level has held for the whole of For. The baseline is the median of
-// the BaselineWindow before, and its noise the robust spread (scaled
-// median absolute deviation) of the log-RTT of the same buckets, both read
-// from the detector's own record of the RTT as measured (see recentRTT).
-// A shift fires when the level is above the baseline by all three of:
+// new level has held for the whole of For. It is judged against the same
+// statistic over the BaselineWindow before (the floor): the median of the
+// lowest bucket of every For-long window in it, and the robust spread
+// (scaled median absolute deviation) of their log-RTT, all read from the
+// detector's own record of the RTT as measured (see recentRTT). Like is
+// compared with like: against the buckets' median, a path whose samples
+// often queue, or that flaps between two routes, has its median well
+// above its lowest RTT, and a shift of the lowest RTT had to outgrow that
+// gap as well as the threshold; the bar moved with the path's jitter. A
+// shift fires when the level is above the floor by all three of:
 // Threshold (relative), MinDeltaMs (absolute) and Noise robust standard
 // deviations.
 //
@@ -45,9 +50,10 @@ func init() { Register(LatencyShiftName, func() Params { return DefaultLatencySh
 // began, so the alert's start is the onset the data date it to (see
 // onset), not the firing bucket.
 //
-// While firing the baseline is frozen at its value when the shift began.
-// The alert resolves when most of the last ResolveFor is back within
-// ResolveBelow (and half of MinDeltaMs) of it. A shift that lasts
+// While firing the baseline, the median of the buckets of the window, is
+// frozen at its value when the shift began. The alert resolves when most
+// of the last ResolveFor (its upper median, again like with like) is back
+// within ResolveBelow (and half of MinDeltaMs) of it. A shift that lasts
 // AdaptAfter from its onset is a new normal (a re-route that stays): the
 // alert resolves with reason baseline_adapted and the baseline is taken
 // from the new level on. AdaptAfter 0 keeps it firing until the level
@@ -140,9 +146,12 @@ type levelState struct {
 	Firing bool
 	// FireStart is the onset of the shift that fires.
 	FireStart int64
-	// Base and Sigma are the baseline and its noise (a standard deviation
-	// of log-RTT) frozen when the shift began.
-	Base, Sigma float64
+	// Base and Sigma are the buckets' median and noise (a standard
+	// deviation of log-RTT) frozen when the shift began; Floor and
+	// FloorSigma the same of the lowest RTT of a For, which it fired
+	// against.
+	Base, Sigma       float64
+	Floor, FloorSigma float64
 	// Since bounds the baseline window after an adaptation: the old level
 	// is no longer the baseline.
 	Since  int64
@@ -217,17 +226,18 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			winStart := c.Start - int64(n-1)*w
 			from := max(winStart-int64(d.p.BaselineWindow), st.Since)
 			level, ok := d.window(r, winStart, c.Start, w, n, lowest)
-			var base, sigma float64
+			var base float64
 			if ok {
-				base, sigma, ok = d.baseline(r, from, winStart, w, level)
+				base, ok = d.baseline(r, from, winStart, w)
 			}
 			if !ok {
 				st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: math.NaN()})
 				continue
 			}
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
-			if level-base >= d.gate(base, sigma) {
-				st.Firing, st.Base, st.Sigma = true, base, sigma
+			if floor, fsigma, ok := d.floor(r, from, winStart, w, n, level); ok && level-floor >= d.gate(floor, fsigma) {
+				sigma := d.spread(r, from, winStart, w, base)
+				st.Firing, st.Base, st.Sigma, st.Floor, st.FloorSigma = true, base, sigma, floor, fsigma
 				st.FireStart = d.onset(r, from, winStart, c.Start, w, base, sigma)
 				emit(d.finding(Firing, c, pt, st, level, ""))
 			}
@@ -293,11 +303,9 @@ func (d *levelShift) window(r *recentRTT, from, t, w int64, n int, pick func([]f
 // that a perfectly flat series still has a band of finite width.
 const sigmaFloor = 0.001
 
-// baseline returns the median of the buckets in [from, to) and the robust
-// spread of their log-RTT; ok is false with less than MinHistory of them.
-// The spread can only raise the bar, so for a level that does not pass
-// the others it is not worked out (sigmaFloor stands in).
-func (d *levelShift) baseline(r *recentRTT, from, to, w int64, level float64) (base, sigma float64, ok bool) {
+// buckets returns the buckets of [from, to) that hold data, in d.scratch;
+// ok is false with less than MinHistory of them.
+func (d *levelShift) buckets(r *recentRTT, from, to, w int64) ([]float64, bool) {
 	vs := d.scratch[:0]
 	for x := max(from, r.Oldest()); x < to; x += w {
 		if y, ok := r.Get(x); ok {
@@ -305,17 +313,63 @@ func (d *levelShift) baseline(r *recentRTT, from, to, w int64, level float64) (b
 		}
 	}
 	d.scratch = vs
-	if int64(len(vs))*w < int64(d.p.MinHistory) {
-		return 0, 0, false
+	return vs, int64(len(vs))*w >= int64(d.p.MinHistory)
+}
+
+// baseline returns the median of the buckets in [from, to).
+func (d *levelShift) baseline(r *recentRTT, from, to, w int64) (float64, bool) {
+	vs, ok := d.buckets(r, from, to, w)
+	if !ok {
+		return 0, false
 	}
-	base = median(vs)
-	if level-base < max(d.p.Threshold*base, d.p.MinDeltaMs) {
-		return base, sigmaFloor, true
-	}
+	return median(vs), true
+}
+
+// spread is the robust spread of the log-RTT of the buckets in [from, to)
+// around base.
+func (d *levelShift) spread(r *recentRTT, from, to, w int64, base float64) float64 {
+	vs, _ := d.buckets(r, from, to, w)
+	return logSpread(vs, base)
+}
+
+// logSpread is the robust spread of log(v/base) over vs, at least
+// sigmaFloor; it overwrites vs.
+func logSpread(vs []float64, base float64) float64 {
 	for i, v := range vs {
 		vs[i] = math.Log(v / base)
 	}
-	return base, max(robustSpread(vs, 0), sigmaFloor), true
+	return max(robustSpread(vs, 0), sigmaFloor)
+}
+
+// floor returns the level statistic over the history in [from, to): for
+// every bucket there, the lowest of the n buckets ending with it (when at
+// least half of them hold data, as window asks of the level), then their
+// median and the robust spread of their log-RTT; ok is false with less
+// than MinHistory of them. The spread can only raise the bar, so for a
+// level that does not pass the others it is not worked out (sigmaFloor
+// stands in).
+func (d *levelShift) floor(r *recentRTT, from, to, w int64, n int, level float64) (floor, sigma float64, ok bool) {
+	vs := d.scratch[:0]
+	for x := max(from, r.Oldest()); x < to; x += w {
+		lo, k := math.Inf(1), 0
+		for y := x - int64(n-1)*w; y <= x; y += w {
+			if v, ok := r.Get(y); ok {
+				lo, k = min(lo, v), k+1
+			}
+		}
+		if 2*k >= n+1 {
+			vs = append(vs, lo)
+		}
+	}
+	d.scratch = vs
+	if int64(len(vs))*w < int64(d.p.MinHistory) {
+		return 0, 0, false
+	}
+	floor = median(vs)
+	if level-floor < max(d.p.Threshold*floor, d.p.MinDeltaMs) {
+		return floor, sigmaFloor, true
+	}
+	return floor, logSpread(vs, floor), true
 }
 
 // onset dates the beginning of the shift that fires at t (the window of
@@ -385,21 +439,22 @@ func (d *levelShift) gate(base, sigma float64) float64 {
 	return max(d.p.Threshold*base, d.p.MinDeltaMs, base*math.Expm1(d.p.Noise*sigma))
 }
 
+// finding reports a firing shift against the floor it was judged by, a
+// resolve against the buckets' median it was judged by.
 func (d *levelShift) finding(status string, c *aggregate.Closed, pt aggregate.Point, st *levelState, level float64, reason string) Finding {
 	f := Finding{Status: status, Detector: LatencyShiftName, Signal: pt.Series.Signal.String(), Entity: pt.Series.Entity,
-		Start: st.FireStart, At: c.End, Observed: round(level, 3), Baseline: round(st.Base, 3),
-		BaselineMethod: "recent_median", ChangePct: changePct(level, st.Base),
-		Evidence: slices.Clone(st.Recent)}
-	delta := level - st.Base
+		Start: st.FireStart, At: c.End, Observed: round(level, 3), Evidence: slices.Clone(st.Recent)}
 	if status == Firing {
-		gate := d.gate(st.Base, st.Sigma)
+		delta, gate := level-st.Floor, d.gate(st.Floor, st.FloorSigma)
+		f.Baseline, f.BaselineMethod, f.ChangePct = round(st.Floor, 3), "recent_lowest", changePct(level, st.Floor)
 		f.Confidence = confidence(delta, gate)
-		f.Details = map[string]any{"delta_ms": round(delta, 2), "noise_pct": round(100*st.Sigma, 2),
-			"gate_ms": round(gate, 2)}
-		f.Summary = fmt.Sprintf("%s of %s up %.1f ms to %.1f ms (%+.1f%%) for %s against %.1f ms over the previous %s",
-			f.Signal, f.Entity, delta, level, f.ChangePct, fmtDuration(d.p.For), st.Base, fmtDuration(d.p.BaselineWindow))
+		f.Details = map[string]any{"delta_ms": round(delta, 2), "noise_pct": round(100*st.FloorSigma, 2),
+			"gate_ms": round(gate, 2), "median_ms": round(st.Base, 3)}
+		f.Summary = fmt.Sprintf("%s of %s up %.1f ms to %.1f ms (%+.1f%%), the lowest of %s, against %.1f ms, the same over the previous %s",
+			f.Signal, f.Entity, delta, level, f.ChangePct, fmtDuration(d.p.For), st.Floor, fmtDuration(d.p.BaselineWindow))
 		return f
 	}
+	f.Baseline, f.BaselineMethod, f.ChangePct = round(st.Base, 3), "recent_median", changePct(level, st.Base)
 	f.Reason = reason
 	if reason == ReasonBaselineAdapted {
 		f.Summary = fmt.Sprintf("%s of %s has stayed at %.1f ms (baseline was %.1f ms) for %s: the new level is the baseline now",

@@ -186,6 +186,38 @@ func TestLatencyShiftIgnoresSpikesFlapsAndSmallShifts(t *testing.T) {
 	}
 }
 
+// queued is a path whose samples queue two times in three: 40 ms over
+// its lowest RTT, base.
+func queued(m int, base float64) float64 {
+	if (m/5+1)%3 != 0 {
+		return base + 40 + jitter(m)
+	}
+	return base + jitter(m)
+}
+
+func TestLatencyShiftJudgesTheLowestAgainstTheLowest(t *testing.T) {
+	// The path's lowest RTT moves from 100 to 125 ms (+25 %) while two
+	// samples in three queue 40 ms on top. The buckets' median stays at
+	// the queued 140 ms, over the new level itself; against the lowest
+	// RTT of every half hour before, 100 ms, it is a shift. The onset is
+	// the move; the queued new level is never back under the old
+	// median's resolve bar, so the shift is adopted after two hours.
+	got := probeRun(t, func(m int) float64 {
+		if m >= 240 {
+			return queued(m, 125)
+		}
+		return queued(m, 100)
+	}, 12)
+	want := []string{"firing 240 275", "resolved 240 360 baseline_adapted 360"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	// The same queueing with no move pages nobody.
+	if got := probeRun(t, func(m int) float64 { return queued(m, 100) }, 12); len(got) != 0 {
+		t.Errorf("no move: got %q, want no finding", got)
+	}
+}
+
 func TestLatencyShiftValidate(t *testing.T) {
 	p := detectors.DefaultLatencyShift()
 	p.AdaptAfter = p.For

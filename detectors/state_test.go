@@ -3,6 +3,7 @@ package detectors
 import (
 	"reflect"
 	"testing"
+	"time"
 )
 
 // The ring reads as the slice log it replaces, entry for entry, as it
@@ -30,5 +31,16 @@ func TestEvidenceRingReadsAsLog(t *testing.T) {
 	ring.add(Evidence{Time: 99})
 	if got, want := ring.list(), append(append(evidenceLog{}, log[:3]...), Evidence{Time: 99}); !reflect.DeepEqual(got, want) {
 		t.Fatalf("set from 3 then added: %v, want %v", got, want)
+	}
+}
+
+func TestFmtDurationWritesWholeUnits(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		30 * time.Minute: "30m", 10 * time.Minute: "10m", 20 * time.Minute: "20m", 2 * time.Hour: "2h",
+		90 * time.Minute: "1h30m", 10 * time.Hour: "10h", 45 * time.Second: "45s", 150 * time.Second: "2m30s",
+	} {
+		if got := fmtDuration(Duration(d)); got != want {
+			t.Errorf("fmtDuration(%v) = %q, want %q", d, got, want)
+		}
 	}
 }
