@@ -792,8 +792,8 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 }
 
 // point takes the series' bucket starting at start as a Point; ok is false
-// when the bucket had no data and none was due, or held a value repeated
-// off the series' own grid (held).
+// when the bucket had no data and none was due (or the series has had
+// none yet), or held a value repeated off the series' own grid (held).
 func (s *Series) point(start int64, feeds map[obs.Feed]int64) (p Point, ok bool) {
 	v, n, had := s.take(start)
 	p = Point{Series: s, Value: v, Count: n}
@@ -804,7 +804,13 @@ func (s *Series) point(start int64, feeds map[obs.Feed]int64) (p Point, ok bool)
 		s.sawData(start)
 		return p, true
 	}
-	if !s.due(start) {
+	// A series is born with its first data: a bucket before it is no
+	// missing value. It can be open when the series is born (a record of
+	// a later bucket, read before an earlier one closes; a stage-two task
+	// merging several buckets' partials before it closes them), and
+	// counted missing it would put a gap of the series' age in its
+	// history that depends on when the buckets were closed.
+	if s.lastData == 0 || !s.due(start) {
 		return p, false
 	}
 	def := s.Signal.Def()

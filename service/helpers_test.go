@@ -306,19 +306,36 @@ func metricLine(t testing.TB, base, prefix string) string {
 func waitLines(t testing.TB, path string, want map[string]string) map[string]string {
 	t.Helper()
 	var got map[string]string
-	waitFor(t, "every line of the replay delivered", waitLong, func() bool {
+	deadline := time.Now().Add(waitLong)
+	for {
 		var err error
 		if got, err = byDeliveryKey(readLines(t, path)); err != nil {
 			t.Fatal(err)
 		}
-		for k := range want {
+		var missing []string
+		for k, line := range want {
 			if _, ok := got[k]; !ok {
-				return false
+				missing = append(missing, line)
 			}
 		}
-		return true
-	})
-	return got
+		if len(missing) == 0 {
+			return got
+		}
+		if time.Now().After(deadline) {
+			// What differs, so that a failure says which alert.
+			var extra []string
+			for k, line := range got {
+				if _, ok := want[k]; !ok {
+					extra = append(extra, line)
+				}
+			}
+			slices.Sort(missing)
+			slices.Sort(extra)
+			t.Fatalf("timed out waiting for every line of the replay delivered: %d of %d missing:\n%s\ndelivered and not in the replay (%d):\n%s",
+				len(missing), len(want), strings.Join(missing[:min(len(missing), 5)], "\n"), len(extra), strings.Join(extra[:min(len(extra), 5)], "\n"))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitFor polls cond until it holds or the deadline passes.
