@@ -344,13 +344,26 @@ func logSpread(vs []float64, base float64) float64 {
 // floor returns the level statistic over the history in [from, to): for
 // every bucket there, the lowest of the n buckets ending with it (when at
 // least half of them hold data, as window asks of the level), then their
-// median and the robust spread of their log-RTT; ok is false with less
-// than MinHistory of them. The spread can only raise the bar, so for a
-// level that does not pass the others it is not worked out (sigmaFloor
-// stands in).
+// median and the robust spread of their log-RTT. ok is false when it is
+// not worked out: with less than MinHistory of them, or for a level that
+// cannot pass it (the floor is never under the lowest bucket it is taken
+// over, so a level within Threshold or MinDeltaMs of that bucket cannot),
+// which spares the n-fold pass on almost every bucket of a steady path.
+// The spread can only raise the bar, so for a level that does not pass
+// the others it is not worked out either (sigmaFloor stands in).
 func (d *levelShift) floor(r *recentRTT, from, to, w int64, n int, level float64) (floor, sigma float64, ok bool) {
+	start := max(from, r.Oldest())
+	lo := math.Inf(1)
+	for y := start - int64(n-1)*w; y < to; y += w {
+		if v, ok := r.Get(y); ok {
+			lo = min(lo, v)
+		}
+	}
+	if level-lo < max(d.p.Threshold*lo, d.p.MinDeltaMs) {
+		return 0, 0, false
+	}
 	vs := d.scratch[:0]
-	for x := max(from, r.Oldest()); x < to; x += w {
+	for x := start; x < to; x += w {
 		lo, k := math.Inf(1), 0
 		for y := x - int64(n-1)*w; y <= x; y += w {
 			if v, ok := r.Get(y); ok {

@@ -123,7 +123,7 @@ func (r rendered) staged(t *testing.T, split, partitions int, h how) []string {
 				if err := nt.UnmarshalBinary(b); err != nil {
 					t.Fatal(err)
 				}
-				l.Tasks()[i] = nt
+				l.Tasks()[i] = nt // Tasks is the Local's own slice
 			}
 		}
 	}
