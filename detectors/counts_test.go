@@ -427,3 +427,79 @@ func noisyRegion(seed uint64, night float64, step time.Duration) []float64 {
 	}
 	return vs
 }
+
+// A country shut down on its second day, before any hour of the day has
+// its noise, is caught by its fall from the hour before (coldDrop), and
+// the alert is dated from the reading the shutdown began inside of (half
+// down: the outage's edge). The shutdown comes back at the same hour on
+// the next two days and is caught each time: the first was kept out of
+// the history and the noise, so it did not become that hour's normal.
+// Before, the day's forecast learnt the first as the hour's noise and all
+// three were missed.
+func TestTrafficDropCatchesAShutdownBeforeItsHoursAreKnown(t *testing.T) {
+	set, err := rules.Load("../examples/radar/radar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("radar_http_requests")
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC) // a Monday
+	vs := noisyRegion(1, 0.05, 30*time.Minute)[:5*48]
+	for day := 1; day <= 3; day++ {
+		edge := day*48 + 2 // 01:00
+		vs[edge] *= 0.5
+		for i := edge + 1; i < edge+8; i++ {
+			vs[i] *= 0.12
+		}
+	}
+	f := judgeSeries(t, set, sig, "country:XX", from, 30*time.Minute, vs)
+	if len(f) != 6 {
+		t.Fatalf("%d findings, want 3 firing and 3 resolved: %+v", len(f), f)
+	}
+	for k := range 3 {
+		fire, res := f[2*k], f[2*k+1]
+		at := from.Add(time.Duration(k+1)*24*time.Hour + time.Hour).UnixNano()
+		if fire.Status != detectors.Firing || fire.Start != at || fire.BaselineMethod != "previous_hour" {
+			t.Errorf("shutdown %d: %s from %s against %s, want firing from %s against previous_hour", k+1,
+				fire.Status, time.Unix(0, fire.Start).UTC(), fire.BaselineMethod, time.Unix(0, at).UTC())
+		}
+		if res.Status != detectors.Resolved || res.Reason != detectors.ReasonRecovered {
+			t.Errorf("shutdown %d: then %s (%s), want resolved, recovered", k+1, res.Status, res.Reason)
+		}
+	}
+}
+
+// A city whose night is a tenth of its day, falling that far in three
+// hours after midnight (a reading under the hour before by half), with
+// 10 % noise, pages nobody in three weeks from its first day: its fall is
+// no fall against the evening before, and its own pace at that hour is
+// its bar.
+func TestTrafficDropQuietOnACitysSteepNights(t *testing.T) {
+	set, err := rules.Load("../examples/radar/radar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("radar_http_requests")
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC)
+	for _, step := range []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour} {
+		for seed := uint64(1); seed <= 10; seed++ {
+			r := rand.New(rand.NewPCG(seed, 11))
+			vs := make([]float64, 21*int(24*time.Hour/step))
+			for i := range vs {
+				h := math.Mod(float64(i)*step.Hours(), 24)
+				var lg float64 // the log of the level: 0 by day, ln 0.1 at 3 am
+				switch {
+				case h < 3:
+					lg = math.Log(0.1) * h / 3
+				case h < 8:
+					lg = math.Log(0.1) * (8 - h) / 5
+				}
+				vs[i] = math.Exp(lg + 0.1*r.NormFloat64())
+			}
+			for _, f := range judgeSeries(t, set, sig, "region:XX", from, step, vs) {
+				if f.Status == detectors.Firing {
+					t.Errorf("step %s, seed %d: paged at %s: %s", step, seed, time.Unix(0, f.Start).UTC(), f.Summary)
+				}
+			}
+		}
+	}
+}

@@ -54,6 +54,20 @@ func (m *noiseModel) learnAt(h int, r float64) {
 	}
 }
 
+// unlearnAt takes back the last residual r learnt in slot h, when it
+// turns out to have been an outage's edge, not noise: learnAt inverted.
+func (m *noiseModel) unlearnAt(h int, r float64) {
+	a := float32(min(math.Abs(r), 1))
+	switch n := m.N[h]; {
+	case n <= 1:
+		m.Abs[h], m.N[h] = 0, 0
+	case n <= 48:
+		m.Abs[h], m.N[h] = max(0, (m.Abs[h]*float32(n)-a)/float32(n-1)), n-1
+	default:
+		m.Abs[h], m.N[h] = max(0, (m.Abs[h]-a*noiseAlpha)/(1-noiseAlpha)), n-1
+	}
+}
+
 // sigmaAt is the forecast error in slot h (slotOf of a bucket's start) as
 // a standard deviation of the log-residual, taken at its upper 95 %
 // confidence bound (sigmaBounds) so that an hour known from a few

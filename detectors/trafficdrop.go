@@ -38,17 +38,24 @@ func init() { Register(TrafficDropName, func() Params { return DefaultTrafficDro
 // a city whose night-time counts swing by half around a small baseline
 // does not page at every trough, because at night its bar is its own
 // noise, not the threshold. Until an hour of the day (of a weekday, or of
-// a weekend day) has two residuals against a baseline, the series is
-// learnt, not judged there: a fresh series is silent for its first day
-// and the first buckets of each hour of its second, and at the start of
-// each hour of its first Saturday. Then the noise is taken at its upper
+// a weekend day) has two residuals against a baseline, the day's shape is
+// learnt, not judged there: a fresh series is silent for its first day,
+// and on its second and its first weekend pages only for a collapse from
+// the hour before (coldDrop: past the threshold under both that hour and
+// the previous days, and past the noise of the series' own readings
+// against the hour before each). Then the noise is taken at its upper
 // 95 % confidence bound for the residuals it rests on (sigmaBounds): four
-// times the estimate from two residuals, 14 % over it once learnt. The
-// firing alert says how far past both bars it is (confidence, sigmas).
+// times the estimate from two residuals, 14 % over it once learnt, and
+// the same collapse is judged wherever that bound is too wide to find
+// it. The firing alert says how far past both bars it is (confidence,
+// sigmas).
 //
 // Outliers never become the baseline: while a bucket is anomalous (a drop
 // past the threshold, or a spike past SpikeRatio) the history keeps the
-// prediction in its place, as IODA does. A new level that lasts AdaptAfter
+// prediction in its place, as IODA does. The reading just before a run
+// that already lay past the threshold is the outage's edge (it began
+// inside that reading's interval): it joins the run, which dates from
+// it, and leaves the history and the noise it was learnt into. A new level that lasts AdaptAfter
 // is accepted as normal: the history is rescaled by the new level's ratio
 // to the old (so the daily and weekly shape stays, at the new level), and
 // a firing alert resolves with reason baseline_adapted. AdaptAfter 0 never
@@ -144,6 +151,7 @@ type trafficDrop struct {
 	feed   feedFaultState
 	js     []judged   // the bucket's judged points, kept for the next bucket's
 	cols   [][]uint16 // scratch of hourAhead.fill
+	devs   []float64  // scratch of stepNoise
 }
 
 // dropSeries is one series' state. Its fields are laid out to take the
@@ -229,6 +237,9 @@ type judged struct {
 	sigma     float64 // forecast error at this hour (log scale); 0 while unknown
 	gate      float64 // the smallest log-drop that fires
 	similar   bool    // the baseline is of similar days (else previous days)
+	fore      float64 // the forecast the history keeps in an outlier's place
+	cold      bool    // the baseline is the hour before (coldDrop)
+	learn     bool    // the baseline is the day's forecast, whose error the noise learns
 	anomalous bool
 }
 
@@ -237,6 +248,9 @@ func (j *judged) drop() float64 { return 1 - j.p.Value/j.base }
 
 // method names how the baseline was made.
 func (j *judged) method() string {
+	if j.cold {
+		return "previous_hour"
+	}
 	if j.similar {
 		return "similar_days"
 	}
@@ -261,15 +275,15 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		if !ok {
 			continue
 		}
-		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		if base < d.p.MinBaseline || base <= 0 {
+			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 			continue
 		}
 		sigma, known := st.Noise.sigmaAt(slot)
 		gate := max(bar, d.p.Noise*sigma)
-		// Until the series' noise at this hour is known, it is learnt, not
-		// judged: a fresh series pages neither at its first troughs nor at
-		// its first weekend.
+		// Until the series' noise at this hour is known, the day's shape
+		// is learnt, not judged: a fresh series pages neither at its
+		// first troughs nor at its first weekend.
 		anomalous := (known || d.p.Noise == 0) && dropsBy(pt.Value, base, gate)
 		// A drop must also be one against the same time last week, where
 		// the history has it: the hours after midnight on a Saturday look
@@ -280,8 +294,19 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				anomalous = logDrop(pt.Value, wow) >= gate
 			}
 		}
+		if !anomalous && d.p.Noise > 0 && dropsBy(pt.Value, base, bar) {
+			// What the day's forecast cannot judge yet (an hour whose
+			// noise is unknown or known from too few days to be sure of)
+			// a collapse from the hour before can.
+			if j := d.coldDrop(st, pt, c.Start, w, bar, base); j.anomalous {
+				st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: j.base})
+				js = append(js, j)
+				continue
+			}
+		}
+		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		js = append(js, judged{p: pt, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
-			anomalous: anomalous})
+			anomalous: anomalous, learn: true, fore: base})
 	}
 	d.js = js
 	if d.feedFault(c, js, emit) {
@@ -294,14 +319,14 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		step := pt.Series.Step()
 		forN, resolveN := d.p.For.readingsOf(pt.Series), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
-		outlier := j.anomalous || pt.Value > j.base*(1+d.p.SpikeRatio) || (st.Firing && j.drop() >= d.p.ResolveBelow)
+		outlier := j.anomalous || (j.learn && pt.Value > j.base*(1+d.p.SpikeRatio)) || (st.Firing && j.drop() >= d.p.ResolveBelow)
 		critical := j.anomalous && d.p.Critical > 0 && j.drop() >= d.p.Critical
 		switch {
 		case critical && !d.p.AdoptCritical:
 			// A collapse is an outage, never a new normal: kept out of the
 			// history, it ends any run towards a new level.
 			st.Adapt.reset()
-			pt.Series.Hist.Put(c.Start, j.base)
+			pt.Series.Hist.Put(c.Start, j.fore)
 		case outlier:
 			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
 				// The new level is the baseline now: rank the days anew.
@@ -312,17 +337,35 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				}
 				continue
 			}
+			if j.cold {
+				// The level of the hour before judged it; the history
+				// keeps the forecast of the day, as for any outlier.
+				pt.Series.Hist.Put(c.Start, j.fore)
+			}
 		case !st.Firing:
 			// A resolve inside the hold does not restart the run: a level
 			// that flapped across the bar still becomes the baseline.
 			if !st.Hold.holding(c.Start) {
 				st.Adapt.reset()
 			}
-			st.Noise.learnAt(slot, math.Log(max(pt.Value, 1e-9)/j.base))
+			if j.learn {
+				st.Noise.learnAt(slot, math.Log(max(pt.Value, 1e-9)/j.base))
+			}
 		}
 		if j.anomalous {
 			if st.Run == 0 {
 				st.RunStart = c.Start
+				if e, ok := st.edge(c.Start, step, bar); ok && e.Baseline >= d.p.MinBaseline {
+					// The reading before is the outage's edge: out of the
+					// noise it was learnt into (if it was: not while
+					// firing) and out of the history, and the run dates
+					// from it.
+					st.RunStart = e.Time
+					if !st.Firing {
+						st.Noise.unlearnAt(slotOf(e.Time), math.Log(max(e.Value, 1e-9)/e.Baseline))
+					}
+					pt.Series.Hist.Put(e.Time, e.Baseline)
+				}
 			}
 			st.Run++
 			st.Recovered = 0
@@ -375,7 +418,7 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 	case fault:
 		for _, j := range js {
 			if j.anomalous && !j.st.Firing {
-				j.p.Series.Hist.Put(c.Start, j.base)
+				j.p.Series.Hist.Put(c.Start, j.fore)
 			}
 		}
 		d.feed.Run++
@@ -575,3 +618,158 @@ func (d *trafficDrop) UnmarshalBinary(b []byte) error {
 	d.feed = cp.Feed
 	return nil
 }
+
+// edge is the reading before t, if it is the edge of an outage whose
+// first anomalous bucket is t: a reading averages its interval, and one
+// that an outage began inside of is partly down. It is the last reading
+// before t, no more than two steps back, that lies past the rule's
+// threshold (bar, on the log scale) under the baseline it was judged
+// against, without having been anomalous itself.
+func (st *dropSeries) edge(t, step int64, bar float64) (Evidence, bool) {
+	l := &st.Recent
+	for i := int(l.n) - 1; i >= 0; i-- {
+		e := l.e[(int(l.head)+i)%evidenceKept]
+		switch {
+		case e.Time >= t:
+			continue
+		case e.Time < t-2*step:
+			return Evidence{}, false
+		case math.IsNaN(e.Value):
+			continue
+		}
+		return e, e.Baseline > 0 && dropsBy(e.Value, e.Baseline, bar)
+	}
+	return Evidence{}, false
+}
+
+// coldDrop judges a bucket that the day's forecast did not find
+// anomalous, though it lies past the threshold under it: the forecast's
+// noise at this hour is unknown (a series' second day, its first
+// weekend) or wide (known from a day or two, one of which may have held
+// an outage). It judges instead against what the history already says
+// for sure: the level of the hour before (levelBefore), and how far the
+// series' readings stray from the level of the hour before each
+// (stepNoise) in the two hours before and the four hours around the same
+// time on each of the last seven days. A night noisier than its day is
+// judged by its own nights. A day's cycle moves a series by a few per
+// cent an hour; a shutdown takes most of it in one reading. The bucket
+// is anomalous when it is under the level of the hour before by the
+// rule's threshold and by Noise times that spread, as well as by the
+// threshold under base, the day's forecast (an evening's fall is no fall
+// against the evenings before), and for a count by Noise times its
+// Poisson sampling noise. In a run the level is that of the hour before
+// the run began, or before the run's edge (dropSeries.edge), so an
+// outage is judged against the traffic it took away, not against its
+// own first readings.
+func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, bar, base float64) judged {
+	r := &pt.Series.Hist
+	from := t
+	switch {
+	case st.Run > 0:
+		from = st.RunStart
+	default:
+		if e, ok := st.edge(t, pt.Series.Step(), bar); ok {
+			from = e.Time
+		}
+	}
+	ref, n := levelBefore(r, from, 3600e9)
+	j := judged{p: pt, st: st, base: ref, fore: base, gate: bar, cold: true}
+	switch {
+	case n == 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar) || !dropsBy(pt.Value, base, bar):
+		return j
+	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
+		return j
+	}
+	sn := stepNoise{devs: d.devs[:0]}
+	defer func() { d.devs = sn.devs }()
+	for k := int64(1); k <= 7 && from-k*dayNs+2*3600e9 > r.Oldest(); k++ {
+		sn.add(r, from-k*dayNs-2*3600e9, from-k*dayNs+2*3600e9)
+	}
+	sn.add(r, from-2*3600e9, from)
+	sigma, known := sn.sigma()
+	if !known {
+		return j
+	}
+	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma)
+	j.anomalous = dropsBy(pt.Value, ref, j.gate)
+	return j
+}
+
+// levelBefore is the median of the readings r holds in [t−span, t), and
+// how many there are.
+func levelBefore(r *series.Ring, t, span int64) (float64, int) {
+	var buf [12]float64
+	vs := buf[:0]
+	w := r.Width()
+	for x := max(t-span, r.Oldest()); x < t && len(vs) < len(buf); x += w {
+		if v, ok := r.Get(x); ok {
+			vs = append(vs, v)
+		}
+	}
+	if len(vs) == 0 {
+		return 0, 0
+	}
+	return medianSmall(vs), len(vs)
+}
+
+// stepNoise gathers how far a series' readings fall from the level of
+// the hour before each (levelBefore), as log-ratios: the very statistic
+// coldDrop judges, so that noise which lasts (a night that wanders for
+// half an hour at a time) is read at its full size, not by its small
+// steps. A value equal to the one before is no reading: a held export
+// repeats a reading, and its repeats are no evidence of calm.
+type stepNoise struct {
+	devs []float64 // the absolute log-ratios
+}
+
+// add takes the readings r holds in [from, to).
+func (s *stepNoise) add(r *series.Ring, from, to int64) {
+	w := r.Width()
+	prev := math.NaN()
+	for x := max(from, r.Oldest()); x < to; x += w {
+		v, ok := r.Get(x)
+		if !ok || v == prev {
+			continue
+		}
+		prev = v
+		if ref, n := levelBefore(r, x, 3600e9); n > 0 && ref > 0 {
+			s.devs = append(s.devs, math.Abs(math.Log(max(v, 1e-9)/ref)))
+		}
+	}
+}
+
+// sigma is the spread as a standard deviation of the log-ratio: the
+// scaled median absolute value, which the hours of an earlier outage in
+// the window leave alone, taken at its upper 95 % confidence bound for
+// the number of readings (madBound). It is the series' whole movement,
+// its daily cycle included: a bar on it is no tighter than the series'
+// own pace. known is false with fewer than two readings.
+func (s *stepNoise) sigma() (sigma float64, known bool) {
+	n := len(s.devs)
+	if n < 2 {
+		return 0, false
+	}
+	return 1.4826 * median(s.devs) * madBound(n), true
+}
+
+// madBound is how far above the scaled median absolute deviation of n
+// normal draws (around their known centre) σ may be, at 95 % confidence:
+// the median of |z| over the 5th percentile of the median of n of them.
+// For 2 to 72 the bounds are from a million simulated medians each; past
+// that, the median's normal approximation (standard deviation
+// 1/(2·√n·f) with f = 2φ(0.6745), the density of |z| at its median),
+// scaled to meet the simulated bound at 72, where it is within 2 % of it.
+func madBound(n int) float64 {
+	if n < len(madBounds) {
+		return madBounds[n]
+	}
+	asym := func(n int) float64 { return 1 / (1 - 1.645*0.7867/0.6745/math.Sqrt(float64(n))) }
+	return madBounds[len(madBounds)-1] * asym(n) / asym(len(madBounds)-1)
+}
+
+var madBounds = [...]float64{math.Inf(1), math.Inf(1),
+	3.360, 3.961, 2.679, 2.814, 2.301, 2.357, 2.076, 2.106, 1.927, 1.948, 1.823, 1.834, 1.743, 1.750,
+	1.682, 1.686, 1.631, 1.636, 1.590, 1.594, 1.554, 1.557, 1.525, 1.526, 1.498, 1.502, 1.476, 1.478,
+	1.455, 1.458, 1.438, 1.438, 1.422, 1.422, 1.407, 1.407, 1.394, 1.395, 1.381, 1.382, 1.370, 1.370,
+	1.360, 1.361, 1.352, 1.353, 1.343, 1.341, 1.335, 1.333, 1.325, 1.326, 1.319, 1.319, 1.312, 1.313,
+	1.305, 1.306, 1.299, 1.300, 1.293, 1.294, 1.288, 1.289, 1.282, 1.283, 1.278, 1.278, 1.273, 1.273, 1.269}
