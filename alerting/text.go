@@ -158,6 +158,8 @@ func BaselineWording(method string) string {
 		return "the median of the recent buckets"
 	case "max_recent":
 		return "the highest of the recent buckets"
+	case "previous_hour":
+		return "the level of the hour before"
 	case "threshold":
 		return "the alert threshold"
 	case "":

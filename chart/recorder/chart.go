@@ -131,7 +131,7 @@ func spans(evs []alerting.Event) []span {
 // fires: a recent level, frozen at onset so the outage never becomes its
 // own baseline. The others (similar_days, previous_days,
 // same_time_previous_days) follow the time of day.
-var heldMethods = map[string]bool{"median_recent": true, "recent_median": true, "max_recent": true, "threshold": true}
+var heldMethods = map[string]bool{"median_recent": true, "recent_median": true, "max_recent": true, "threshold": true, "previous_hour": true}
 
 func held(method string) bool {
 	return heldMethods[method] || strings.HasPrefix(method, "p") && strings.HasSuffix(method, "_recent")
@@ -150,6 +150,8 @@ func MethodWords(method string) string {
 		return "median of the hours before onset"
 	case "max_recent":
 		return "recent maximum"
+	case "previous_hour":
+		return "level of the hour before onset"
 	case "threshold":
 		return "fixed threshold"
 	case "previous_weeks":
