@@ -80,6 +80,10 @@ func (m *noiseModel) sigmaAt(h int) (float64, bool) {
 	return 1.2533 * float64(m.Abs[h]) * sigmaBounds[min(int(m.N[h]), len(sigmaBounds)-1)], true
 }
 
+// estimateAt is the forecast error in slot h as learnt so far, without
+// its confidence bound: 0 before the first residual.
+func (m *noiseModel) estimateAt(h int) float64 { return 1.2533 * float64(m.Abs[h]) }
+
 // sigmaBounds[n] is how far above the estimate σ may be, at 95 %
 // confidence, when it is read from the mean absolute deviation of n
 // residuals: the inverse of the 5th percentile of that mean over its

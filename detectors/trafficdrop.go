@@ -646,30 +646,43 @@ func (st *dropSeries) edge(t, step int64, bar float64) (Evidence, bool) {
 // anomalous, though it lies past the threshold under it: the forecast's
 // noise at this hour is unknown (a series' second day, its first
 // weekend) or wide (known from a day or two, one of which may have held
-// an outage). It judges instead against what the history already says
-// for sure: the level of the hour before (levelBefore), and how far the
-// series' readings stray from the level of the hour before each
-// (stepNoise) in the two hours before and the four hours around the same
-// time on each of the last seven days. A night noisier than its day is
-// judged by its own nights. A day's cycle moves a series by a few per
-// cent an hour; a shutdown takes most of it in one reading. The bucket
-// is anomalous when it is under the level of the hour before by the
-// rule's threshold and by Noise times that spread, as well as by the
-// threshold under base, the day's forecast (an evening's fall is no fall
-// against the evenings before), and for a count by Noise times its
-// Poisson sampling noise. In a run the level is that of the hour before
-// the run began, or before the run's edge (dropSeries.edge), so an
-// outage is judged against the traffic it took away, not against its
-// own first readings.
+// an outage). It judges instead against what the history already says:
+// the level of the hour before (levelBefore), and how the series'
+// readings stand against the level of the hour before each (stepNoise)
+// in the hour before and the two hours around the same time on each of
+// the last seven days: their median is the series' pace at this time of
+// day, their spread around it the noise. A day's cycle moves a series by
+// a few per cent an hour, and by much the same at the same hour each
+// day; a shutdown takes most of it in one reading. The bucket is
+// anomalous when it is under the level of the hour before by the rule's
+// threshold and by Noise times that spread past the pace (the spread no
+// less than the hour's forecast error as far as it is learnt, so a night
+// known to be noisy is not judged calm), as well as by the threshold
+// under base, the day's forecast (an evening's fall is no fall against
+// the evenings before), and for a count by Noise times its Poisson
+// sampling noise. The windows are the hours nearest this one: a night
+// noisier than its evening is judged by its own nights, and wider
+// windows, which held more readings of an hourly series, took in the
+// calm evening before a noisy night and paged its troughs
+// (TestTrafficDropQuietOnNoisyNights). In a run the level is that of the
+// hour before the run began, or before the run's edge (dropSeries.edge),
+// so an outage is judged against the traffic it took away, not against
+// its own first readings.
 func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, bar, base float64) judged {
 	r := &pt.Series.Hist
 	from := t
+	// The hour's forecast error as learnt, less the edge's residual if
+	// the run would take the edge back out of it.
+	hour := st.Noise
 	switch {
 	case st.Run > 0:
 		from = st.RunStart
 	default:
 		if e, ok := st.edge(t, pt.Series.Step(), bar); ok {
 			from = e.Time
+			if !st.Firing {
+				hour.unlearnAt(slotOf(e.Time), math.Log(max(e.Value, 1e-9)/e.Baseline))
+			}
 		}
 	}
 	ref, n := levelBefore(r, from, 3600e9)
@@ -682,15 +695,21 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	}
 	sn := stepNoise{devs: d.devs[:0]}
 	defer func() { d.devs = sn.devs }()
-	for k := int64(1); k <= 7 && from-k*dayNs+2*3600e9 > r.Oldest(); k++ {
-		sn.add(r, from-k*dayNs-2*3600e9, from-k*dayNs+2*3600e9)
+	for k := int64(1); k <= 7 && from-k*dayNs+3600e9 > r.Oldest(); k++ {
+		sn.add(r, from-k*dayNs-3600e9, from-k*dayNs+3600e9)
 	}
-	sn.add(r, from-2*3600e9, from)
-	sigma, known := sn.sigma()
+	sn.add(r, from-3600e9, from)
+	pace, sigma, known := sn.spread()
 	if !known {
 		return j
 	}
-	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma)
+	// The bar is Noise σ past the series' own pace at this time of day
+	// (an evening that falls a tenth an hour must fall that much more),
+	// and σ is no less than the hour's forecast error as far as it is
+	// learnt: a night known to be noisy is not judged calm because the
+	// evening before it was.
+	sigma = max(sigma, hour.estimateAt(slotOf(t)))
+	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma-pace)
 	j.anomalous = dropsBy(pt.Value, ref, j.gate)
 	return j
 }
@@ -712,14 +731,14 @@ func levelBefore(r *series.Ring, t, span int64) (float64, int) {
 	return medianSmall(vs), len(vs)
 }
 
-// stepNoise gathers how far a series' readings fall from the level of
+// stepNoise gathers how far a series' readings lie from the level of
 // the hour before each (levelBefore), as log-ratios: the very statistic
 // coldDrop judges, so that noise which lasts (a night that wanders for
 // half an hour at a time) is read at its full size, not by its small
 // steps. A value equal to the one before is no reading: a held export
 // repeats a reading, and its repeats are no evidence of calm.
 type stepNoise struct {
-	devs []float64 // the absolute log-ratios
+	devs []float64 // the log-ratios
 }
 
 // add takes the readings r holds in [from, to).
@@ -733,32 +752,36 @@ func (s *stepNoise) add(r *series.Ring, from, to int64) {
 		}
 		prev = v
 		if ref, n := levelBefore(r, x, 3600e9); n > 0 && ref > 0 {
-			s.devs = append(s.devs, math.Abs(math.Log(max(v, 1e-9)/ref)))
+			s.devs = append(s.devs, math.Log(max(v, 1e-9)/ref))
 		}
 	}
 }
 
-// sigma is the spread as a standard deviation of the log-ratio: the
-// scaled median absolute value, which the hours of an earlier outage in
-// the window leave alone, taken at its upper 95 % confidence bound for
-// the number of readings (madBound). It is the series' whole movement,
-// its daily cycle included: a bar on it is no tighter than the series'
-// own pace. known is false with fewer than two readings.
-func (s *stepNoise) sigma() (sigma float64, known bool) {
+// spread is the series' pace at this time of day, the median log-ratio
+// (a day's cycle falls or rises by much the same from one hour to the
+// next at the same time each day), and the spread around it as a
+// standard deviation: the scaled median absolute deviation, which the
+// hours of an earlier outage in the window leave alone, taken at its
+// upper 95 % confidence bound for the number of readings (madBound).
+// known is false with fewer than two readings.
+func (s *stepNoise) spread() (pace, sigma float64, known bool) {
 	n := len(s.devs)
 	if n < 2 {
-		return 0, false
+		return 0, 0, false
 	}
-	return 1.4826 * median(s.devs) * madBound(n), true
+	pace = median(s.devs)
+	return pace, robustSpread(s.devs, pace) * madBound(n), true
 }
 
 // madBound is how far above the scaled median absolute deviation of n
-// normal draws (around their known centre) σ may be, at 95 % confidence:
-// the median of |z| over the 5th percentile of the median of n of them.
-// For 2 to 72 the bounds are from a million simulated medians each; past
-// that, the median's normal approximation (standard deviation
-// 1/(2·√n·f) with f = 2φ(0.6745), the density of |z| at its median),
-// scaled to meet the simulated bound at 72, where it is within 2 % of it.
+// normal draws around their own median σ may be, at 95 % confidence: σ
+// over the 5th percentile of that estimate. For 2 to 72 the bounds are
+// from a million simulated samples each (a third of a small sample's
+// deviations can be near zero: one is the median's own, so three
+// readings know σ to a factor of 23); past that, the normal approximation
+// of the median absolute deviation (standard deviation 1/(2·√n·f) of the
+// median of |z|, f = 2φ(0.6745) its density there), scaled to meet the
+// simulated bound at 72, where the two agree within 0.2 %.
 func madBound(n int) float64 {
 	if n < len(madBounds) {
 		return madBounds[n]
@@ -768,8 +791,9 @@ func madBound(n int) float64 {
 }
 
 var madBounds = [...]float64{math.Inf(1), math.Inf(1),
-	3.360, 3.961, 2.679, 2.814, 2.301, 2.357, 2.076, 2.106, 1.927, 1.948, 1.823, 1.834, 1.743, 1.750,
-	1.682, 1.686, 1.631, 1.636, 1.590, 1.594, 1.554, 1.557, 1.525, 1.526, 1.498, 1.502, 1.476, 1.478,
-	1.455, 1.458, 1.438, 1.438, 1.422, 1.422, 1.407, 1.407, 1.394, 1.395, 1.381, 1.382, 1.370, 1.370,
-	1.360, 1.361, 1.352, 1.353, 1.343, 1.341, 1.335, 1.333, 1.325, 1.326, 1.319, 1.319, 1.312, 1.313,
-	1.305, 1.306, 1.299, 1.300, 1.293, 1.294, 1.288, 1.289, 1.282, 1.283, 1.278, 1.278, 1.273, 1.273, 1.269}
+	15.311, 22.752, 5.996, 5.541, 3.602, 3.500, 2.814, 2.760, 2.409, 2.384, 2.172, 2.152, 2.012, 1.998,
+	1.894, 1.886, 1.809, 1.801, 1.740, 1.736, 1.685, 1.680, 1.638, 1.632, 1.597, 1.597, 1.567, 1.563,
+	1.537, 1.534, 1.511, 1.509, 1.489, 1.488, 1.470, 1.468, 1.453, 1.450, 1.434, 1.436, 1.421, 1.420,
+	1.407, 1.407, 1.395, 1.395, 1.385, 1.383, 1.373, 1.373, 1.364, 1.364, 1.354, 1.354, 1.347, 1.346,
+	1.339, 1.338, 1.330, 1.330, 1.324, 1.323, 1.317, 1.317, 1.310, 1.310, 1.305, 1.305, 1.299, 1.299,
+	1.294}
