@@ -154,3 +154,38 @@ func TestIncrementalBaselinesMatchRecomputed(t *testing.T) {
 		})
 	}
 }
+
+// unlearnAt takes back the last residual exactly, in both of learnAt's
+// phases: a plain mean while an hour has few residuals, and the
+// exponentially weighted one after.
+func TestUnlearnInvertsLearn(t *testing.T) {
+	for _, n := range []int{0, 1, 5, 47, 48, 200} {
+		var m noiseModel
+		for i := range n {
+			m.learnAt(3, 0.05+0.01*float64(i%7))
+		}
+		before := m
+		m.learnAt(3, -0.7)
+		m.unlearnAt(3, -0.7)
+		if m.N[3] != before.N[3] || math.Abs(float64(m.Abs[3]-before.Abs[3])) > 1e-6 {
+			t.Errorf("after %d residuals: learn then unlearn gives %v × %d, want %v × %d", n, m.Abs[3], m.N[3], before.Abs[3], before.N[3])
+		}
+	}
+}
+
+// The confidence bound of the median absolute deviation shrinks as the
+// readings grow, and the normal approximation takes over from the
+// simulated table without a step.
+func TestMadBoundShrinksSmoothly(t *testing.T) {
+	if b := madBound(1); !math.IsInf(b, 1) {
+		t.Fatalf("madBound(1) = %v, want +Inf: one reading has no spread", b)
+	}
+	for n := 8; n < 400; n++ {
+		if madBound(n+2) >= madBound(n) {
+			t.Fatalf("madBound(%d) = %v, not under madBound(%d) = %v", n+2, madBound(n+2), n, madBound(n))
+		}
+	}
+	if r := madBound(73) / madBound(72); r < 0.99 || r > 1 {
+		t.Fatalf("madBound(73)/madBound(72) = %v: a step where the approximation takes over", r)
+	}
+}

@@ -55,11 +55,12 @@ func init() { Register(TrafficDropName, func() Params { return DefaultTrafficDro
 // prediction in its place, as IODA does. The reading just before a run
 // that already lay past the threshold is the outage's edge (it began
 // inside that reading's interval): it joins the run, which dates from
-// it, and leaves the history and the noise it was learnt into. A new level that lasts AdaptAfter
-// is accepted as normal: the history is rescaled by the new level's ratio
-// to the old (so the daily and weekly shape stays, at the new level), and
-// a firing alert resolves with reason baseline_adapted. AdaptAfter 0 never
-// adapts: the alert fires until the level comes back.
+// it, and leaves the history and the noise it was learnt into. A new
+// level that lasts AdaptAfter is accepted as normal: the history is
+// rescaled by the new level's ratio to the old (so the daily and weekly
+// shape stays, at the new level), and a firing alert resolves with
+// reason baseline_adapted. AdaptAfter 0 never adapts: the alert fires
+// until the level comes back.
 type TrafficDrop struct {
 	// Threshold is the drop against baseline that fires, as a fraction
 	// (0.4 fires at 40 % below baseline).
@@ -657,10 +658,10 @@ func (st *dropSeries) edge(t, step int64, bar float64) (Evidence, bool) {
 // anomalous when it is under the level of the hour before by the rule's
 // threshold and by Noise times that spread past the pace (the spread no
 // less than the hour's forecast error as far as it is learnt, so a night
-// known to be noisy is not judged calm), as well as by the threshold
-// under base, the day's forecast (an evening's fall is no fall against
-// the evenings before), and for a count by Noise times its Poisson
-// sampling noise. The windows are the hours nearest this one: a night
+// known to be noisy is not judged calm), and for a count by Noise times
+// its Poisson sampling noise; the caller has found it past the threshold
+// under base, the day's forecast, too (an evening's fall is no fall
+// against the evenings before). The windows are the hours nearest this one: a night
 // noisier than its evening is judged by its own nights, and wider
 // windows, which held more readings of an hourly series, took in the
 // calm evening before a noisy night and paged its troughs
@@ -671,24 +672,19 @@ func (st *dropSeries) edge(t, step int64, bar float64) (Evidence, bool) {
 func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, bar, base float64) judged {
 	r := &pt.Series.Hist
 	from := t
-	// The hour's forecast error as learnt, less the edge's residual if
-	// the run would take the edge back out of it.
-	hour := st.Noise
+	var edge Evidence
 	switch {
 	case st.Run > 0:
 		from = st.RunStart
 	default:
 		if e, ok := st.edge(t, pt.Series.Step(), bar); ok {
-			from = e.Time
-			if !st.Firing {
-				hour.unlearnAt(slotOf(e.Time), math.Log(max(e.Value, 1e-9)/e.Baseline))
-			}
+			from, edge = e.Time, e
 		}
 	}
 	ref, n := levelBefore(r, from, 3600e9)
 	j := judged{p: pt, st: st, base: ref, fore: base, gate: bar, cold: true}
 	switch {
-	case n == 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar) || !dropsBy(pt.Value, base, bar):
+	case n == 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
 		return j
 	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
 		return j
@@ -708,19 +704,26 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	// and σ is no less than the hour's forecast error as far as it is
 	// learnt: a night known to be noisy is not judged calm because the
 	// evening before it was.
+	// The hour's error is read less the edge's residual, which the run
+	// would take back out of it.
+	hour := st.Noise
+	if edge.Time != 0 && !st.Firing {
+		hour.unlearnAt(slotOf(edge.Time), math.Log(max(edge.Value, 1e-9)/edge.Baseline))
+	}
 	sigma = max(sigma, hour.estimateAt(slotOf(t)))
 	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma-pace)
 	j.anomalous = dropsBy(pt.Value, ref, j.gate)
 	return j
 }
 
-// levelBefore is the median of the readings r holds in [t−span, t), and
-// how many there are.
+// levelBefore is the median of the readings r holds in [t−span, t) (the
+// last 60 of them, for a ring finer than a minute), and how many there
+// are.
 func levelBefore(r *series.Ring, t, span int64) (float64, int) {
-	var buf [12]float64
+	var buf [60]float64
 	vs := buf[:0]
 	w := r.Width()
-	for x := max(t-span, r.Oldest()); x < t && len(vs) < len(buf); x += w {
+	for x := t - w; x >= max(t-span, r.Oldest()) && len(vs) < len(buf); x -= w {
 		if v, ok := r.Get(x); ok {
 			vs = append(vs, v)
 		}
