@@ -81,8 +81,14 @@ func (m *noiseModel) sigmaAt(h int) (float64, bool) {
 }
 
 // estimateAt is the forecast error in slot h as learnt so far, without
-// its confidence bound: 0 before the first residual.
-func (m *noiseModel) estimateAt(h int) float64 { return 1.2533 * float64(m.Abs[h]) }
+// its confidence bound: 0 until the hour is known (two residuals, as
+// sigmaAt), since one residual is no spread.
+func (m *noiseModel) estimateAt(h int) float64 {
+	if m.N[h] < 2 {
+		return 0
+	}
+	return 1.2533 * float64(m.Abs[h])
+}
 
 // sigmaBounds[n] is how far above the estimate σ may be, at 95 %
 // confidence, when it is read from the mean absolute deviation of n
