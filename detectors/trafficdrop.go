@@ -657,8 +657,8 @@ func (st *dropSeries) edge(t, step int64, bar float64) (Evidence, bool) {
 // day; a shutdown takes most of it in one reading. The bucket is
 // anomalous when it is under the level of the hour before by the rule's
 // threshold and by Noise times that spread past the pace (the spread no
-// less than the hour's forecast error as far as it is learnt, so a night
-// known to be noisy is not judged calm), and for a count by Noise times
+// less than the hour's forecast error once that hour is known, so a
+// night known to be noisy is not judged calm), and for a count by Noise times
 // its Poisson sampling noise; the caller has found it past the threshold
 // under base, the day's forecast, too (an evening's fall is no fall
 // against the evenings before). The windows are the hours nearest this one: a night
@@ -701,8 +701,8 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	}
 	// The bar is Noise σ past the series' own pace at this time of day
 	// (an evening that falls a tenth an hour must fall that much more),
-	// and σ is no less than the hour's forecast error as far as it is
-	// learnt: a night known to be noisy is not judged calm because the
+	// and σ is no less than the hour's forecast error once the hour is
+	// known: a night known to be noisy is not judged calm because the
 	// evening before it was.
 	// The hour's error is read less the edge's residual, which the run
 	// would take back out of it.
