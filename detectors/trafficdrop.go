@@ -350,7 +350,16 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				st.Adapt.reset()
 			}
 			if j.learn {
-				st.Noise.learnAt(slot, math.Log(max(pt.Value, 1e-9)/j.base))
+				r := math.Log(max(pt.Value, 1e-9) / j.base)
+				if j.sigma == 0 {
+					// A drop past the threshold while the hour could not
+					// be judged may be the very outage the rule is for:
+					// it counts as no more than the threshold, so that
+					// one missed night does not make the hour's every
+					// later night read as noise.
+					r = max(r, -bar)
+				}
+				st.Noise.learnAt(slot, r)
 			}
 		}
 		if j.anomalous {
@@ -713,6 +722,15 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	sigma = max(sigma, hour.estimateAt(slotOf(t)))
 	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma-pace)
 	j.anomalous = dropsBy(pt.Value, ref, j.gate)
+	if j.anomalous {
+		// The history keeps what this judgement expected (the hour
+		// before, moved by the series' pace), not the day's forecast,
+		// which is what could not judge here: at a series' third day it
+		// is the mean of two days, one of which may be a missed outage,
+		// and kept in the history it would carry that outage into the
+		// forecasts of the days after.
+		j.fore = ref * math.Exp(pace)
+	}
 	return j
 }
 
