@@ -170,6 +170,20 @@ func TestUnlearnInvertsLearn(t *testing.T) {
 		if m.N[3] != before.N[3] || math.Abs(float64(m.Abs[3]-before.Abs[3])) > 1e-6 {
 			t.Errorf("after %d residuals: learn then unlearn gives %v × %d, want %v × %d", n, m.Abs[3], m.N[3], before.Abs[3], before.N[3])
 		}
+		// A drop learnt while the hour is unknown is capped at the bar,
+		// and taken back as capped.
+		m.learnDropAt(3, -0.9, 0.5)
+		if n < 2 {
+			capped := before
+			capped.learnAt(3, -0.5)
+			if m.Abs[3] != capped.Abs[3] {
+				t.Errorf("after %d residuals: a drop of 0.9 learnt as %v, want the bar's %v", n, m.Abs[3], capped.Abs[3])
+			}
+		}
+		m.unlearnDropAt(3, -0.9, 0.5)
+		if m.N[3] != before.N[3] || math.Abs(float64(m.Abs[3]-before.Abs[3])) > 1e-6 {
+			t.Errorf("after %d residuals: learnDropAt then unlearnDropAt gives %v × %d, want %v × %d", n, m.Abs[3], m.N[3], before.Abs[3], before.N[3])
+		}
 	}
 }
 

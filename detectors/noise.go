@@ -68,6 +68,30 @@ func (m *noiseModel) unlearnAt(h int, r float64) {
 	}
 }
 
+// learnDropAt learns r in slot h as learnAt does, but while the hour is
+// not yet known (fewer than two residuals: sigmaAt cannot judge it) a
+// drop past bar (the rule's threshold, on the log scale) counts as no
+// more than bar: it may be the very outage the rule is for, and learnt
+// whole, one missed night would make every later night at that hour
+// read as noise. Once the hour is known, residuals are learnt whole, so
+// a night that is truly noisy learns its full spread.
+func (m *noiseModel) learnDropAt(h int, r, bar float64) {
+	if m.N[h] < 2 {
+		r = max(r, -bar)
+	}
+	m.learnAt(h, r)
+}
+
+// unlearnDropAt takes back the last residual r that learnDropAt learnt
+// in slot h with the same bar: it was capped if the hour had fewer than
+// two residuals before it.
+func (m *noiseModel) unlearnDropAt(h int, r, bar float64) {
+	if m.N[h] <= 2 {
+		r = max(r, -bar)
+	}
+	m.unlearnAt(h, r)
+}
+
 // sigmaAt is the forecast error in slot h (slotOf of a bucket's start) as
 // a standard deviation of the log-residual, taken at its upper 95 %
 // confidence bound (sigmaBounds) so that an hour known from a few

@@ -350,16 +350,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				st.Adapt.reset()
 			}
 			if j.learn {
-				r := math.Log(max(pt.Value, 1e-9) / j.base)
-				if j.sigma == 0 {
-					// A drop past the threshold while the hour could not
-					// be judged may be the very outage the rule is for:
-					// it counts as no more than the threshold, so that
-					// one missed night does not make the hour's every
-					// later night read as noise.
-					r = max(r, -bar)
-				}
-				st.Noise.learnAt(slot, r)
+				st.Noise.learnDropAt(slot, math.Log(max(pt.Value, 1e-9)/j.base), bar)
 			}
 		}
 		if j.anomalous {
@@ -372,7 +363,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 					// from it.
 					st.RunStart = e.Time
 					if !st.Firing {
-						st.Noise.unlearnAt(slotOf(e.Time), math.Log(max(e.Value, 1e-9)/e.Baseline))
+						st.Noise.unlearnDropAt(slotOf(e.Time), math.Log(max(e.Value, 1e-9)/e.Baseline), bar)
 					}
 					pt.Series.Hist.Put(e.Time, e.Baseline)
 				}
@@ -717,7 +708,7 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	// would take back out of it.
 	hour := st.Noise
 	if edge.Time != 0 && !st.Firing {
-		hour.unlearnAt(slotOf(edge.Time), math.Log(max(edge.Value, 1e-9)/edge.Baseline))
+		hour.unlearnDropAt(slotOf(edge.Time), math.Log(max(edge.Value, 1e-9)/edge.Baseline), bar)
 	}
 	sigma = max(sigma, hour.estimateAt(slotOf(t)))
 	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma-pace)
