@@ -28,6 +28,10 @@ type noiseModel struct {
 
 const noiseAlpha = 1.0 / 48
 
+// knownAfter is how many residuals make an hour known: one residual is
+// no spread.
+const knownAfter = 2
+
 // slotOf is the hour of the day of t, plus 24 on Saturdays and Sundays
 // (UTC).
 func slotOf(t int64) int {
@@ -76,7 +80,7 @@ func (m *noiseModel) unlearnAt(h int, r float64) {
 // read as noise. Once the hour is known, residuals are learnt whole, so
 // a night that is truly noisy learns its full spread.
 func (m *noiseModel) learnDropAt(h int, r, bar float64) {
-	if m.N[h] < 2 {
+	if m.N[h] < knownAfter {
 		r = max(r, -bar)
 	}
 	m.learnAt(h, r)
@@ -86,7 +90,7 @@ func (m *noiseModel) learnDropAt(h int, r, bar float64) {
 // in slot h with the same bar: it was capped if the hour had fewer than
 // two residuals before it.
 func (m *noiseModel) unlearnDropAt(h int, r, bar float64) {
-	if m.N[h] <= 2 {
+	if m.N[h] <= knownAfter {
 		r = max(r, -bar)
 	}
 	m.unlearnAt(h, r)
@@ -98,7 +102,7 @@ func (m *noiseModel) unlearnDropAt(h int, r, bar float64) {
 // residuals is judged, but against all the noise it may have; ok is false
 // until that hour (of a weekday, or of a weekend day) has two residuals.
 func (m *noiseModel) sigmaAt(h int) (float64, bool) {
-	if m.N[h] < 2 {
+	if m.N[h] < knownAfter {
 		return 0, false
 	}
 	return 1.2533 * float64(m.Abs[h]) * sigmaBounds[min(int(m.N[h]), len(sigmaBounds)-1)], true
@@ -108,7 +112,7 @@ func (m *noiseModel) sigmaAt(h int) (float64, bool) {
 // its confidence bound: 0 until the hour is known (two residuals, as
 // sigmaAt), since one residual is no spread.
 func (m *noiseModel) estimateAt(h int) float64 {
-	if m.N[h] < 2 {
+	if m.N[h] < knownAfter {
 		return 0
 	}
 	return 1.2533 * float64(m.Abs[h])

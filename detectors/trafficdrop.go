@@ -350,7 +350,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				st.Adapt.reset()
 			}
 			if j.learn {
-				st.Noise.learnDropAt(slot, math.Log(max(pt.Value, 1e-9)/j.base), bar)
+				st.Noise.learnDropAt(slot, logResidual(pt.Value, j.base), bar)
 			}
 		}
 		if j.anomalous {
@@ -363,7 +363,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 					// from it.
 					st.RunStart = e.Time
 					if !st.Firing {
-						st.Noise.unlearnDropAt(slotOf(e.Time), math.Log(max(e.Value, 1e-9)/e.Baseline), bar)
+						st.Noise.unlearnDropAt(slotOf(e.Time), logResidual(e.Value, e.Baseline), bar)
 					}
 					pt.Series.Hist.Put(e.Time, e.Baseline)
 				}
@@ -464,6 +464,10 @@ func logDrop(v, base float64) float64 {
 	}
 	return math.Log(base / v)
 }
+
+// logResidual is v against base on a log scale (ln(v/base)), a zero
+// floored at 1e-9 so that the residual a noise model learns stays finite.
+func logResidual(v, base float64) float64 { return math.Log(max(v, 1e-9) / base) }
 
 func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Finding {
 	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
@@ -708,7 +712,7 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	// would take back out of it.
 	hour := st.Noise
 	if edge.Time != 0 && !st.Firing {
-		hour.unlearnDropAt(slotOf(edge.Time), math.Log(max(edge.Value, 1e-9)/edge.Baseline), bar)
+		hour.unlearnDropAt(slotOf(edge.Time), logResidual(edge.Value, edge.Baseline), bar)
 	}
 	sigma = max(sigma, hour.estimateAt(slotOf(t)))
 	j.sigma, j.gate = sigma, max(bar, d.p.Noise*sigma-pace)
@@ -764,7 +768,7 @@ func (s *stepNoise) add(r *series.Ring, from, to int64) {
 		}
 		prev = v
 		if ref, n := levelBefore(r, x, 3600e9); n > 0 && ref > 0 {
-			s.devs = append(s.devs, math.Log(max(v, 1e-9)/ref))
+			s.devs = append(s.devs, logResidual(v, ref))
 		}
 	}
 }
