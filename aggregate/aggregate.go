@@ -289,6 +289,13 @@ type Aggregator struct {
 	parts       index[*part]
 	sortedParts []*part
 	partByID    []*part
+	// due lists, by the base bucket whose flush takes them, the parts
+	// with a bucket open there, so that a flush visits the series with
+	// data in it rather than every series the partition ever had: a
+	// sparse partition holds thousands of series and a dozen records a
+	// bucket. dueFree keeps emptied lists for reuse.
+	due     map[int64][]*part
+	dueFree [][]*part
 	// dst is the stage-two aggregator that Handoff last merged into, as it
 	// was after its restores'th restore: the parts' dst pointers point into
 	// it. restores counts this aggregator's own restores, each of which
@@ -485,18 +492,42 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 		return
 	}
 	if a.cfg.StageOne {
-		p := a.lookupPart(o.Signal, o.Entity)
-		a.add(&p.window, p.sig, a.WidthOf(p.sig), o.Time, o.Value, o, fromFeed)
+		a.addPart(a.lookupPart(o.Signal, o.Entity), o.Time, o.Value, o, fromFeed)
 		return
 	}
 	s := a.lookup(o.Signal, o.Entity)
 	a.add(&s.window, s.Signal, s.Hist.Width(), o.Time, o.Value, o, fromFeed)
 }
 
+// addPart is add for a stage-one part: a bucket it opens is due at the
+// flush of the base bucket that ends with it.
+func (a *Aggregator) addPart(p *part, t int64, v float64, o *obs.Observation, fromFeed bool) {
+	w := a.WidthOf(p.sig)
+	if a.add(&p.window, p.sig, w, t, v, o, fromFeed) {
+		a.markDue(p, t-t%w+w-a.cfg.Width)
+	}
+}
+
+// markDue lists p among the parts the flush of the base bucket at start
+// takes a bucket from.
+func (a *Aggregator) markDue(p *part, start int64) {
+	l, ok := a.due[start]
+	if !ok {
+		if a.due == nil {
+			a.due = map[int64][]*part{}
+		}
+		if n := len(a.dueFree); n > 0 {
+			l, a.dueFree = a.dueFree[n-1], a.dueFree[:n-1]
+		}
+	}
+	a.due[start] = append(l, p)
+}
+
 // add adds value v at time t to the open buckets of a series of signal
 // sig and bucket width w, past the lateness check; o is the observation,
-// which only a custom signal's accumulator reads.
-func (a *Aggregator) add(s *window, sig obs.Signal, w int64, t int64, v float64, o *obs.Observation, fromFeed bool) {
+// which only a custom signal's accumulator reads. It reports whether the
+// value opened its bucket.
+func (a *Aggregator) add(s *window, sig obs.Signal, w int64, t int64, v float64, o *obs.Observation, fromFeed bool) (opened bool) {
 	start := t - t%a.cfg.Width
 	sstart := start
 	if w != a.cfg.Width {
@@ -504,7 +535,7 @@ func (a *Aggregator) add(s *window, sig obs.Signal, w int64, t int64, v float64,
 	}
 	b := s.at(sstart, w)
 	if b == nil {
-		b = s.openAt(sstart, w, sig)
+		b, opened = s.openAt(sstart, w, sig), true
 	}
 	if a.lastFeeds == nil || a.lastStart != start {
 		f := a.feeds[start]
@@ -536,6 +567,7 @@ func (a *Aggregator) add(s *window, sig obs.Signal, w int64, t int64, v float64,
 		b.acc.Add(o)
 	}
 	b.count++
+	return opened
 }
 
 // noteWidth returns sig's bucket width, and keeps a coarser one among the
@@ -611,12 +643,15 @@ func (s *window) openAt(start, w int64, sig obs.Signal) *openBucket {
 		s.openBase = start
 	}
 	i := int((start - s.openBase) / w)
-	for len(s.open) <= i {
-		if len(s.open) < cap(s.open) {
-			s.open = s.open[:len(s.open)+1] // a slot used before, with its accumulator
-		} else {
-			s.open = append(s.open, openBucket{})
+	if i >= len(s.open) {
+		// Slots past the length were used before and closed, each with its
+		// accumulator; past the capacity the window grows in one step, not
+		// a slot at a time: a sparse series may open a bucket hours of
+		// open buckets after its last.
+		if i >= cap(s.open) {
+			s.open = slices.Grow(s.open[:cap(s.open)], i+1-cap(s.open))
 		}
+		s.open = s.open[:i+1]
 	}
 	acc := s.open[i].acc
 	if acc == nil && sig.Def().Agg == obs.Custom {

@@ -181,8 +181,12 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			// A checkpoint of stage one before it kept parts carries a
 			// one-bucket ring as well, with nothing in it to keep.
 			p := a.newPart(sig, ss.Entity)
-			if err := p.restore(ss.Open, Key{sig, ss.Entity}, a.WidthOf(sig)); err != nil {
+			w := a.WidthOf(sig)
+			if err := p.restore(ss.Open, Key{sig, ss.Entity}, w); err != nil {
 				return err
+			}
+			for _, o := range ss.Open {
+				a.markDue(p, o.Start+w-a.cfg.Width)
 			}
 			continue
 		}

@@ -49,6 +49,26 @@ func (a *Aggregator) sortParts() []*part {
 	return a.sortedParts
 }
 
+// takeDue returns the parts with a bucket that the flush of the base
+// bucket at start takes, sorted by signal, then entity. Where they are
+// most of the parts, the parts' own sorted list is cheaper than sorting
+// them.
+func (a *Aggregator) takeDue(start int64) []*part {
+	due := a.due[start]
+	delete(a.due, start)
+	if len(due) > 0 {
+		a.dueFree = append(a.dueFree, due[:0])
+	}
+	if 4*len(due) >= len(a.sortedParts) {
+		clear(due)
+		return a.sortParts()
+	}
+	slices.SortFunc(due, func(x, y *part) int {
+		return cmp.Or(cmp.Compare(x.sig, y.sig), cmp.Compare(x.entity, y.entity))
+	})
+	return due
+}
+
 // errNotStageOne refuses Flush and Handoff of an aggregator that keeps
 // history: its buckets close through Advance.
 var errNotStageOne = errors.New("aggregate: flush of an aggregator that is not stage one (Config.StageOne)")
@@ -145,7 +165,7 @@ func (a *Aggregator) flush(start int64, entry func(*part, *partial.Entry)) (*fee
 		a.starts = slices.Delete(a.starts, i, i+1)
 	}
 	var e partial.Entry // one for the bucket: its address goes to entry, so it lives on the heap
-	for _, s := range a.sortParts() {
+	for _, s := range a.takeDue(start) {
 		w := a.WidthOf(s.sig)
 		if end%w != 0 {
 			continue // a coarse bucket still open

@@ -44,8 +44,7 @@ func (a *Aggregator) ObserveSeries(id int32, t int64, v float64) {
 		return
 	}
 	if a.cfg.StageOne {
-		p := a.partByID[id]
-		a.add(&p.window, p.sig, a.WidthOf(p.sig), t, v, nil, true)
+		a.addPart(a.partByID[id], t, v, nil, true)
 		return
 	}
 	s := a.byID[id]

@@ -3,6 +3,8 @@ package aggregate
 import (
 	"errors"
 	"math"
+	"slices"
+	"strconv"
 	"testing"
 	"unsafe"
 
@@ -131,5 +133,64 @@ func TestStagesRefuseTheOtherStagesWork(t *testing.T) {
 	}
 	if err := one.ObservePartial(&f.Entries[0]); err == nil {
 		t.Error("a partial merged into stage one")
+	}
+}
+
+// A flush takes exactly the parts with data in its bucket, sorted, when
+// they are a few of many: the rest of the partition's series are not
+// visited, and a coarse part leaves with the base bucket that ends its
+// own, also after a restore.
+func TestStageOneFlushTakesTheDueParts(t *testing.T) {
+	one := New(Config{History: 1, StageOne: true})
+	for i := range 40 {
+		one.Observe(obsAt(t0+1e9, obs.TrafficBytes, "asn:"+strconv.Itoa(100+i), 1))
+	}
+	// The second bucket: three of the forty, out of order, and a
+	// half-hourly gauge whose bucket ends with the third (t0 is a quarter
+	// past a half hour).
+	for _, o := range []*obs.Observation{
+		obsAt(t0+min5+3, obs.TrafficBytes, "asn:139", 5),
+		obsAt(t0+min5+1, obs.TrafficBytes, "asn:101", 6),
+		obsAt(t0+min5+2, mean, "zone:b", 2),
+		obsAt(t0+min5+4, obs.TrafficBytes, "asn:101", 1),
+		obsAt(t0+min5+5, halfHourly, "region:x", 9),
+	} {
+		one.Observe(o)
+	}
+	one = restored(t, one, Config{History: 1, StageOne: true})
+	one.Observe(obsAt(t0+2*min5+1, obs.TrafficBytes, "asn:120", 7))
+	type got struct {
+		start int64
+		keys  []string
+		sums  []float64
+	}
+	var flushed []got
+	if err := one.Flush(t0+6*min5, func(f *Flushed) {
+		g := got{start: f.Start}
+		for _, e := range f.Entries {
+			g.keys = append(g.keys, e.Signal+"{"+e.Entity+"}")
+			g.sums = append(g.sums, e.Sum)
+		}
+		flushed = append(flushed, g)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(flushed) != 6 || len(flushed[0].keys) != 40 {
+		t.Fatalf("flushed %d buckets, the first with %d entries; want 6, 40", len(flushed), len(flushed[0].keys))
+	}
+	want := []got{
+		// Sorted as every flush sorts: by signal (in the order signals
+		// were registered), then entity.
+		{t0 + min5, []string{"traffic_bytes{asn:101}", "traffic_bytes{asn:139}", "test_mean{zone:b}"}, []float64{7, 5, 2}},
+		{t0 + 2*min5, []string{"traffic_bytes{asn:120}", "test_half_hourly{region:x}"}, []float64{7, 9}},
+		{t0 + 3*min5, nil, nil},
+		{t0 + 4*min5, nil, nil},
+		{t0 + 5*min5, nil, nil},
+	}
+	for i, w := range want {
+		g := flushed[i+1]
+		if g.start != w.start || !slices.Equal(g.keys, w.keys) || !slices.Equal(g.sums, w.sums) {
+			t.Errorf("bucket %d: %v %v, want %v %v", (g.start-t0)/min5, g.keys, g.sums, w.keys, w.sums)
+		}
 	}
 }
