@@ -5,7 +5,6 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 
@@ -29,6 +28,8 @@ type Task struct {
 	// sources are the sources that must pass a bucket before it closes.
 	sources []string
 	st      taskState
+	// feeds is marker's scratch: one bucket's feed counts at a time.
+	feeds map[obs.Feed]int64
 }
 
 type taskState struct {
@@ -134,21 +135,33 @@ func (t *Task) marker(m *partial.Marker) error {
 		return nil
 	}
 	var errs []error
-	feeds := map[int64]map[obs.Feed]int64{}
+	// A marker lists its buckets' feed counts bucket by bucket: each run
+	// of one bucket's counts merges at once, through one scratch map
+	// rather than a map of maps a marker. Counts add up, so a bucket
+	// listed twice apart (a marker no stage one writes) merges the same.
+	if t.feeds == nil {
+		t.feeds = map[obs.Feed]int64{}
+	}
+	var start int64
+	merge := func() {
+		if len(t.feeds) > 0 {
+			if err := t.p.MergeFeeds(start, t.feeds); err != nil {
+				errs = append(errs, err)
+			}
+			clear(t.feeds)
+		}
+	}
 	for _, f := range m.Feeds {
 		if known && f.Start < prev {
 			continue // in a bucket an earlier marker carried
 		}
-		if feeds[f.Start] == nil {
-			feeds[f.Start] = map[obs.Feed]int64{}
+		if f.Start != start {
+			merge()
+			start = f.Start
 		}
-		feeds[f.Start][obs.Feed(f.Feed)] += f.N
+		t.feeds[obs.Feed(f.Feed)] += f.N
 	}
-	for _, start := range slices.Sorted(maps.Keys(feeds)) {
-		if err := t.p.MergeFeeds(start, feeds[start]); err != nil {
-			errs = append(errs, err)
-		}
-	}
+	merge()
 	t.st.Through[m.Source] = m.Through
 	for start := range t.st.Seen[m.Source] {
 		if start < m.Through {
