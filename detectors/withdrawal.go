@@ -721,14 +721,17 @@ func (d *withdrawalBurst) spaceBefore(c *aggregate.Closed, sig obs.Signal, entit
 
 // burstConfirm is how many buckets in a row a burst must last to fire
 // when it has taken no space with it. A peer that resets its session, or
-// re-sends its table, withdraws and re-announces in one bucket or two and
+// re-sends its table, withdraws and re-announces within minutes and
 // leaves every route where it was; an outage takes routes away and keeps
 // them away, and instability that matters (a worm's churn, a flapping
-// core) goes on. So a one-bucket burst fires only when the entity's
-// announced space has fallen (below RecoverShare of what it was before);
-// where the space is not known (a feed of update counts alone), a burst
-// must show in two buckets in a row, as a run of rounds must elsewhere.
-const burstConfirm = 2
+// core) goes on. So a burst fires at once only when the entity's
+// announced space has fallen (below RecoverShare of what it was before).
+// Where the space is not known (a feed of update counts alone), a burst
+// must outlast a bucket. A few minutes' burst lands in two buckets
+// whenever it crosses a boundary, so two in a row do not show that;
+// three do, the middle one whole (latency_shift waits for For/width+1
+// buckets for the same reason).
+const burstConfirm = 3
 
 // spaceGone reports whether the entity's announced space, on some family
 // known before the burst (pre4, pre6; NaN unknown), is now under

@@ -320,27 +320,32 @@ func TestWithdrawalBurstResolvesWhenRoutesReturn(t *testing.T) {
 		f[0].Details["total_withdrawals"].(float64) < 540 {
 		t.Fatalf("resolve %+v", f)
 	}
-	// A flap (withdrawn and re-announced within the bucket, the space
-	// intact) is a session reset's or a table transfer's shape: one
-	// bucket of it pages nobody.
-	for k := 0; k < 6; k++ {
+	// A flap (withdrawn and re-announced within minutes, the space
+	// intact) is a session reset's or a table transfer's shape: a bucket
+	// of it pages nobody, nor does one that straddles two buckets.
+	for _, n := range []int{1, 2} {
+		for k := 0; k < 6; k++ {
+			r.bucket(burstCells(background(i), nil)...)
+			i++
+		}
+		for k := 0; k < n; k++ {
+			wd = background(i)
+			wd["asn:5"] = 120
+			r.bucket(burstCells(wd, nil)...)
+			i++
+		}
 		r.bucket(burstCells(background(i), nil)...)
 		i++
+		if f := r.take(); len(f) != 0 {
+			t.Fatalf("a flap over %d buckets fired: %+v", n, f)
+		}
 	}
-	wd = background(i)
-	wd["asn:5"] = 120
-	r.bucket(burstCells(wd, nil)...)
-	i++
-	r.bucket(burstCells(background(i), nil)...)
-	i++
-	if f := r.take(); len(f) != 0 {
-		t.Fatalf("a one-bucket flap fired: %+v", f)
-	}
-	// Churn that goes on for two buckets fires, dated from its first,
-	// and resolves after resolve_for of calm; the previous burst did not
-	// raise the bar.
+	// Churn that goes on for three buckets (longer than a bucket
+	// whatever the boundaries) fires, dated from its first, and resolves
+	// after resolve_for of calm; the previous bursts did not raise the
+	// bar.
 	churn := r.t
-	for k := 0; k < 2; k++ {
+	for k := 0; k < 3; k++ {
 		wd = background(i)
 		wd["asn:5"] = 120
 		r.bucket(burstCells(wd, nil)...)
@@ -351,7 +356,7 @@ func TestWithdrawalBurstResolvesWhenRoutesReturn(t *testing.T) {
 		i++
 	}
 	f = r.take()
-	if len(f) != 2 || f[0].Status != Firing || f[0].Observed != 120 || f[0].Start != churn || f[0].At != churn+2*w5 ||
+	if len(f) != 2 || f[0].Status != Firing || f[0].Observed != 120 || f[0].Start != churn || f[0].At != churn+3*w5 ||
 		f[1].Status != Resolved || f[1].At-f[0].At != 3*w5 {
 		t.Fatalf("churn %+v", f)
 	}
@@ -370,9 +375,9 @@ func TestWithdrawalBurstRelativeToNormal(t *testing.T) {
 	for ; i < 36; i++ {
 		r.bucket(burstCells(busy(i), nil)...)
 	}
-	// Two buckets of it: withdrawals alone, the space unchanged, must
+	// Three buckets of it: withdrawals alone, the space unchanged, must
 	// last (burstConfirm).
-	for range 2 {
+	for range 3 {
 		wd := busy(i)
 		wd["asn:2"], wd["asn:3"] = 250, 250
 		r.bucket(burstCells(wd, nil)...)
