@@ -223,3 +223,46 @@ func restored(t *testing.T, a *Aggregator, cfg Config) *Aggregator {
 	}
 	return r
 }
+
+// A lagging watermark keeps many buckets open: each closes with the value
+// put in it, a sparse series' gaps cost nothing wrong, and the window's
+// room stays bounded by twice what is open (closed slots are reused, not
+// given up).
+func TestWindowUnderALaggingWatermark(t *testing.T) {
+	const open = 30
+	a := New(Config{})
+	var c collected
+	put := func(i int) {
+		a.Observe(obsAt(t0+int64(i)*min5+1, obs.TrafficBytes, "asn:1", float64(i)))
+		if i%7 == 0 { // a sparse series: every seventh bucket
+			a.Observe(obsAt(t0+int64(i)*min5+2, obs.TrafficBytes, "asn:2", float64(1000+i)))
+		}
+	}
+	for i := range open {
+		put(i)
+	}
+	maxRoom := 0
+	for i := open; i < 400; i++ {
+		put(i)
+		a.Advance(t0+int64(i-open+1)*min5, c.fn)
+		maxRoom = max(maxRoom, cap(a.Series(Key{obs.TrafficBytes, "asn:1"}).open))
+	}
+	if len(c.starts) != 400-open {
+		t.Fatalf("closed %d buckets, want %d", len(c.starts), 400-open)
+	}
+	for j, start := range c.starts {
+		if start != t0+int64(j)*min5 {
+			t.Fatalf("bucket %d closed at %d, want %d", j, start, t0+int64(j)*min5)
+		}
+		if p := c.values[start]["traffic_bytes{asn:1}"]; p.Value != float64(j) || p.Count != 1 {
+			t.Fatalf("asn:1 bucket %d = %+v", j, p)
+		}
+		p := c.values[start]["traffic_bytes{asn:2}"]
+		if j%7 == 0 && (p.Value != float64(1000+j) || p.Count != 1) || j%7 != 0 && (p.Value != 0 || p.Count != 0) {
+			t.Fatalf("asn:2 bucket %d = %+v", j, p)
+		}
+	}
+	if maxRoom > 4*open {
+		t.Fatalf("the window took room for %d buckets with %d open", maxRoom, open+1)
+	}
+}

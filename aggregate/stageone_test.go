@@ -136,13 +136,13 @@ func TestStagesRefuseTheOtherStagesWork(t *testing.T) {
 	}
 }
 
-// A flush takes exactly the parts with data in its bucket, sorted, when
-// they are a few of many: the rest of the partition's series are not
-// visited, and a coarse part leaves with the base bucket that ends its
-// own, also after a restore.
+// A flush takes exactly the parts with data in its bucket, sorted,
+// whether they are listed (a few of many) or all walked (most of them),
+// and a coarse part leaves with the base bucket that ends its own, also
+// after a restore.
 func TestStageOneFlushTakesTheDueParts(t *testing.T) {
 	one := New(Config{History: 1, StageOne: true})
-	for i := range 40 {
+	for i := range 100 {
 		one.Observe(obsAt(t0+1e9, obs.TrafficBytes, "asn:"+strconv.Itoa(100+i), 1))
 	}
 	// The second bucket: three of the forty, out of order, and a
@@ -175,8 +175,8 @@ func TestStageOneFlushTakesTheDueParts(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if len(flushed) != 6 || len(flushed[0].keys) != 40 {
-		t.Fatalf("flushed %d buckets, the first with %d entries; want 6, 40", len(flushed), len(flushed[0].keys))
+	if len(flushed) != 6 || len(flushed[0].keys) != 100 || !slices.IsSorted(flushed[0].keys) {
+		t.Fatalf("flushed %d buckets, the first with %d entries; want 6, 100 sorted", len(flushed), len(flushed[0].keys))
 	}
 	want := []got{
 		// Sorted as every flush sorts: by signal (in the order signals
@@ -192,5 +192,27 @@ func TestStageOneFlushTakesTheDueParts(t *testing.T) {
 		if g.start != w.start || !slices.Equal(g.keys, w.keys) || !slices.Equal(g.sums, w.sums) {
 			t.Errorf("bucket %d: %v %v, want %v %v", (g.start-t0)/min5, g.keys, g.sums, w.keys, w.sums)
 		}
+	}
+	// Most of the parts with data in a bucket again: it is walked whole,
+	// and takes the same entries a list would.
+	for i := range 100 {
+		if i%3 != 0 {
+			one.Observe(obsAt(t0+6*min5+1e9, obs.TrafficBytes, "asn:"+strconv.Itoa(100+i), float64(i)))
+		}
+	}
+	flushed = nil
+	if err := one.Flush(t0+7*min5, func(f *Flushed) {
+		g := got{start: f.Start}
+		for _, e := range f.Entries {
+			g.keys = append(g.keys, e.Entity)
+			g.sums = append(g.sums, e.Sum)
+		}
+		flushed = append(flushed, g)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(flushed) != 1 || len(flushed[0].keys) != 66 || !slices.IsSorted(flushed[0].keys) ||
+		flushed[0].keys[0] != "asn:101" || flushed[0].sums[65] != 98 {
+		t.Fatalf("dense bucket %+v", flushed)
 	}
 }
