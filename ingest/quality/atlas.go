@@ -25,8 +25,10 @@ import (
 // Timeouts ({"x": "*"}) and errors carry no RTT; loss is (sent − rcvd)/sent
 // from the result's own counts, or counted from result when both are absent.
 //
-// Probes are attributed by their public address ("from", else "src_addr")
-// through netmap: origin AS, then that AS's country. Atlas names no transit,
+// Probes are attributed by their public address ("from", else "src_addr";
+// Atlas leaves "from" empty where it knows none, and such a result counts
+// for the probe's own series alone) through netmap: origin AS, then that
+// AS's country. Atlas names no transit,
 // so Atlas results give no transit or path entities; each probe and
 // destination gets an entity of its own (probe:<prb_id>><destination /24 or
 // /48>), so that one probe's RTT series is judged on its own, as a RIPE
@@ -112,11 +114,11 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 		case "msm_id":
 			_, err = s.uint(math.MaxUint32)
 		case "from":
-			from, err = s.addr()
+			from, err = s.optAddr()
 		case "src_addr":
-			srcAddr, err = s.addr()
+			srcAddr, err = s.optAddr()
 		case "dst_addr":
-			m.Dst, err = s.addr()
+			m.Dst, err = s.optAddr()
 		case "sent":
 			var v uint64
 			v, err = s.uint(math.MaxUint32)

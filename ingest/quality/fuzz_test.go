@@ -93,6 +93,7 @@ func FuzzDecodeAtlas(f *testing.F) {
 	for _, s := range []string{
 		`{"type":"ping","af":6,"timestamp":1378271710,"from":"2001:db8::1","result":[{"x":"*"},{"rtt":10},{"rtt":11,"dup":true},{"error":"x"}]}`,
 		`{"type":"ping","timestamp":1378271710,"from":"80.56.1.1","sent":0,"rcvd":0,"result":[]}`,
+		`{"type":"ping","af":6,"prb_id":82,"timestamp":1378271710,"from":"","dst_addr":"2001:6b0:e:3::1","result":[{"rtt":30.5}]}`,
 		`{"timestamp":1378271710,"result":[{"rtt":1}`,
 		`{"timestamp":1378271710,"sent":1,"rcvd":2}`,
 		``, `[`, `{"result":[{"dup":1e400}]}`,

@@ -368,6 +368,17 @@ func TestAtlasEdgeCases(t *testing.T) {
 			}, false},
 		{"nothing sent", `{"type":"ping","timestamp":1378271710,"from":"80.56.1.1","sent":0,"rcvd":0,"result":[{"error":"dns resolution failed"}]}`,
 			nil, true},
+		// RIPE Atlas writes "from": "" for a probe without a public
+		// address in the family measured: the result still counts for the
+		// probe's own series, and for no network.
+		{"from empty: the probe's own series", `{"type":"ping","af":6,"prb_id":82,"timestamp":1378271710,"from":"","src_addr":"",
+			  "dst_addr":"2001:6b0:e:3::1","sent":2,"rcvd":1,"result":[{"rtt":30.5},{"x":"*"}]}`,
+			obs.Slice{
+				{Time: 1378271710e9, Signal: qm.LatencyP50, Entity: "probe:82>2001:6b0:e::/48", Value: 30.5},
+				{Time: 1378271710e9, Signal: qm.LatencyP95, Entity: "probe:82>2001:6b0:e::/48", Value: 30.5},
+				{Time: 1378271710e9, Signal: qm.LatencyMin, Entity: "probe:82>2001:6b0:e::/48", Value: 30.5},
+				{Time: 1378271710e9, Signal: qm.PacketLoss, Entity: "probe:82>2001:6b0:e::/48", Value: 0.5, Hash: 2},
+			}, false},
 	}
 	for _, c := range cases {
 		d := NewAtlasDecoder(nm)

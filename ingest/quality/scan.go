@@ -460,6 +460,11 @@ func (s *scanner) addr() (netip.Addr, error) {
 	if err != nil {
 		return netip.Addr{}, err
 	}
+	return parseAddr(b)
+}
+
+// parseAddr parses an IPv4 or IPv6 address, its zone left out.
+func parseAddr(b []byte) (netip.Addr, error) {
 	if a, ok := parseIPv4(b); ok {
 		return a, nil
 	}
@@ -468,6 +473,18 @@ func (s *scanner) addr() (netip.Addr, error) {
 		return netip.Addr{}, ingest.Errorf("address", "%.60q is not an IP address", b)
 	}
 	return a.WithZone(""), nil
+}
+
+// optAddr is addr where an empty string is no address: RIPE Atlas writes
+// "from": "" for a probe whose public address it does not know (an IPv6
+// measurement from a probe with no public IPv6 address), and the result
+// is as good as any other, only not attributed to a network.
+func (s *scanner) optAddr() (netip.Addr, error) {
+	b, err := s.str()
+	if err != nil || len(b) == 0 {
+		return netip.Addr{}, err
+	}
+	return parseAddr(b)
 }
 
 func parseIPv4(b []byte) (netip.Addr, bool) {
