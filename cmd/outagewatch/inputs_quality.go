@@ -8,8 +8,10 @@ import (
 )
 
 // Quality measurements replay from files of JSON lines: RIPE Atlas ping
-// results as downloaded from the Atlas API or result stream (".atlas.jsonl")
-// and outagewatch's own measurements (".quality.jsonl"), plain or gzipped.
+// results as downloaded from the Atlas API or result stream (".atlas.jsonl",
+// or ".atlas.json" for the API's default download, one JSON array of
+// results; either reader takes either form) and outagewatch's own
+// measurements (".quality.jsonl"), plain or gzipped.
 // The double extension keeps them apart from files of observations. Lines
 // that do not parse are counted in the file's summary: before the first
 // good line as skipped for their time, after it as decode errors.
@@ -23,7 +25,7 @@ func init() {
 			})
 		}
 	}
-	for _, ext := range []string{".atlas.jsonl", ".atlas.jsonl.gz"} {
+	for _, ext := range []string{".atlas.jsonl", ".atlas.jsonl.gz", ".atlas.json", ".atlas.json.gz"} {
 		replay.RegisterFileType(ext, reader(quality.FormatAtlas))
 	}
 	for _, ext := range []string{".quality.jsonl", ".quality.jsonl.gz"} {

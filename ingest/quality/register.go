@@ -1,7 +1,9 @@
 package quality
 
 import (
+	"bufio"
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -54,8 +56,10 @@ type ReadStats struct {
 const maxLine = 1 << 20
 
 // ReadFile reads a file of measurements, one JSON object a line, in format
-// FormatJSON or FormatAtlas, optionally gzipped (name ending in ".gz"), and
-// calls fn with one record per line in file order. The event time of each
+// FormatJSON or FormatAtlas (whose results may also come as one JSON
+// array, as the RIPE Atlas API gives them by default), optionally gzipped
+// (name ending in ".gz"), and calls fn with one record per line (or
+// element) in file order. The event time of each
 // record is the measurement's own time, read by the decoder's parser. An
 // error from fn stops the reading and is returned.
 func ReadFile(path, format string, fn func(ingest.Record) error) (ReadStats, error) {
@@ -87,7 +91,12 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 		return st, fmt.Errorf("unknown quality format %q (want %s or %s)", format, FormatJSON, FormatAtlas)
 	}
 	var last int64
-	err := linefile.Scan(r, maxLine, func(n int64, line []byte) error {
+	scan := linefile.Scan
+	br := bufio.NewReader(r)
+	if format == FormatAtlas && startsArray(br) {
+		scan = scanArray
+	}
+	err := scan(br, maxLine, func(n int64, line []byte) error {
 		st.Lines = n
 		if len(line) == 0 {
 			st.Blank++
@@ -112,4 +121,51 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 		return fn(rec)
 	})
 	return st, err
+}
+
+// startsArray tells whether r's first byte past white space opens a JSON
+// array: the RIPE Atlas API's results come as one array unless asked for
+// lines (format=txt).
+func startsArray(r *bufio.Reader) bool {
+	for {
+		b, err := r.Peek(1)
+		if err != nil {
+			return false
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			_, _ = r.ReadByte()
+		default:
+			return b[0] == '['
+		}
+	}
+}
+
+// scanArray is linefile.Scan for a file that is one JSON array: fn gets
+// each element as a line, numbered from 1. An element that is not JSON
+// ends the reading with an error naming it, as nothing after it can be
+// told apart.
+func scanArray(r io.Reader, maxElem int, fn func(n int64, elem []byte) error) error {
+	dec := json.NewDecoder(r)
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("reading the results array: %w", err)
+	}
+	var n int64
+	for dec.More() {
+		n++
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return fmt.Errorf("result %d of the array: %w", n, err)
+		}
+		if len(raw) > maxElem {
+			return fmt.Errorf("result %d of the array: longer than %d bytes", n, maxElem)
+		}
+		if err := fn(n, raw); err != nil {
+			return err
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("reading the results array past result %d: %w", n, err)
+	}
+	return nil
 }

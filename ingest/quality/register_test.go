@@ -3,6 +3,7 @@ package quality
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -86,9 +87,46 @@ func TestReadFileAtlas(t *testing.T) {
 	}
 }
 
+// The RIPE Atlas API gives a measurement's results as one JSON array
+// unless asked for lines: the same results read the same either way,
+// numbered by their place in the array.
+func TestReadAtlasArray(t *testing.T) {
+	data, err := os.ReadFile("testdata/ping-results.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	read := func(in string) ([]ingest.Record, ReadStats) {
+		t.Helper()
+		var recs []ingest.Record
+		st, err := Read(strings.NewReader(in), FormatAtlas, func(r ingest.Record) error { recs = append(recs, r); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return recs, st
+	}
+	want, wst := read(strings.Join(lines, "\n"))
+	got, gst := read(" \n[" + strings.Join(lines, ",\n  ") + "]\n")
+	if len(want) == 0 || len(got) != len(want) || gst != wst {
+		t.Fatalf("array: %d records %+v, lines: %d %+v", len(got), gst, len(want), wst)
+	}
+	for i := range want {
+		if got[i].Time != want[i].Time || got[i].Offset != want[i].Offset || !bytes.Equal(got[i].Value, want[i].Value) {
+			t.Fatalf("record %d: %d %d %.40s, want %d %d %.40s", i, got[i].Time, got[i].Offset, got[i].Value,
+				want[i].Time, want[i].Offset, want[i].Value)
+		}
+	}
+	// A broken element stops the reading, named by its place.
+	_, err = Read(strings.NewReader("["+lines[0]+",{\"prb_id\":}]"), FormatAtlas, func(ingest.Record) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "result 2 of the array") {
+		t.Fatalf("broken element: %v", err)
+	}
+}
+
 func FuzzRead(f *testing.F) {
 	f.Add([]byte(`{"time":"2019-06-20T12:10:00Z","sent":10,"rcvd":9,"src_asn":1}`+"\n\n{"), true)
 	f.Add([]byte(`{"type":"ping","timestamp":1561032600,"sent":1,"rcvd":1,"result":[{"rtt":1}]}`), false)
+	f.Add([]byte(`[{"type":"ping","timestamp":1561032600,"sent":1,"rcvd":1,"result":[{"rtt":1}]}, {"timestamp":1}]`), true)
 	f.Fuzz(func(t *testing.T, b []byte, atlas bool) {
 		format := FormatJSON
 		if atlas {
@@ -96,7 +134,7 @@ func FuzzRead(f *testing.F) {
 		}
 		st, err := Read(bytes.NewReader(b), format, func(ingest.Record) error { return nil })
 		if err != nil {
-			return // a line longer than maxLine
+			return // a line longer than maxLine, or an array broken off
 		}
 		if st.Records+st.Blank+st.NoTime != st.Lines || st.Malformed > st.Records {
 			t.Fatalf("stats do not add up: %+v", st)
