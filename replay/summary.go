@@ -18,8 +18,10 @@ type ReadStats struct {
 	Lines int64
 	// Skipped counts lines left out before decoding, by reason.
 	Skipped map[string]int64
-	// FirstBad is the number of the first line left out, 0 when none.
+	// FirstBad is the number of the first line left out, 0 when none, and
+	// FirstErr why, when the reader knows.
 	FirstBad int64
+	FirstErr string
 }
 
 // FileSummary says what became of one input file: how much was read, how
@@ -189,6 +191,9 @@ func newFileSource(src Source, path, unit string, st ReadStats, n int) *FileSour
 		fs.sum.FirstErr = "left out before decoding (" + strings.Join(slices.Sorted(maps.Keys(st.Skipped)), ", ") + ")"
 		if len(st.Skipped) == 1 && st.Skipped["time"] > 0 {
 			fs.sum.FirstErr = "no readable time"
+			if st.FirstErr != "" {
+				fs.sum.FirstErr += ": " + st.FirstErr
+			}
 		}
 	}
 	return fs

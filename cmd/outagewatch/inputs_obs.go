@@ -15,7 +15,7 @@ func init() {
 		return replay.FromFile(path, "line", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 			st, err := obsfile.ReadFileStats(path, fn)
 			return replay.ReadStats{Lines: st.Lines - st.Blank - st.Header, Skipped: map[string]int64{"time": st.BadTime},
-				FirstBad: st.FirstBadTime}, err
+				FirstBad: st.FirstBadTime, FirstErr: st.FirstTimeErr}, err
 		})
 	}
 	for _, ext := range []string{".jsonl", ".jsonl.gz", ".csv", ".csv.gz"} {

@@ -21,7 +21,7 @@ func init() {
 			return replay.FromFile(path, "line", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 				st, err := quality.ReadFile(path, format, fn)
 				return replay.ReadStats{Lines: st.Lines - st.Blank, Skipped: map[string]int64{"time": st.NoTime},
-					FirstBad: st.FirstNoTime}, err
+					FirstBad: st.FirstNoTime, FirstErr: st.FirstTimeErr}, err
 			})
 		}
 	}

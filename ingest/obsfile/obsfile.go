@@ -99,6 +99,12 @@ func ParseTime(s string) (int64, error) {
 			return fromTime(t, s)
 		}
 	}
+	for _, layout := range []string{"2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999"} {
+		if _, err := time.Parse(layout, s); err == nil {
+			// Read as UTC, a local time would be hours off without a word.
+			return 0, ingest.Errorf("time", "time %q has no zone: write UTC as %sZ (or +00:00)", s, s)
+		}
+	}
 	return 0, ingest.Errorf("time", "time %q is neither RFC 3339 nor Unix seconds", s)
 }
 
@@ -119,6 +125,11 @@ func unixSeconds(s string) (int64, error) {
 	if !strings.ContainsAny(s, "eE+-") && (!hasFrac || allDigits(frac)) && allDigits(intPart) && intPart != "" {
 		sec, err := strconv.ParseInt(intPart, 10, 64)
 		if err != nil || sec >= maxSeconds {
+			if len(intPart) >= 12 && len(intPart) <= 19 {
+				// 13 digits are milliseconds of this century, 16
+				// microseconds, 19 nanoseconds: a unit is named, not guessed.
+				return 0, ingest.Errorf("time", "time %q outside 1970..2262 as seconds: a time in ms, µs or ns must be given in seconds", s)
+			}
 			return 0, ingest.Errorf("time", "time %q outside 1970..2262", s)
 		}
 		var ns int64

@@ -161,6 +161,33 @@ func TestParseTime(t *testing.T) {
 			t.Errorf("ParseTime(%q) = %d, %v; want a time error", in, got, err)
 		}
 	}
+	// The two mistakes an export makes most are named as such: a time
+	// with no zone, and a time in milliseconds.
+	for in, says := range map[string]string{
+		"2025-04-28T10:35:00":     `has no zone: write UTC as 2025-04-28T10:35:00Z`,
+		"2025-04-28 10:35:00.250": `has no zone: write UTC as 2025-04-28 10:35:00.250Z`,
+		"1745836500000":           `as seconds: a time in ms, µs or ns must be given in seconds`,
+	} {
+		if _, err := ParseTime(in); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("ParseTime(%q): %v; want it to say %q", in, err, says)
+		}
+	}
+}
+
+// A file whose lines have no readable time says why in its summary.
+func TestReadSaysWhyATimeIsUnreadable(t *testing.T) {
+	in := "time,entity,signal,value\n2025-04-28 10:35:00,country:PT,traffic_bytes,3\n"
+	st, err := Read(strings.NewReader(in), FormatCSV, func(ingest.Record) error { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.BadTime != 1 || st.FirstBadTime != 2 || !strings.Contains(st.FirstTimeErr, "has no zone") {
+		t.Fatalf("stats %+v", st)
+	}
+	st, _ = Read(strings.NewReader(`{"entity":"country:PT"}`), FormatJSON, func(ingest.Record) error { return nil })
+	if st.FirstBadTime != 1 || !strings.Contains(st.FirstTimeErr, "no time") {
+		t.Fatalf("stats %+v", st)
+	}
 }
 
 func TestRegistered(t *testing.T) {
@@ -239,7 +266,8 @@ not json at all
 		if c.format == FormatCSV {
 			offsets = []int64{2, 4, 7}
 		}
-		want := ReadStats{Lines: 6 + c.header, Records: 3, Blank: 1, Header: c.header, BadTime: 2, FirstBadTime: 4 + c.header}
+		want := ReadStats{Lines: 6 + c.header, Records: 3, Blank: 1, Header: c.header, BadTime: 2, FirstBadTime: 4 + c.header,
+			FirstTimeErr: `time: time "later" is neither RFC 3339 nor Unix seconds`}
 		if st != want {
 			t.Errorf("%s: stats %+v, want %+v", c.name, st, want)
 		}
@@ -317,8 +345,8 @@ func FuzzJSONDecode(f *testing.F) {
 		checkObservation(t, got[0])
 		checkNumbered(t, NewJSONDecoder(), data, got[0])
 		// What the file reader takes as the time is what the decoder uses.
-		if tm, ok := jsonLineTime(data); !ok || tm != got[0].Time {
-			t.Fatalf("%q: reader time %d %v, decoder %d", data, tm, ok, got[0].Time)
+		if tm, err := jsonLineTime(data); err != nil || tm != got[0].Time {
+			t.Fatalf("%q: reader time %d %v, decoder %d", data, tm, err, got[0].Time)
 		}
 	})
 }

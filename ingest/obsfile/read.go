@@ -25,8 +25,10 @@ type ReadStats struct {
 	// them (which includes lines that are not JSON or CSV at all): without
 	// one a record cannot take its place in the replay's merge by time.
 	BadTime int64
-	// FirstBadTime is the number of the first line skipped for its time.
+	// FirstBadTime is the number of the first line skipped for its time,
+	// and FirstTimeErr why.
 	FirstBadTime int64
+	FirstTimeErr string
 }
 
 // maxLine bounds one line; an observation line is some hundred bytes, so a
@@ -77,19 +79,18 @@ func ReadFileStats(path string, fn func(ingest.Record) error) (ReadStats, error)
 // copy of its line as Value and the line number (from 1) as Offset.
 func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, error) {
 	var st ReadStats
-	var timeOf func(line []byte) (int64, bool)
+	var timeOf func(line []byte) (int64, error)
 	switch format {
 	case FormatJSON:
 		timeOf = jsonLineTime
 	case FormatCSV:
 		d := NewCSVDecoder()
-		timeOf = func(line []byte) (int64, bool) {
+		timeOf = func(line []byte) (int64, error) {
 			f, err := d.split(line)
 			if err != nil {
-				return 0, false
+				return 0, err
 			}
-			t, err := ParseTime(f[0])
-			return t, err == nil
+			return ParseTime(f[0])
 		}
 	default:
 		return st, fmt.Errorf("unknown observations format %q", format)
@@ -106,11 +107,11 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 				return nil
 			}
 		}
-		t, ok := timeOf(line)
-		if !ok {
+		t, err := timeOf(line)
+		if err != nil {
 			st.BadTime++
 			if st.FirstBadTime == 0 {
-				st.FirstBadTime = n
+				st.FirstBadTime, st.FirstTimeErr = n, err.Error()
 			}
 			return nil
 		}
@@ -128,13 +129,15 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 }
 
 // jsonLineTime reads only the time member of a JSON line.
-func jsonLineTime(line []byte) (int64, bool) {
+func jsonLineTime(line []byte) (int64, error) {
 	var l struct {
 		Time json.RawMessage `json:"time"`
 	}
-	if err := json.Unmarshal(line, &l); err != nil || l.Time == nil {
-		return 0, false
+	if err := json.Unmarshal(line, &l); err != nil {
+		return 0, ingest.Errorf("json", "observation: %v", err)
 	}
-	t, err := jsonTime(l.Time)
-	return t, err == nil
+	if l.Time == nil {
+		return 0, ingest.Errorf("missing_field", "observation: no time")
+	}
+	return jsonTime(l.Time)
 }

@@ -46,8 +46,10 @@ type ReadStats struct {
 	// at the time of the line before, so that the pipeline counts them as
 	// decode errors with their reason, as it would live.
 	Malformed int64
-	// FirstNoTime is the number of the first line skipped without a time.
-	FirstNoTime int64
+	// FirstNoTime is the number of the first line skipped without a time,
+	// and FirstTimeErr why.
+	FirstNoTime  int64
+	FirstTimeErr string
 }
 
 // maxLine bounds one line; a measurement is a few hundred bytes and an
@@ -72,20 +74,20 @@ func ReadFile(path, format string, fn func(ingest.Record) error) (ReadStats, err
 // Value and the line number (from 1) as Offset.
 func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, error) {
 	var st ReadStats
-	var timeOf func(line []byte) (int64, bool)
+	var timeOf func(line []byte) (int64, error)
 	var m Measurement
 	switch format {
 	case FormatJSON:
 		d := NewDecoder(nil)
-		timeOf = func(line []byte) (int64, bool) {
+		timeOf = func(line []byte) (int64, error) {
 			err := d.parse(line, &m, false)
-			return m.Time, err == nil
+			return m.Time, err
 		}
 	case FormatAtlas:
 		d := NewAtlasDecoder(nil)
-		timeOf = func(line []byte) (int64, bool) {
+		timeOf = func(line []byte) (int64, error) {
 			_, err := d.Parse(line, &m)
-			return m.Time, err == nil
+			return m.Time, err
 		}
 	default:
 		return st, fmt.Errorf("unknown quality format %q (want %s or %s)", format, FormatJSON, FormatAtlas)
@@ -102,14 +104,14 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 			st.Blank++
 			return nil
 		}
-		t, ok := timeOf(line)
+		t, err := timeOf(line)
 		switch {
-		case ok:
+		case err == nil:
 			last = t
 		case last == 0:
 			st.NoTime++
 			if st.FirstNoTime == 0 {
-				st.FirstNoTime = n
+				st.FirstNoTime, st.FirstTimeErr = n, err.Error()
 			}
 			return nil
 		default:

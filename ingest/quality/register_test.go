@@ -44,7 +44,8 @@ func TestReadTimesAndMalformedLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ReadStats{Lines: 5, Records: 3, Blank: 1, NoTime: 1, Malformed: 1, FirstNoTime: 1}
+	want := ReadStats{Lines: 5, Records: 3, Blank: 1, NoTime: 1, Malformed: 1, FirstNoTime: 1,
+		FirstTimeErr: `time: time: "oops" is not an RFC 3339 time`}
 	if st != want {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
