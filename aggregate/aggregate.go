@@ -293,9 +293,17 @@ type Aggregator struct {
 	// with a bucket open there, so that a flush visits the series with
 	// data in it rather than every series the partition ever had: a
 	// sparse partition holds thousands of series and a dozen records a
-	// bucket. dueFree keeps emptied lists for reuse.
-	due     map[int64][]*part
-	dueFree [][]*part
+	// bucket. A nil list stands for all of them: where most series have
+	// data in every bucket (dueDense, as the last flush found), a list
+	// would cost a pointer a series and save nothing. dueFree keeps
+	// emptied small lists for reuse.
+	due      map[int64][]*part
+	dueDense bool
+	dueFree  [][]*part
+	// allAt is a start whose list is all the parts (allOK), so that the
+	// records of a dense bucket pass markDue without a map look-up.
+	allAt int64
+	allOK bool
 	// dst is the stage-two aggregator that Handoff last merged into, as it
 	// was after its restores'th restore: the parts' dst pointers point into
 	// it. restores counts this aggregator's own restores, each of which
@@ -511,17 +519,39 @@ func (a *Aggregator) addPart(p *part, t int64, v float64, o *obs.Observation, fr
 // markDue lists p among the parts the flush of the base bucket at start
 // takes a bucket from.
 func (a *Aggregator) markDue(p *part, start int64) {
+	if a.allOK && a.allAt == start {
+		return
+	}
 	l, ok := a.due[start]
+	switch {
+	case ok && l == nil:
+		a.allAt, a.allOK = start, true
+		return // all of them
+	case a.due == nil:
+		a.due = map[int64][]*part{}
+	}
 	if !ok {
-		if a.due == nil {
-			a.due = map[int64][]*part{}
+		if a.dueDense {
+			a.due[start], a.allAt, a.allOK = nil, start, true
+			return
 		}
 		if n := len(a.dueFree); n > 0 {
 			l, a.dueFree = a.dueFree[n-1], a.dueFree[:n-1]
 		}
 	}
-	a.due[start] = append(l, p)
+	if l = append(l, p); isDense(len(l), len(a.sortedParts)) {
+		l = nil
+	}
+	a.due[start] = l
 }
+
+// isDense tells whether n parts of all are enough of them that visiting
+// every part in its sorted order is cheaper than sorting the n.
+func isDense(n, all int) bool { return 4*n >= all }
+
+// maxDueFree is the longest list kept for reuse, so that a partition
+// that was dense once does not hold a list as long as its series.
+const maxDueFree = 4096
 
 // add adds value v at time t to the open buckets of a series of signal
 // sig and bucket width w, past the lateness check; o is the observation,

@@ -50,18 +50,19 @@ func (a *Aggregator) sortParts() []*part {
 }
 
 // takeDue returns the parts with a bucket that the flush of the base
-// bucket at start takes, sorted by signal, then entity. Where they are
-// most of the parts, the parts' own sorted list is cheaper than sorting
-// them.
+// bucket at start takes, sorted by signal, then entity: those listed, or
+// every part where they are most of them.
 func (a *Aggregator) takeDue(start int64) []*part {
-	due := a.due[start]
+	due, ok := a.due[start]
 	delete(a.due, start)
-	if len(due) > 0 {
-		a.dueFree = append(a.dueFree, due[:0])
+	if a.allAt == start {
+		a.allOK = false
 	}
-	if 4*len(due) >= len(a.sortedParts) {
-		clear(due)
+	if ok && due == nil {
 		return a.sortParts()
+	}
+	if cap(due) > 0 && cap(due) <= maxDueFree {
+		a.dueFree = append(a.dueFree, due[:0])
 	}
 	slices.SortFunc(due, func(x, y *part) int {
 		return cmp.Or(cmp.Compare(x.sig, y.sig), cmp.Compare(x.entity, y.entity))
@@ -165,6 +166,7 @@ func (a *Aggregator) flush(start int64, entry func(*part, *partial.Entry)) (*fee
 		a.starts = slices.Delete(a.starts, i, i+1)
 	}
 	var e partial.Entry // one for the bucket: its address goes to entry, so it lives on the heap
+	n := 0
 	for _, s := range a.takeDue(start) {
 		w := a.WidthOf(s.sig)
 		if end%w != 0 {
@@ -187,7 +189,10 @@ func (a *Aggregator) flush(start int64, entry func(*part, *partial.Entry)) (*fee
 		}
 		s.drop(b, w)
 		entry(s, &e)
+		n++
 	}
+	// The buckets opened from now on are listed or not as this one was.
+	a.dueDense = isDense(n, len(a.sortedParts))
 	a.closedTo = end
 	a.stats.BucketsClosed++
 	return feeds, nil

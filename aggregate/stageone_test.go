@@ -216,3 +216,36 @@ func TestStageOneFlushTakesTheDueParts(t *testing.T) {
 		t.Fatalf("dense bucket %+v", flushed)
 	}
 }
+
+// BenchmarkStageOneSparseFlush is one bucket of a sparse input partition:
+// 10,000 series known, 20 of them with data, flushed. Its cost should
+// follow the 20, not the 10,000.
+func BenchmarkStageOneSparseFlush(b *testing.B) {
+	const known, active = 10000, 20
+	a := New(Config{History: 1, StageOne: true})
+	ents := make([]string, known)
+	for i := range ents {
+		ents[i] = obs.ASN(uint32(i + 1))
+		a.Observe(obsAt(t0, obs.TrafficBytes, ents[i], 1))
+	}
+	if err := a.Flush(t0+min5, func(*Flushed) {}); err != nil {
+		b.Fatal(err)
+	}
+	o := obs.Observation{Signal: obs.TrafficBytes, Value: 1500}
+	entries := 0
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		start := t0 + int64(i+1)*min5
+		for j := range active {
+			o.Time, o.Entity = start+int64(j), ents[(i*7919+j*104729)%known]
+			a.Observe(&o)
+		}
+		if err := a.Flush(start+min5, func(f *Flushed) { entries += len(f.Entries) }); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if entries != active*b.N {
+		b.Fatalf("flushed %d entries, want %d", entries, active*b.N)
+	}
+}
