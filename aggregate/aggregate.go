@@ -293,10 +293,10 @@ type Aggregator struct {
 	// with a bucket open there, so that a flush visits the series with
 	// data in it rather than every series the partition ever had: a
 	// sparse partition holds thousands of series and a dozen records a
-	// bucket. A nil list stands for all of them: where most series have
-	// data in every bucket (dueDense, as the last flush found), a list
-	// would cost a pointer a series and save nothing. dueFree keeps
-	// emptied small lists for reuse.
+	// bucket. A nil list stands for all of them: where a quarter of the
+	// series or more have data in a bucket (dueDense, as the last flush
+	// found), a list would cost a pointer a series and save nothing.
+	// dueFree keeps emptied small lists for reuse.
 	due      map[int64][]*part
 	dueDense bool
 	dueFree  [][]*part

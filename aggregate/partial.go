@@ -51,7 +51,7 @@ func (a *Aggregator) sortParts() []*part {
 
 // takeDue returns the parts with a bucket that the flush of the base
 // bucket at start takes, sorted by signal, then entity: those listed, or
-// every part where they are most of them.
+// every part where they are a quarter of them or more (isDense).
 func (a *Aggregator) takeDue(start int64) []*part {
 	due, ok := a.due[start]
 	delete(a.due, start)

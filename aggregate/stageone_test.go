@@ -137,7 +137,7 @@ func TestStagesRefuseTheOtherStagesWork(t *testing.T) {
 }
 
 // A flush takes exactly the parts with data in its bucket, sorted,
-// whether they are listed (a few of many) or all walked (most of them),
+// whether they are listed (a few of many) or all walked (a quarter or more),
 // and a coarse part leaves with the base bucket that ends its own, also
 // after a restore.
 func TestStageOneFlushTakesTheDueParts(t *testing.T) {
