@@ -59,6 +59,11 @@ type Error struct {
 func (e *Error) Error() string { return e.Reason + ": " + e.Err.Error() }
 func (e *Error) Unwrap() error { return e.Err }
 
+// ReasonNoValue is the reason of a record that holds a gap (an empty, NaN
+// or null value in an export) rather than a fault: counted like any
+// other, but no sign of a broken input.
+const ReasonNoValue = "no_value"
+
 // Errorf returns an *Error with the given reason.
 func Errorf(reason, format string, args ...any) error {
 	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}

@@ -130,8 +130,14 @@ func (d *decodeStage) count(e *decoderEntry, rec *ingest.Record, err error, rece
 		e.records++
 	}
 	if err != nil {
-		k := rec.Stream + "/" + ingest.Reason(err)
-		if d.errs[k] == 0 {
+		reason := ingest.Reason(err)
+		k := rec.Stream + "/" + reason
+		switch {
+		case d.errs[k] > 0:
+		case reason == ingest.ReasonNoValue:
+			d.log.Info("record holds a gap (no value); skipped, and further gaps are only counted",
+				"stream", rec.Stream, "format", rec.Format, "topic", rec.Topic, "offset", rec.Offset)
+		default:
 			d.log.Warn("record does not decode; skipped, and further errors of this kind are only counted",
 				"stream", rec.Stream, "format", rec.Format, "topic", rec.Topic, "offset", rec.Offset, "err", err)
 		}

@@ -43,6 +43,12 @@ type FileSummary struct {
 	FirstErr string           `json:"first_error,omitempty"`
 }
 
+// Faults is SkippedTotal less the gaps (ingest.ReasonNoValue): lines that
+// say no more than that a value is missing are no fault of the file.
+func (s *FileSummary) Faults() int64 {
+	return s.SkippedTotal() - s.Skipped[ingest.ReasonNoValue]
+}
+
 // SkippedTotal is the number of lines skipped for any reason.
 func (s *FileSummary) SkippedTotal() int64 {
 	var n int64
@@ -81,7 +87,11 @@ func (s *FileSummary) count(rec *ingest.Record, err error) {
 	case s.Unit != "line":
 		at++ // binary readers number records from 0
 	}
-	s.skip(ingest.Reason(err), 1, at, msg)
+	if r := ingest.Reason(err); r == ingest.ReasonNoValue {
+		s.skip(r, 1, 0, "") // a gap, counted but no bad line
+	} else {
+		s.skip(r, 1, at, msg)
+	}
 }
 
 // String is the summary as one line of a log or a report:

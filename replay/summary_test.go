@@ -31,6 +31,12 @@ func TestFileSummaryCountsAndFails(t *testing.T) {
 	if sum.String() != want || sum.Err() != nil {
 		t.Fatalf("summary\n got  %s (err %v)\n want %s", sum, sum.Err(), want)
 	}
+	// A gap (an empty value) is counted, but is no fault and no bad line.
+	sum.count(&ingest.Record{Offset: 1}, ingest.Errorf(ingest.ReasonNoValue, "no value"))
+	want = `x.csv: 5 lines read, 1 replayed, 5 skipped (no_value 1, time 2, value 2), first bad line 3: value: value "y" is not a number`
+	if sum.String() != want || sum.Faults() != 4 {
+		t.Fatalf("summary with a gap\n got  %s (%d faults)\n want %s", sum, sum.Faults(), want)
+	}
 	sum.Replayed = 0
 	sums, err := Summaries([]Source{src, NewSliceSource("fixture/flows", nil)})
 	if len(sums) != 1 || err == nil || !strings.HasPrefix(err.Error(), "no line decodes: x.csv: 5 lines read, 0 replayed") {

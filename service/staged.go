@@ -347,11 +347,13 @@ func (s *Staged) commit(ctx context.Context, gen *kafka.Generation, topic string
 }
 
 // reject counts a stage-one record that did not decode and dead-letters
-// it.
+// it; a gap (an observation with no value) is counted, under its own
+// reason, and kept off the dead-letter topic, which is for records that
+// need a look.
 func (s *Staged) reject(m *kafka.Message, err error) {
 	reason := ingest.Reason(err)
 	s.status.met.decodeErrors.WithLabelValues(m.Topic, reason).Inc()
-	if s.dlq != nil {
+	if s.dlq != nil && reason != ingest.ReasonNoValue {
 		s.dlq.Add(m, reason, err)
 	}
 }

@@ -259,7 +259,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	for i := range sums {
 		sum := &sums[i]
-		if sum.SkippedTotal() > 0 {
+		if sum.Faults() > 0 {
 			log.Warn("input: "+sum.String(), "file", sum.File)
 		} else {
 			log.Info("input: "+sum.String(), "file", sum.File)

@@ -158,7 +158,11 @@ func allDigits(s string) bool {
 }
 
 func parseValue(s string) (float64, error) {
-	v, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+	s = strings.TrimSpace(s)
+	if s == "" || strings.EqualFold(s, "nan") || strings.EqualFold(s, "null") {
+		return 0, errNoValue
+	}
+	v, err := strconv.ParseFloat(s, 64)
 	if err != nil {
 		return 0, ingest.Errorf("value", "value %q is not a number", s)
 	}
@@ -167,6 +171,12 @@ func parseValue(s string) (float64, error) {
 	}
 	return v, nil
 }
+
+// errNoValue is a line whose value is empty, NaN or null: a gap in the
+// export (pandas writes a missing value so, and IODA's series have them),
+// which is no reading rather than a bad one. It is still counted, under a
+// reason of its own, so a file that is all gaps is noticed.
+var errNoValue = ingest.Errorf(ingest.ReasonNoValue, "no value (a gap in the series)")
 
 // JSONDecoder decodes one JSON observation per value.
 type JSONDecoder struct {
@@ -249,6 +259,9 @@ func jsonNumber(raw json.RawMessage, field string) (float64, error) {
 			return 0, ingest.Errorf("json", "observation: %s: %v", field, err)
 		}
 		return parseValue(s)
+	}
+	if string(raw) == "null" {
+		return 0, errNoValue
 	}
 	if len(raw) == 0 || !(raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9') {
 		return 0, ingest.Errorf("field_type", "observation: %s is JSON %s, want a number", field, raw)
