@@ -33,41 +33,52 @@ func diurnal(t int64, scale float64) float64 {
 // the named shipped rule, with params changed by tweak (may be nil).
 func runShipped(t *testing.T, rule string, tweak func(detectors.Params), ents []string, n int, value func(e string, t int64) float64) []detectors.Finding {
 	t.Helper()
-	set, err := rules.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r *rules.Rule
-	for _, x := range set.Rules {
-		if x.Name == rule {
-			r = x
-		}
-	}
-	if r == nil {
-		t.Fatalf("no shipped rule %s", rule)
-	}
+	r := shippedRule(t, rule)
 	if tweak != nil {
 		tweak(r.Params)
 	}
-	det := r.Params.Build(rule)
-	agg := aggregate.New(aggregate.Config{})
 	var out []detectors.Finding
+	judge := judgeWith(r, func(f detectors.Finding) { out = append(out, f) })
+	agg := aggregate.New(aggregate.Config{})
 	for i := range n {
 		ts := monday + int64(i)*w5
 		for _, e := range ents {
 			agg.Observe(&obs.Observation{Time: ts + 1, Signal: obs.TrafficBytes, Entity: e, Value: value(e, ts)})
 		}
-		agg.Advance(ts+w5, func(c *aggregate.Closed) {
-			var pts []aggregate.Point
-			for _, p := range c.Points {
-				if r.Matches(p.Series.Signal, p.Series.Entity) {
-					pts = append(pts, p)
-				}
-			}
-			det.Bucket(c, pts, func(f detectors.Finding) { out = append(out, f) })
-		})
+		agg.Advance(ts+w5, judge)
 	}
 	return out
+}
+
+// shippedRule returns the shipped rule of that name, a copy of its own.
+func shippedRule(t *testing.T, name string) *rules.Rule {
+	t.Helper()
+	set, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range set.Rules {
+		if r.Name == name {
+			return r
+		}
+	}
+	t.Fatalf("no shipped rule %s", name)
+	return nil
+}
+
+// judgeWith builds r's detector and returns what hands it each closed
+// bucket's points of the series r selects, its findings to emit.
+func judgeWith(r *rules.Rule, emit func(detectors.Finding)) func(*aggregate.Closed) {
+	det := r.Params.Build(r.Name)
+	return func(c *aggregate.Closed) {
+		var pts []aggregate.Point
+		for _, p := range c.Points {
+			if r.Matches(p.Series.Signal, p.Series.Entity) {
+				pts = append(pts, p)
+			}
+		}
+		det.Bucket(c, pts, emit)
+	}
 }
 
 // A quiet region is caught at −40 % by the shipped region rule while the

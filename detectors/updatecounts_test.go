@@ -8,7 +8,6 @@ import (
 	rib "github.com/outagewatch/outagewatch/bgp"
 	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/obs"
-	"github.com/outagewatch/outagewatch/rules"
 )
 
 // A feed of per-minute withdrawal counts alone, with no announced space to
@@ -18,20 +17,8 @@ import (
 // and a storm that goes on fires on its third bucket, dated from its
 // first.
 func TestShippedBurstRuleOnPerMinuteCounts(t *testing.T) {
-	set, err := rules.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r *rules.Rule
-	for _, x := range set.Rules {
-		if x.Name == "asn-withdrawal-burst" {
-			r = x
-		}
-	}
-	if r == nil {
-		t.Fatal("no shipped rule asn-withdrawal-burst")
-	}
-	det := r.Params.Build(r.Name)
+	var got []detectors.Finding
+	judge := judgeWith(shippedRule(t, "asn-withdrawal-burst"), func(f detectors.Finding) { got = append(got, f) })
 	agg := aggregate.New(aggregate.Config{})
 	const min1, ent = int64(60e9), "asn:64500"
 	day := 24 * 60
@@ -46,20 +33,11 @@ func TestShippedBurstRuleOnPerMinuteCounts(t *testing.T) {
 		}
 		return float64(m * 7919 % 5) // routine churn, 0 to 4 a minute
 	}
-	var got []detectors.Finding
 	for m := range 2 * day {
 		ts := monday + int64(m)*min1
 		agg.Observe(&obs.Observation{Time: ts + 1, Signal: rib.Withdrawals, Entity: ent, Value: burst(m)})
 		if (m+1)%5 == 0 {
-			agg.Advance(ts+min1, func(c *aggregate.Closed) {
-				var pts []aggregate.Point
-				for _, p := range c.Points {
-					if r.Matches(p.Series.Signal, p.Series.Entity) {
-						pts = append(pts, p)
-					}
-				}
-				det.Bucket(c, pts, func(f detectors.Finding) { got = append(got, f) })
-			})
+			agg.Advance(ts+min1, judge)
 		}
 	}
 	storm := monday + int64(day+12*60)*min1
