@@ -512,7 +512,7 @@ func (a *Aggregator) observe(o *obs.Observation, fromFeed bool) {
 func (a *Aggregator) addPart(p *part, t int64, v float64, o *obs.Observation, fromFeed bool) {
 	w := a.WidthOf(p.sig)
 	if a.add(&p.window, p.sig, w, t, v, o, fromFeed) {
-		a.markDue(p, t-t%w+w-a.cfg.Width)
+		a.markDue(p, a.baseEnding(t-t%w, w))
 	}
 }
 

@@ -186,7 +186,7 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 				return err
 			}
 			for _, o := range ss.Open {
-				a.markDue(p, o.Start+w-a.cfg.Width)
+				a.markDue(p, a.baseEnding(o.Start, w))
 			}
 			continue
 		}

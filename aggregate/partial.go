@@ -41,9 +41,7 @@ func (a *Aggregator) newPart(sig obs.Signal, entity string) *part {
 // series.
 func (a *Aggregator) sortParts() []*part {
 	if a.dirty {
-		slices.SortFunc(a.sortedParts, func(x, y *part) int {
-			return cmp.Or(cmp.Compare(x.sig, y.sig), cmp.Compare(x.entity, y.entity))
-		})
+		slices.SortFunc(a.sortedParts, compareParts)
 		a.dirty = false
 	}
 	return a.sortedParts
@@ -64,11 +62,19 @@ func (a *Aggregator) takeDue(start int64) []*part {
 	if cap(due) > 0 && cap(due) <= maxDueFree {
 		a.dueFree = append(a.dueFree, due[:0])
 	}
-	slices.SortFunc(due, func(x, y *part) int {
-		return cmp.Or(cmp.Compare(x.sig, y.sig), cmp.Compare(x.entity, y.entity))
-	})
+	slices.SortFunc(due, compareParts)
 	return due
 }
+
+// compareParts orders parts by signal, then entity, as a flush sends them.
+func compareParts(x, y *part) int {
+	return cmp.Or(cmp.Compare(x.sig, y.sig), cmp.Compare(x.entity, y.entity))
+}
+
+// baseEnding is the start of the base bucket that ends with the bucket of
+// width w starting at start: where a coarse series' bucket leaves stage
+// one and is judged late in stage two.
+func (a *Aggregator) baseEnding(start, w int64) int64 { return start + w - a.cfg.Width }
 
 // errNotStageOne refuses Flush and Handoff of an aggregator that keeps
 // history: its buckets close through Advance.
@@ -228,7 +234,7 @@ func (a *Aggregator) observePartial(sig obs.Signal, e *partial.Entry, found **Se
 		return fmt.Errorf("aggregate: partial %s{%s} starts at %d, off its %dns buckets", e.Signal, e.Entity, e.Start, w)
 	}
 	// The base bucket its span ends with decides whether it is late.
-	base := e.Start + w - a.cfg.Width
+	base := a.baseEnding(e.Start, w)
 	if base < a.closedTo {
 		a.stats.Late++
 		return ErrLatePartial
