@@ -552,3 +552,82 @@ func TestTrafficDropCatchesNightlyShutdowns(t *testing.T) {
 		}
 	}
 }
+
+// callRules judges a declared Poisson count (calls an exchange completes
+// each 5 minutes, say) with the week-over-week drop detector at its
+// defaults: a 40 % drop, four times the noise, for 10 minutes.
+const callRules = `
+signals:
+  - name: test_calls_completed
+    unit: calls
+    kind: volume
+    feed: test-calls
+    cadence: 5m
+    noise: poisson
+rules:
+  - name: calls-drop
+    detector: traffic_drop
+    signals: [test_calls_completed]
+    entities: ["asn:*"]
+    severity: critical
+    params: {threshold: 0.4, for: 10m}
+`
+
+// traffic_drop judges a Poisson count by its own sampling noise too. A
+// count of 2, 4 or 8 reads 0 often enough by chance alone (one bucket in
+// 7, 55 and 3,000), and on the log scale a 0 is past any bar: before
+// this bar, three weeks of such counts paged 81, 61 and 3 times. Under
+// Noise² (16) not even a drop to zero is four times √base, so the rule
+// reports the series as unjudgeable and pages nothing; a count of 20 or
+// 100 is judged, stays silent on its own noise, and a count of 100 that
+// falls to 0 for an hour fires from the first empty bucket.
+func TestTrafficDropJudgesACountByItsSamplingNoise(t *testing.T) {
+	set, err := rules.Parse("calls.yaml", []byte(callRules))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("test_calls_completed")
+	rule := set.Rules[0]
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC).UnixNano()
+	const step = int64(5 * time.Minute)
+	for _, c := range []struct {
+		mean        float64
+		outage      bool
+		unjudgeable bool
+	}{{2, false, true}, {4, false, true}, {8, false, true}, {8, true, true}, {20, false, false}, {100, false, false}, {100, true, false}} {
+		d := rule.Params.Build(rule.Name)
+		agg := aggregate.New(aggregate.Config{})
+		rng := rand.New(rand.NewPCG(uint64(c.mean), 9))
+		n := 21 * 288
+		outage := 15*288 + 144 // day 16, noon
+		var fired []detectors.Finding
+		judge := func(cl *aggregate.Closed) {
+			d.Bucket(cl, cl.Points, func(f detectors.Finding) {
+				if f.Status == detectors.Firing {
+					fired = append(fired, f)
+				}
+			})
+		}
+		for i := range n {
+			v := poisson(rng, c.mean)
+			if c.outage && i >= outage && i < outage+12 {
+				v = 0
+			}
+			ts := from + int64(i)*step
+			agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: "asn:64500", Value: v})
+			agg.Advance(ts, judge)
+		}
+		switch {
+		case c.outage && !c.unjudgeable:
+			if len(fired) != 1 || fired[0].Start != from+int64(outage)*step {
+				t.Errorf("a count of %v at 0 for an hour: firings %+v, want one from %s", c.mean, fired, time.Unix(0, from+int64(outage)*step).UTC())
+			}
+		case len(fired) > 0:
+			t.Errorf("a count of %v (outage %v): %d pages, the first %s", c.mean, c.outage, len(fired), fired[0].Summary)
+		}
+		got := d.(detectors.Unjudgeable).Unjudgeable()
+		if want := c.unjudgeable; (len(got) == 1 && got[0] == "test_calls_completed asn:64500") != want || len(got) > 1 {
+			t.Errorf("a count of %v: unjudgeable %v, want listed: %v", c.mean, got, want)
+		}
+	}
+}

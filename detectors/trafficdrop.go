@@ -153,7 +153,15 @@ type trafficDrop struct {
 	js     []judged   // the bucket's judged points, kept for the next bucket's
 	cols   [][]uint16 // scratch of hourAhead.fill
 	devs   []float64  // scratch of stepNoise
+	// unjudgeable holds the counts too small for a drop to zero to
+	// pass the noise bar (see Unjudgeable).
+	unjudgeable unjudged
 }
+
+// Unjudgeable lists, as "signal entity", the Poisson counts that this
+// rule cannot judge: a baseline under Noise², whose drop to zero is
+// inside Noise times its own sampling noise (√base).
+func (d *trafficDrop) Unjudgeable() []string { return d.unjudgeable.list() }
 
 // dropSeries is one series' state. Its fields are laid out to take the
 // least room (the evidence log inside it, no padding between the words);
@@ -294,6 +302,19 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			if wow, ok := smoothedAt(&pt.Series.Hist, c.Start-7*dayNs, w); ok {
 				anomalous = logDrop(pt.Value, wow) >= gate
 			}
+		}
+		if d.p.Noise > 0 && pt.Series.Signal.Def().Poisson {
+			// A count's own sampling noise, which the log scale cannot
+			// hold: a count of base moves by √base by chance alone, and
+			// a reading of 0 is an unbounded log-drop. A drop must also
+			// be Noise times that; a count under Noise² cannot fall that
+			// far, and is reported as unjudgeable, never paged.
+			anomalous = anomalous && base-pt.Value >= d.p.Noise*math.Sqrt(base)
+			why := judgeableNow
+			if base < d.p.Noise*d.p.Noise {
+				why = unjudgeableCount
+			}
+			d.unjudgeable.set(pt.Series, why)
 		}
 		if !anomalous && d.p.Noise > 0 && dropsBy(pt.Value, base, bar) {
 			// What the day's forecast cannot judge yet (an hour whose
@@ -688,7 +709,7 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	ref, n := levelBefore(r, from, 3600e9)
 	j := judged{p: pt, st: st, base: ref, fore: base, gate: bar, cold: true}
 	switch {
-	case n == 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
+	case n == 0 || ref <= 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
 		return j
 	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
 		return j

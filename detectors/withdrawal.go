@@ -149,7 +149,7 @@ type prefixWithdrawal struct {
 	bars map[int]*[21]float64
 	// unjudgeable holds the series too small or too noisy for any drop to
 	// pass both bars (see Unjudgeable), as of their last judged bucket.
-	unjudgeable map[*aggregate.Series]uint8
+	unjudgeable unjudged
 }
 
 // Unjudgeable lists, as "signal entity", the series that this rule
@@ -159,34 +159,7 @@ type prefixWithdrawal struct {
 // rounds at 1.79σ: under 3.2).
 // Such a series is watched by nobody, which the replay summary says
 // instead of paging at random.
-func (d *prefixWithdrawal) Unjudgeable() []string {
-	out := make([]string, 0, len(d.unjudgeable))
-	for s := range d.unjudgeable {
-		out = append(out, s.Signal.String()+" "+s.Entity)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Why a series is unjudgeable, or that it is not.
-const (
-	judgeableNow uint8 = iota
-	unjudgeableCount
-	unjudgeableNoise
-)
-
-// judgeable records whether a series can be judged, and if not why, from
-// what this bucket showed of it.
-func (d *prefixWithdrawal) judgeable(s *aggregate.Series, why uint8) {
-	switch {
-	case why == judgeableNow:
-		delete(d.unjudgeable, s)
-	case d.unjudgeable == nil:
-		d.unjudgeable = map[*aggregate.Series]uint8{s: why}
-	default:
-		d.unjudgeable[s] = why
-	}
-}
+func (d *prefixWithdrawal) Unjudgeable() []string { return d.unjudgeable.list() }
 
 // spaceState is one series' state; exported fields are checkpointed.
 type spaceState struct {
@@ -327,13 +300,13 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			small := poisson && base < math.Pow(d.runBar(pt.Series, 0), 2)
 			switch {
 			case small:
-				d.judgeable(pt.Series, unjudgeableCount)
+				d.unjudgeable.set(pt.Series, unjudgeableCount)
 			case j.sigma > 0 && j.level > j.bar*j.sigma:
-				d.judgeable(pt.Series, judgeableNow)
+				d.unjudgeable.set(pt.Series, judgeableNow)
 			case j.sigma > 0:
-				d.judgeable(pt.Series, unjudgeableNoise)
+				d.unjudgeable.set(pt.Series, unjudgeableNoise)
 			case d.unjudgeable[pt.Series] == unjudgeableCount:
-				d.judgeable(pt.Series, judgeableNow)
+				d.unjudgeable.set(pt.Series, judgeableNow)
 			}
 		}
 		js = append(js, j)
