@@ -106,7 +106,18 @@ type dnsFailure struct {
 	rule    string
 	states  seriesStates[failState]
 	scratch []float64
+	// unjudgeable holds the series no ratio can fire on (see
+	// Unjudgeable).
+	unjudgeable unjudged[*aggregate.Series]
 }
+
+// Unjudgeable lists, as "signal entity", the series this rule cannot
+// judge at its threshold: one whose usual failure ratio puts the rule's
+// threshold past 100 % (a zone that fails 40 % of its answers all day,
+// against three times its baseline), or whose responses are too few for
+// even all of them failing to stand Noise binomial deviations above it.
+// Series under min_queries are the rule's own choice, and not listed.
+func (d *dnsFailure) Unjudgeable() []string { return seriesNames(d.unjudgeable) }
 
 // failState is one series' state; exported fields are checkpointed.
 type failState struct {
@@ -155,6 +166,16 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			continue
 		}
 		v := pt.Value
+		if !st.Firing {
+			why := judgeableNow
+			switch {
+			case d.threshold(base) > 1:
+				why = unjudgeableLevel
+			case 1-base < d.p.Noise*binomialSigma(base, pt.Count):
+				why = unjudgeableCount
+			}
+			d.unjudgeable.set(pt.Series, why)
+		}
 		anomalous := v >= d.threshold(base) && v-base >= d.p.Noise*binomialSigma(base, pt.Count)
 		if anomalous || st.Firing {
 			st.exclude(c.Start)

@@ -351,3 +351,30 @@ func TestDNSFailureBinomialNoise(t *testing.T) {
 		}
 	}
 }
+
+// A zone that fails 40 % of its answers all day cannot be judged by a
+// rule that wants three times its baseline: the threshold is past 100 %.
+// The rule names it instead of watching it in silence; a zone failing
+// 1 % is judged, and a zone whose baseline falls back within reach is
+// judged again.
+func TestDNSFailureReportsAZoneItCannotJudge(t *testing.T) {
+	r := newFailRun(DefaultDNSFailure())
+	broken := true
+	r.feed(24, failZones, func(e string, _ int64) failCell {
+		if e == failZones[1] && broken {
+			return failCell{100, 40}
+		}
+		return failCell{100, 1}
+	})
+	if got := r.det.(Unjudgeable).Unjudgeable(); !reflect.DeepEqual(got, []string{"test_dns_failure_ratio zone:b.example"}) {
+		t.Fatalf("unjudgeable %v, want zone b only", got)
+	}
+	broken = false
+	r.feed(12*25, failZones, func(string, int64) failCell { return failCell{100, 1} })
+	if got := r.det.(Unjudgeable).Unjudgeable(); len(got) != 0 {
+		t.Fatalf("unjudgeable %v after a day of 1 %% failures, want none", got)
+	}
+	if len(r.findings) != 0 {
+		t.Fatalf("findings %+v, want none", r.findings)
+	}
+}

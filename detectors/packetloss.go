@@ -5,6 +5,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/netip"
 	"slices"
@@ -104,6 +105,18 @@ type packetLoss struct {
 	p      PacketLoss
 	rule   string
 	states map[string]*lossState // by alert entity
+	// unjudgeable holds, as "signal entity", the transits this rule
+	// cannot judge (see Unjudgeable), and why.
+	unjudgeable unjudged[string]
+}
+
+// Unjudgeable lists, as "signal entity", the transits this rule cannot
+// judge at its threshold: one measured through fewer destinations than
+// min_destinations, which can never have that many lossy, or one whose
+// usual share of lossy destinations, plus its binomial bar, is all of
+// them.
+func (d *packetLoss) Unjudgeable() []string {
+	return slices.Sorted(maps.Keys(d.unjudgeable))
 }
 
 // lossState is one transit's state; exported fields are checkpointed.
@@ -161,6 +174,7 @@ func (st *lossState) learnUsual(lossy, judged int, w int64) {
 // lossGroup is what one bucket says about one transit.
 type lossGroup struct {
 	entity     string
+	signal     string
 	judged     map[string]bool            // destinations measured
 	lossy      map[string]float64         // destination → highest loss
 	siteLossy  map[string]map[string]bool // site → lossy destinations
@@ -184,7 +198,7 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		}
 		g := groups[key]
 		if g == nil {
-			g = &lossGroup{entity: key, judged: map[string]bool{}, lossy: map[string]float64{}, siteLossy: map[string]map[string]bool{}}
+			g = &lossGroup{entity: key, signal: pt.Series.Signal.String(), judged: map[string]bool{}, lossy: map[string]float64{}, siteLossy: map[string]map[string]bool{}}
 			groups[key] = g
 			order = append(order, key)
 		}
@@ -208,7 +222,16 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		g := groups[key]
 		st := stateOf(d.states, key)
 		n := len(g.lossy)
-		if n >= d.p.MinDestinations && float64(n) > st.usualBar(len(g.judged), w) {
+		bar := st.usualBar(len(g.judged), w)
+		switch judged := len(g.judged); {
+		case judged < d.p.MinDestinations:
+			d.unjudgeable.set(g.signal+" "+g.entity, unjudgeableCount)
+		case !math.IsInf(bar, 1) && bar >= float64(judged):
+			d.unjudgeable.set(g.signal+" "+g.entity, unjudgeableLevel)
+		default:
+			d.unjudgeable.set(g.signal+" "+g.entity, judgeableNow)
+		}
+		if n >= d.p.MinDestinations && float64(n) > bar {
 			if st.Run == 0 {
 				st.RunStart = c.Start
 			}

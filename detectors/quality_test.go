@@ -475,3 +475,27 @@ func TestPacketLossJudgesAgainstTheTransitsUsualLoss(t *testing.T) {
 		t.Fatalf("findings %+v, want one firing at bucket 30", r.findings)
 	}
 }
+
+// A transit measured through 5 destinations can never have the 10 lossy
+// destinations the rule asks for: the rule names it as unjudgeable, and
+// the transit measured through 20 is not named.
+func TestPacketLossReportsATransitItCannotJudge(t *testing.T) {
+	var bs []map[string][2]float64
+	for range warm + 2 {
+		b := map[string][2]float64{}
+		for d := 1; d <= 20; d++ {
+			b["path:3356@ams01>"+dst(d)] = [2]float64{0, 20}
+			if d <= 5 {
+				b["path:174@ams01>"+dst(d)] = [2]float64{0.5, 20}
+			}
+		}
+		bs = append(bs, b)
+	}
+	r := lossRun(DefaultPacketLoss(), bs)
+	if got := r.det.(Unjudgeable).Unjudgeable(); !reflect.DeepEqual(got, []string{"packet_loss transit:174"}) {
+		t.Fatalf("unjudgeable %v, want transit:174 only", got)
+	}
+	if len(r.findings) != 0 {
+		t.Fatalf("findings %+v, want none", r.findings)
+	}
+}

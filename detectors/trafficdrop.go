@@ -155,13 +155,13 @@ type trafficDrop struct {
 	devs   []float64  // scratch of stepNoise
 	// unjudgeable holds the counts too small for a drop to zero to
 	// pass the noise bar (see Unjudgeable).
-	unjudgeable unjudged
+	unjudgeable unjudged[*aggregate.Series]
 }
 
 // Unjudgeable lists, as "signal entity", the Poisson counts that this
 // rule cannot judge: a baseline under Noise², whose drop to zero is
 // inside Noise times its own sampling noise (√base).
-func (d *trafficDrop) Unjudgeable() []string { return d.unjudgeable.list() }
+func (d *trafficDrop) Unjudgeable() []string { return seriesNames(d.unjudgeable) }
 
 // dropSeries is one series' state. Its fields are laid out to take the
 // least room (the evidence log inside it, no padding between the words);

@@ -11,28 +11,31 @@ const (
 	judgeableNow uint8 = iota
 	unjudgeableCount
 	unjudgeableNoise
+	// unjudgeableLevel: the series' usual level leaves the rule's
+	// threshold out of reach.
+	unjudgeableLevel
 )
 
-// unjudged holds the series a rule cannot judge at its threshold, and
-// why, as of each one's last judged bucket: what a detector's
-// Unjudgeable reports.
-type unjudged map[*aggregate.Series]uint8
+// unjudged holds what a rule cannot judge at its threshold (a series, or
+// a transit by name), and why, as of its last judged bucket: what a
+// detector's Unjudgeable reports.
+type unjudged[K comparable] map[K]uint8
 
-// set records whether s can be judged, and if not why, from what this
+// set records whether k can be judged, and if not why, from what this
 // bucket showed of it.
-func (u *unjudged) set(s *aggregate.Series, why uint8) {
+func (u *unjudged[K]) set(k K, why uint8) {
 	switch {
 	case why == judgeableNow:
-		delete(*u, s)
+		delete(*u, k)
 	case *u == nil:
-		*u = unjudged{s: why}
+		*u = unjudged[K]{k: why}
 	default:
-		(*u)[s] = why
+		(*u)[k] = why
 	}
 }
 
-// list is the series as "signal entity", sorted.
-func (u unjudged) list() []string {
+// seriesNames is the series of u as "signal entity", sorted.
+func seriesNames(u unjudged[*aggregate.Series]) []string {
 	out := make([]string, 0, len(u))
 	for s := range u {
 		out = append(out, s.Signal.String()+" "+s.Entity)

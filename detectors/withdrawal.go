@@ -149,7 +149,7 @@ type prefixWithdrawal struct {
 	bars map[int]*[21]float64
 	// unjudgeable holds the series too small or too noisy for any drop to
 	// pass both bars (see Unjudgeable), as of their last judged bucket.
-	unjudgeable unjudged
+	unjudgeable unjudged[*aggregate.Series]
 }
 
 // Unjudgeable lists, as "signal entity", the series that this rule
@@ -159,7 +159,7 @@ type prefixWithdrawal struct {
 // rounds at 1.79σ: under 3.2).
 // Such a series is watched by nobody, which the replay summary says
 // instead of paging at random.
-func (d *prefixWithdrawal) Unjudgeable() []string { return d.unjudgeable.list() }
+func (d *prefixWithdrawal) Unjudgeable() []string { return seriesNames(d.unjudgeable) }
 
 // spaceState is one series' state; exported fields are checkpointed.
 type spaceState struct {

@@ -120,11 +120,11 @@ var (
 	descEvents   = prometheus.NewDesc("outagewatch_alert_events_total", "Alert events (firing and resolved) raised.", nil, nil)
 	descActive   = prometheus.NewDesc("outagewatch_alerts_active", "Alerts firing now.", nil, nil)
 	descSeries   = prometheus.NewDesc("outagewatch_series", "Series tracked.", nil, nil)
-	// descUnjudgeable counts, by rule, the series too small or too noisy
-	// for any drop to pass the rule's noise bar: watched by nobody, which
-	// an operator should know rather than trust their silence.
+	// descUnjudgeable counts, by rule, the series no change can fire on:
+	// watched by nobody, which an operator should know rather than trust
+	// their silence.
 	descUnjudgeable = prometheus.NewDesc("outagewatch_unjudgeable_series",
-		"Series a rule cannot judge at its threshold: too small or too noisy for any drop, even to zero, to pass its noise bar.", []string{"rule"}, nil)
+		"Series a rule cannot judge at its threshold: too small or too noisy for any change, even to zero, to pass its noise bar, or usually so far off that the threshold is out of reach.", []string{"rule"}, nil)
 	descLate    = prometheus.NewDesc("outagewatch_late_observations_total", "Observations for buckets already closed (dropped).", nil, nil)
 	descWM      = prometheus.NewDesc("outagewatch_watermark_timestamp_seconds", "Event-time watermark (Unix seconds).", nil, nil)
 	descWMAge   = prometheus.NewDesc("outagewatch_watermark_age_seconds", "Wall time minus the event-time watermark: how far behind real time buckets close (+Inf while stage two holds partitions and none has closed a bucket).", nil, nil)

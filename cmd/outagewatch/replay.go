@@ -278,7 +278,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	for _, rule := range slices.Sorted(maps.Keys(st.Unjudgeable)) {
 		l := st.Unjudgeable[rule]
-		log.Warn("series too small or too noisy to judge at the rule's threshold", "rule", rule, "series", len(l),
+		log.Warn("series the rule cannot judge at its threshold (too small, too noisy, or its threshold out of reach)", "rule", rule, "series", len(l),
 			"first", l[0])
 	}
 	el := time.Since(start)
