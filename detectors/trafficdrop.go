@@ -243,21 +243,25 @@ func validateFeedFault(share float64, minEntities int) error {
 // judged is a point of the bucket and what judging it found. The slice of
 // them is kept for the next bucket's, one per series, so what follows from
 // the rest (the drop, the method's name) is computed, not kept.
+// A million series keep a million of them between buckets, so a point is
+// its series and value only (its count and Missing flag decide nothing
+// here), and the flags share one word.
 type judged struct {
-	p         aggregate.Point
+	s         *aggregate.Series
+	v         float64 // the point's value
 	st        *dropSeries
 	base      float64
 	sigma     float64 // forecast error at this hour (log scale); 0 while unknown
 	gate      float64 // the smallest log-drop that fires
-	similar   bool    // the baseline is of similar days (else previous days)
 	fore      float64 // the forecast the history keeps in an outlier's place
+	similar   bool    // the baseline is of similar days (else previous days)
 	cold      bool    // the baseline is the hour before (coldDrop)
 	learn     bool    // the baseline is the day's forecast, whose error the noise learns
 	anomalous bool
 }
 
 // drop is the relative drop against the baseline.
-func (j *judged) drop() float64 { return 1 - j.p.Value/j.base }
+func (j *judged) drop() float64 { return 1 - j.v/j.base }
 
 // method names how the baseline was made.
 func (j *judged) method() string {
@@ -336,7 +340,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 		}
 		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
-		js = append(js, judged{p: pt, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
+		js = append(js, judged{s: pt.Series, v: pt.Value, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
 			anomalous: anomalous, learn: true, fore: base})
 	}
 	d.js = js
@@ -344,22 +348,22 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		return
 	}
 	for _, j := range js {
-		st, pt := j.st, j.p
+		st, ser := j.st, j.s
 		// A series that reports every step, not every bucket, counts its
 		// points as step-long.
-		step := pt.Series.Step()
-		forN, resolveN := d.p.For.readingsOf(pt.Series), d.p.ResolveFor.buckets(step)
+		step := ser.Step()
+		forN, resolveN := d.p.For.readingsOf(ser), d.p.ResolveFor.buckets(step)
 		// Keep outliers out of the history until a new level has lasted.
-		outlier := j.anomalous || (j.learn && pt.Value > j.base*(1+d.p.SpikeRatio)) || (st.Firing && j.drop() >= d.p.ResolveBelow)
+		outlier := j.anomalous || (j.learn && j.v > j.base*(1+d.p.SpikeRatio)) || (st.Firing && j.drop() >= d.p.ResolveBelow)
 		critical := j.anomalous && d.p.Critical > 0 && j.drop() >= d.p.Critical
 		switch {
 		case critical && !d.p.AdoptCritical:
 			// A collapse is an outage, never a new normal: kept out of the
 			// history, it ends any run towards a new level.
 			st.Adapt.reset()
-			pt.Series.Hist.Put(c.Start, j.fore)
+			ser.Hist.Put(c.Start, j.fore)
 		case outlier:
-			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
+			if ratio, adapted := st.Adapt.hold(&ser.Hist, c.Start, j.v, j.base, step, d.p.AdaptAfter); adapted {
 				// The new level is the baseline now: rank the days anew.
 				st.SimilarAt, st.Run, st.Recovered = 0, 0, 0
 				if st.Firing {
@@ -371,7 +375,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			if j.cold {
 				// The level of the hour before judged it; the history
 				// keeps the forecast of the day, as for any outlier.
-				pt.Series.Hist.Put(c.Start, j.fore)
+				ser.Hist.Put(c.Start, j.fore)
 			}
 		case !st.Firing:
 			// A resolve inside the hold does not restart the run: a level
@@ -380,7 +384,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				st.Adapt.reset()
 			}
 			if j.learn {
-				st.Noise.learnDropAt(slot, logResidual(pt.Value, j.base), bar)
+				st.Noise.learnDropAt(slot, logResidual(j.v, j.base), bar)
 			}
 		}
 		if j.anomalous {
@@ -395,7 +399,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 					if !st.Firing {
 						st.Noise.unlearnDropAt(slotOf(e.Time), logResidual(e.Value, e.Baseline), bar)
 					}
-					pt.Series.Hist.Put(e.Time, e.Baseline)
+					ser.Hist.Put(e.Time, e.Baseline)
 				}
 			}
 			st.Run++
@@ -442,14 +446,14 @@ func (d *trafficDrop) feedFault(c *aggregate.Closed, js []judged, emit func(Find
 	fault := n >= d.p.FeedFaultMinEntities && float64(bad) >= d.p.FeedFaultShare*float64(n)
 	feed, sig := "", ""
 	if n > 0 {
-		sig = js[0].p.Series.Signal.String()
-		feed = string(js[0].p.Series.Signal.Def().Feed)
+		sig = js[0].s.Signal.String()
+		feed = string(js[0].s.Signal.Def().Feed)
 	}
 	switch {
 	case fault:
 		for _, j := range js {
 			if j.anomalous && !j.st.Firing {
-				j.p.Series.Hist.Put(c.Start, j.fore)
+				j.s.Hist.Put(c.Start, j.fore)
 			}
 		}
 		d.feed.Run++
@@ -500,15 +504,15 @@ func logDrop(v, base float64) float64 {
 func logResidual(v, base float64) float64 { return math.Log(max(v, 1e-9) / base) }
 
 func (d *trafficDrop) finding(status string, c *aggregate.Closed, j judged) Finding {
-	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.p.Series.Signal.String(), Entity: j.p.Series.Entity,
-		Start: j.st.FireStart, At: c.End, Observed: round(j.p.Value, 3), Baseline: round(j.base, 3),
-		BaselineMethod: j.method(), ChangePct: changePct(j.p.Value, j.base),
+	f := Finding{Status: status, Detector: TrafficDropName, Signal: j.s.Signal.String(), Entity: j.s.Entity,
+		Start: j.st.FireStart, At: c.End, Observed: round(j.v, 3), Baseline: round(j.base, 3),
+		BaselineMethod: j.method(), ChangePct: changePct(j.v, j.base),
 		Evidence: j.st.Recent.list()}
-	if wow, ok := smoothedAt(&j.p.Series.Hist, c.Start-7*dayNs, c.End-c.Start); ok && wow > 0 && status == Firing {
-		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.p.Value, wow)}
+	if wow, ok := smoothedAt(&j.s.Hist, c.Start-7*dayNs, c.End-c.Start); ok && wow > 0 && status == Firing {
+		f.Details = map[string]any{"change_vs_previous_week_pct": changePct(j.v, wow)}
 	}
 	if status == Firing {
-		ld := logDrop(j.p.Value, j.base)
+		ld := logDrop(j.v, j.base)
 		f.Confidence = confidence(ld, j.gate)
 		if f.Details == nil {
 			f.Details = map[string]any{}
@@ -716,7 +720,7 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 		}
 	}
 	ref, n := levelBefore(r, from, 3600e9)
-	j := judged{p: pt, st: st, base: ref, fore: base, gate: bar, cold: true}
+	j := judged{s: pt.Series, v: pt.Value, st: st, base: ref, fore: base, gate: bar, cold: true}
 	switch {
 	case n == 0 || ref <= 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
 		return j
