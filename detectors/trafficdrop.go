@@ -184,10 +184,7 @@ type dropSeries struct {
 	ahead  hourAhead
 	Recent evidenceRing
 	Firing bool
-	// Cold says the current run began as a collapse from the hour
-	// before (coldDrop), and is judged so while it lasts.
-	Cold bool
-	Hold flapHold
+	Hold   flapHold
 }
 
 // dropState is a dropSeries as checkpointed, by signal{entity}: the
@@ -196,7 +193,6 @@ type dropState struct {
 	Run, Recovered int32
 	RunStart       int64
 	Firing         bool
-	Cold           bool
 	FireStart      int64
 	Adapt          levelRun
 	Noise          noiseModel
@@ -208,14 +204,14 @@ type dropState struct {
 
 // saved is st as checkpointed.
 func (st *dropSeries) saved() *dropState {
-	return &dropState{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing, Cold: st.Cold,
+	return &dropState{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
 		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Recent: st.Recent.list(),
 		Similar: st.Similar, SimilarAt: st.SimilarAt, Hold: st.Hold}
 }
 
 // restored is the series state a checkpoint's st restores.
 func (st *dropState) restored() *dropSeries {
-	s := &dropSeries{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing, Cold: st.Cold,
+	s := &dropSeries{Run: st.Run, Recovered: st.Recovered, RunStart: st.RunStart, Firing: st.Firing,
 		FireStart: st.FireStart, Adapt: st.Adapt, Noise: st.Noise, Similar: st.Similar, SimilarAt: st.SimilarAt,
 		Hold: st.Hold}
 	s.Recent.set(st.Recent)
@@ -324,12 +320,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 			d.unjudgeable.set(pt.Series, why)
 		}
-		// A run that began as such a collapse is judged so until it
-		// fires: the forecast that could not judge its first reading
-		// cannot judge the next either (it may hold yesterday's
-		// outage at this hour, learnt before the noise was known).
-		coldRun := st.Run > 0 && st.Cold && !st.Firing
-		if !anomalous && d.p.Noise > 0 && (coldRun || dropsBy(pt.Value, base, bar)) {
+		if !anomalous && d.p.Noise > 0 && dropsBy(pt.Value, base, bar) {
 			// What the day's forecast cannot judge yet (an hour whose
 			// noise is unknown or known from too few days to be sure of)
 			// a collapse from the hour before can.
@@ -389,7 +380,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 		}
 		if j.anomalous {
 			if st.Run == 0 {
-				st.RunStart, st.Cold = c.Start, j.cold
+				st.RunStart = c.Start
 				if e, ok := st.edge(c.Start, step, bar); ok && e.Baseline >= d.p.MinBaseline {
 					// The reading before is the outage's edge: out of the
 					// noise it was learnt into (if it was: not while

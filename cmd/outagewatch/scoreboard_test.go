@@ -6,8 +6,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/outagewatch/outagewatch/score"
 )
 
 // --every keeps the rows of an IODA export on its grid, and only those:
@@ -55,38 +53,5 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 		if _, err := parseEvery(bad); err == nil {
 			t.Errorf("--every %q accepted", bad)
 		}
-	}
-}
-
-// Google's traffic for Iraq thinned to the readings at half past each
-// hour, as an hourly export that lands on the half hour gives it. The
-// first two shutdowns (its second and third day) come before the hours'
-// noise is known and are learnt, not judged; the day's forecast for
-// the hours after 02:00 then holds them. A shutdown that begins as a
-// collapse from the hour before at 01:30 is judged so for its next
-// reading too, which that forecast cannot judge: the shutdowns after
-// the day without one (08-26, 27, 28) are found with the one on 08-29,
-// where only the last was before. 08-23 and 08-24 stay missed: their
-// hours' noise, learnt from the first two, puts the bar out of reach.
-func TestScoreboardGoogleHourlyAtHalfPast(t *testing.T) {
-	s, err := score.LoadBoardSet("../../scoreboard/gtr-iraq-2023.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	grid, err := parseEvery("1h@30m")
-	if err != nil {
-		t.Fatal(err)
-	}
-	row, err := scoreSet(s, "../../../shared/testdata", grid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var missed []string
-	for _, w := range row.Missed {
-		missed = append(missed, w.Format("01-02"))
-	}
-	if row.Windows != 8 || row.Detected != 4 || row.False != 0 || row.FalsePages != 0 ||
-		strings.Join(missed, " ") != "08-21 08-22 08-23 08-24" {
-		t.Fatalf("%+v, missed %v: want 4 of 8 found (all but 08-21 to 08-24) and nothing false", row, missed)
 	}
 }
