@@ -223,14 +223,14 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		st := stateOf(d.states, key)
 		n := len(g.lossy)
 		bar := st.usualBar(len(g.judged), w)
+		why := judgeableNow
 		switch judged := len(g.judged); {
 		case judged < d.p.MinDestinations:
-			d.unjudgeable.set(g.signal+" "+g.entity, unjudgeableCount)
+			why = unjudgeableCount
 		case !math.IsInf(bar, 1) && bar >= float64(judged):
-			d.unjudgeable.set(g.signal+" "+g.entity, unjudgeableLevel)
-		default:
-			d.unjudgeable.set(g.signal+" "+g.entity, judgeableNow)
+			why = unjudgeableLevel
 		}
+		d.unjudgeable.set(g.signal+" "+g.entity, why)
 		if n >= d.p.MinDestinations && float64(n) > bar {
 			if st.Run == 0 {
 				st.RunStart = c.Start

@@ -237,11 +237,11 @@ func validateFeedFault(share float64, minEntities int) error {
 }
 
 // judged is a point of the bucket and what judging it found. The slice of
-// them is kept for the next bucket's, one per series, so what follows from
-// the rest (the drop, the method's name) is computed, not kept.
-// A million series keep a million of them between buckets, so a point is
-// its series and value only (its count and Missing flag decide nothing
-// here), and the flags share one word.
+// them is kept for the next bucket's, one per series: a million of them
+// at a million series, so what follows from the rest (the drop, the
+// method's name) is computed, not kept, a point is its series and value
+// only (its count and Missing flag decide nothing here), and the flags
+// share one word.
 type judged struct {
 	s         *aggregate.Series
 	v         float64 // the point's value
