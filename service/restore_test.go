@@ -27,17 +27,60 @@ func badSnapshot() []byte {
 	return append(v, strings.Repeat("x", 64)...)
 }
 
-// produceRaw writes one record per value to a partition of topic.
-func produceRaw(t *testing.T, addr, topic string, part int32, vals ...[]byte) {
+// produceRaw writes one record per value to a partition of topic, and
+// returns the offset of the last.
+func produceRaw(t *testing.T, addr, topic string, part int32, vals ...[]byte) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
+	last := int64(-1)
 	for _, v := range vals {
-		if err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: part, Key: []byte("0/0"), Value: v}).FirstErr(); err != nil {
+		r, err := cl.ProduceSync(context.Background(), &kgo.Record{Topic: topic, Partition: part, Key: []byte("0/0"), Value: v}).First()
+		if err != nil {
 			t.Fatal(err)
+		}
+		last = r.Offset
+	}
+	return last
+}
+
+// damageChangelogTails appends a damaged snapshot to each of parts
+// partitions of the changelog, so that it is the last record there. A
+// snapshot the killed instance sent just before it died can reach the
+// broker after ours (it was in the socket when the process went), and
+// the good snapshot behind the damaged one would then restore without
+// the damaged one ever being read: so the damaged record is appended
+// again until, a second later, nothing has come after it.
+func damageChangelogTails(t *testing.T, addr, topic string, parts int) {
+	t.Helper()
+	want := map[int32]int64{}
+	for part := range int32(parts) {
+		want[part] = -1
+	}
+	for try := 0; len(want) > 0; try++ {
+		if try == 10 {
+			t.Fatalf("the changelog's partitions %v still grow after the damaged snapshot", want)
+		}
+		for part := range want {
+			want[part] = produceRaw(t, addr, topic, part, badSnapshot())
+		}
+		time.Sleep(time.Second)
+		for part, off := range want {
+			conn, err := kafka.DialLeader(context.Background(), "tcp", addr, topic, int(part))
+			if err != nil {
+				t.Fatal(err)
+			}
+			end, err := conn.ReadLastOffset()
+			conn.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if end == off+1 {
+				delete(want, part)
+			}
 		}
 	}
 }
@@ -270,9 +313,7 @@ func TestStagedDamagedChangelogRecord(t *testing.T) {
 	r := newStagedRun(t)
 	r.killMidway(startChild(t, r.spec(0, StageBoth)))
 	cfg := stagedConfig(r.spec(1, StageBoth))
-	for part := range int32(cfg.Kafka.InternalPartitions) {
-		produceRaw(t, r.addr, cfg.Kafka.ChangelogTopic, part, badSnapshot())
-	}
+	damageChangelogTails(t, r.addr, cfg.Kafka.ChangelogTopic, cfg.Kafka.InternalPartitions)
 	c := startChild(t, r.spec(1, StageBoth))
 	r.waitAll([]*child{c})
 	c.stop(t)
