@@ -166,17 +166,18 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			continue
 		}
 		v := pt.Value
+		threshold, rise := d.threshold(base), d.p.Noise*binomialSigma(base, pt.Count)
 		if !st.Firing {
 			why := judgeableNow
 			switch {
-			case d.threshold(base) > 1:
+			case threshold > 1:
 				why = unjudgeableLevel
-			case 1-base < d.p.Noise*binomialSigma(base, pt.Count):
+			case 1-base < rise:
 				why = unjudgeableCount
 			}
 			d.unjudgeable.set(pt.Series, why)
 		}
-		anomalous := v >= d.threshold(base) && v-base >= d.p.Noise*binomialSigma(base, pt.Count)
+		anomalous := v >= threshold && v-base >= rise
 		if anomalous || st.Firing {
 			st.exclude(c.Start)
 		}
