@@ -36,24 +36,26 @@ func poisson(rng *rand.Rand, lambda float64) float64 {
 // set that watches it, and returns the firings and resolves in order.
 func judgeSeries(t *testing.T, set *rules.Set, sig obs.Signal, entity string, from time.Time, step time.Duration, vs []float64) []detectors.Finding {
 	t.Helper()
-	agg := aggregate.New(aggregate.Config{})
-	type bound struct {
-		r *rules.Rule
-		d detectors.Detector
-	}
-	var bs []bound
+	var ds []detectors.Detector
 	for _, r := range set.Rules {
 		if r.Matches(sig, entity) {
-			bs = append(bs, bound{r, r.Params.Build(r.Name)})
+			ds = append(ds, r.Params.Build(r.Name))
 		}
 	}
-	if len(bs) == 0 {
+	if len(ds) == 0 {
 		t.Fatalf("no rule watches %s of %s", sig, entity)
 	}
+	return feedSeries(sig, entity, from, step, vs, ds...)
+}
+
+// feedSeries feeds one series, a value every step, through detectors ds,
+// and returns their firings and resolves in order.
+func feedSeries(sig obs.Signal, entity string, from time.Time, step time.Duration, vs []float64, ds ...detectors.Detector) []detectors.Finding {
+	agg := aggregate.New(aggregate.Config{})
 	var out []detectors.Finding
 	judge := func(c *aggregate.Closed) {
-		for _, b := range bs {
-			b.d.Bucket(c, c.Points, func(f detectors.Finding) { out = append(out, f) })
+		for _, d := range ds {
+			d.Bucket(c, c.Points, func(f detectors.Finding) { out = append(out, f) })
 		}
 	}
 	for i, v := range vs {
@@ -164,23 +166,16 @@ func TestIODARulesReportATooSmallCount(t *testing.T) {
 		}
 	}
 	d := rule.Params.Build(rule.Name)
-	agg := aggregate.New(aggregate.Config{})
 	rng := rand.New(rand.NewPCG(3, 5))
-	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC).UnixNano()
-	step := sig.Def().Cadence
-	var fired []detectors.Finding
-	n := int(3 * 24 * 3600e9 / step)
-	for i := range n {
-		v := poisson(rng, 4)
-		if i >= n-6 {
-			v = 0
+	step := time.Duration(sig.Def().Cadence)
+	vs := make([]float64, 3*24*time.Hour/step)
+	for i := range vs {
+		vs[i] = poisson(rng, 4)
+		if i >= len(vs)-6 {
+			vs[i] = 0
 		}
-		ts := from + int64(i)*step
-		agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: "region:XX-2", Value: v})
-		agg.Advance(ts, func(c *aggregate.Closed) {
-			d.Bucket(c, c.Points, func(f detectors.Finding) { fired = append(fired, f) })
-		})
 	}
+	fired := feedSeries(sig, "region:XX-2", time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC), step, vs, d)
 	if len(fired) != 0 {
 		t.Fatalf("a count of 4 paged: %+v", fired[0])
 	}
@@ -588,39 +583,34 @@ func TestTrafficDropJudgesACountByItsSamplingNoise(t *testing.T) {
 	}
 	sig, _ := obs.Lookup("test_calls_completed")
 	rule := set.Rules[0]
-	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC).UnixNano()
-	const step = int64(5 * time.Minute)
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC)
+	const step = 5 * time.Minute
 	for _, c := range []struct {
 		mean        float64
 		outage      bool
 		unjudgeable bool
 	}{{2, false, true}, {4, false, true}, {8, false, true}, {8, true, true}, {20, false, false}, {100, false, false}, {100, true, false}} {
-		d := rule.Params.Build(rule.Name)
-		agg := aggregate.New(aggregate.Config{})
 		rng := rand.New(rand.NewPCG(uint64(c.mean), 9))
-		n := 21 * 288
+		vs := make([]float64, 21*288)
 		outage := 15*288 + 144 // day 16, noon
-		var fired []detectors.Finding
-		judge := func(cl *aggregate.Closed) {
-			d.Bucket(cl, cl.Points, func(f detectors.Finding) {
-				if f.Status == detectors.Firing {
-					fired = append(fired, f)
-				}
-			})
-		}
-		for i := range n {
-			v := poisson(rng, c.mean)
+		for i := range vs {
+			vs[i] = poisson(rng, c.mean)
 			if c.outage && i >= outage && i < outage+12 {
-				v = 0
+				vs[i] = 0
 			}
-			ts := from + int64(i)*step
-			agg.Observe(&obs.Observation{Time: ts, Signal: sig, Entity: "asn:64500", Value: v})
-			agg.Advance(ts, judge)
 		}
+		d := rule.Params.Build(rule.Name)
+		var fired []detectors.Finding
+		for _, f := range feedSeries(sig, "asn:64500", from, step, vs, d) {
+			if f.Status == detectors.Firing {
+				fired = append(fired, f)
+			}
+		}
+		at := from.Add(time.Duration(outage) * step)
 		switch {
 		case c.outage && !c.unjudgeable:
-			if len(fired) != 1 || fired[0].Start != from+int64(outage)*step {
-				t.Errorf("a count of %v at 0 for an hour: firings %+v, want one from %s", c.mean, fired, time.Unix(0, from+int64(outage)*step).UTC())
+			if len(fired) != 1 || fired[0].Start != at.UnixNano() {
+				t.Errorf("a count of %v at 0 for an hour: firings %+v, want one from %s", c.mean, fired, at)
 			}
 		case len(fired) > 0:
 			t.Errorf("a count of %v (outage %v): %d pages, the first %s", c.mean, c.outage, len(fired), fired[0].Summary)
