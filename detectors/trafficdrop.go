@@ -253,6 +253,7 @@ type judged struct {
 	similar   bool    // the baseline is of similar days (else previous days)
 	cold      bool    // the baseline is the hour before (coldDrop)
 	learn     bool    // the baseline is the day's forecast, whose error the noise learns
+	keepOut   bool    // not judged, but a collapse the history and noise keep out (collapsed)
 	anomalous bool
 }
 
@@ -330,9 +331,13 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				continue
 			}
 		}
+		// Not judged here, but no ordinary reading either: kept out of
+		// what the series learns (see collapsed).
+		keepOut := !anomalous && !known && d.p.Noise > 0 && !st.Firing &&
+			dropsBy(pt.Value, base, bar) && d.collapsed(pt, c.Start, bar)
 		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		js = append(js, judged{s: pt.Series, v: pt.Value, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
-			anomalous: anomalous, learn: true, fore: base})
+			anomalous: anomalous, learn: !keepOut, keepOut: keepOut, fore: base})
 	}
 	d.js = js
 	if d.feedFault(c, js, emit) {
@@ -352,6 +357,10 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			// A collapse is an outage, never a new normal: kept out of the
 			// history, it ends any run towards a new level.
 			st.Adapt.reset()
+			ser.Hist.Put(c.Start, j.fore)
+		case j.keepOut:
+			// The day's forecast in its place, as for an outlier, and
+			// nothing learnt: it neither pages nor becomes the hour.
 			ser.Hist.Put(c.Start, j.fore)
 		case outlier:
 			if ratio, adapted := st.Adapt.hold(&ser.Hist, c.Start, j.v, j.base, step, d.p.AdaptAfter); adapted {
@@ -752,6 +761,36 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 		j.fore = ref * math.Exp(pace)
 	}
 	return j
+}
+
+// collapsed reports whether a reading that the day's forecast cannot
+// judge yet (its hour's noise is unknown) and that coldDrop did not page
+// is still no ordinary reading: under the level of the hour before by
+// the rule's threshold and by Noise times the series' own step noise
+// over the day before (stepNoise pooled over every hour of it, at its
+// upper 95 % confidence bound), and for a count by Noise times its
+// Poisson noise. Such a reading is kept out of the history and the noise
+// though nothing pages: a shutdown on a series' second day, learnt as
+// its hour, would be the forecast and the noise of that hour on the days
+// after, and a shutdown that comes back every night (exam-season
+// shutdowns) would hide each next one. A daily cycle moves a series a
+// few per cent an hour, most of a day's steps are ordinary, and a
+// collapse is one step, so the day's steps know what ordinary is before
+// any hour's own noise does. Paging stays with the bars that judge.
+func (d *trafficDrop) collapsed(pt aggregate.Point, t int64, bar float64) bool {
+	r := &pt.Series.Hist
+	ref, n := levelBefore(r, t, 3600e9)
+	switch {
+	case n == 0 || ref <= 0 || !dropsBy(pt.Value, ref, bar):
+		return false
+	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
+		return false
+	}
+	sn := stepNoise{devs: d.devs[:0]}
+	defer func() { d.devs = sn.devs }()
+	sn.add(r, t-dayNs, t)
+	pace, sigma, known := sn.spread()
+	return known && dropsBy(pt.Value, ref, max(bar, d.p.Noise*sigma-pace))
 }
 
 // levelBefore is the median of the readings r holds in [t−span, t) (the
