@@ -719,7 +719,8 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 			from, edge = e.Time, e
 		}
 	}
-	ref, n := levelBefore(r, from, 3600e9)
+	span := beforeSpan(pt.Series)
+	ref, n := levelBefore(r, from, span)
 	j := judged{s: pt.Series, v: pt.Value, st: st, base: ref, fore: base, gate: bar, cold: true}
 	switch {
 	case n == 0 || ref <= 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
@@ -727,12 +728,12 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
 		return j
 	}
-	sn := stepNoise{devs: d.devs[:0]}
+	sn := stepNoise{devs: d.devs[:0], span: span}
 	defer func() { d.devs = sn.devs }()
-	for k := int64(1); k <= 7 && from-k*dayNs+3600e9 > r.Oldest(); k++ {
-		sn.add(r, from-k*dayNs-3600e9, from-k*dayNs+3600e9)
+	for k := int64(1); k <= 7 && from-k*dayNs+span > r.Oldest(); k++ {
+		sn.add(r, from-k*dayNs-span, from-k*dayNs+span)
 	}
-	sn.add(r, from-3600e9, from)
+	sn.add(r, from-span, from)
 	pace, sigma, known := sn.spread()
 	if !known {
 		return j
@@ -779,14 +780,15 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 // any hour's own noise does. Paging stays with the bars that judge.
 func (d *trafficDrop) collapsed(pt aggregate.Point, t int64, bar float64) bool {
 	r := &pt.Series.Hist
-	ref, n := levelBefore(r, t, 3600e9)
+	span := beforeSpan(pt.Series)
+	ref, n := levelBefore(r, t, span)
 	switch {
 	case n == 0 || ref <= 0 || !dropsBy(pt.Value, ref, bar):
 		return false
 	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
 		return false
 	}
-	sn := stepNoise{devs: d.devs[:0]}
+	sn := stepNoise{devs: d.devs[:0], span: span}
 	defer func() { d.devs = sn.devs }()
 	sn.add(r, t-dayNs, t)
 	pace, sigma, known := sn.spread()
@@ -819,7 +821,12 @@ func levelBefore(r *series.Ring, t, span int64) (float64, int) {
 // repeats a reading, and its repeats are no evidence of calm.
 type stepNoise struct {
 	devs []float64 // the log-ratios
+	span int64     // the "hour before" (beforeSpan)
 }
+
+// beforeSpan is what "the hour before" a reading spans: an hour, or for a
+// series read less often the interval back to its reading before.
+func beforeSpan(s *aggregate.Series) int64 { return max(3600e9, s.Step()) }
 
 // add takes the readings r holds in [from, to).
 func (s *stepNoise) add(r *series.Ring, from, to int64) {
@@ -831,7 +838,7 @@ func (s *stepNoise) add(r *series.Ring, from, to int64) {
 			continue
 		}
 		prev = v
-		if ref, n := levelBefore(r, x, 3600e9); n > 0 && ref > 0 {
+		if ref, n := levelBefore(r, x, s.span); n > 0 && ref > 0 {
 			s.devs = append(s.devs, logResidual(v, ref))
 		}
 	}
