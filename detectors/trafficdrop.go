@@ -720,12 +720,9 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 		}
 	}
 	span := beforeSpan(pt.Series)
-	ref, n := levelBefore(r, from, span)
+	ref, fell := d.fellFrom(pt, from, span, bar)
 	j := judged{s: pt.Series, v: pt.Value, st: st, base: ref, fore: base, gate: bar, cold: true}
-	switch {
-	case n == 0 || ref <= 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
-		return j
-	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
+	if !fell {
 		return j
 	}
 	sn := stepNoise{devs: d.devs[:0], span: span}
@@ -779,20 +776,30 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 // collapse is one step, so the day's steps know what ordinary is before
 // any hour's own noise does. Paging stays with the bars that judge.
 func (d *trafficDrop) collapsed(pt aggregate.Point, t int64, bar float64) bool {
-	r := &pt.Series.Hist
 	span := beforeSpan(pt.Series)
-	ref, n := levelBefore(r, t, span)
-	switch {
-	case n == 0 || ref <= 0 || !dropsBy(pt.Value, ref, bar):
-		return false
-	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
+	ref, fell := d.fellFrom(pt, t, span, bar)
+	if !fell {
 		return false
 	}
 	sn := stepNoise{devs: d.devs[:0], span: span}
 	defer func() { d.devs = sn.devs }()
-	sn.add(r, t-dayNs, t)
+	sn.add(&pt.Series.Hist, t-dayNs, t)
 	pace, sigma, known := sn.spread()
 	return known && dropsBy(pt.Value, ref, max(bar, d.p.Noise*sigma-pace))
+}
+
+// fellFrom is the level of the span before from (levelBefore), and
+// whether pt lies under it by the rule's threshold and, for a count, by
+// Noise times its Poisson noise: where coldDrop and collapsed begin.
+func (d *trafficDrop) fellFrom(pt aggregate.Point, from, span int64, bar float64) (float64, bool) {
+	ref, n := levelBefore(&pt.Series.Hist, from, span)
+	switch {
+	case n == 0 || ref <= 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
+		return ref, false
+	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
+		return ref, false
+	}
+	return ref, true
 }
 
 // levelBefore is the median of the readings r holds in [t−span, t) (the
