@@ -670,3 +670,75 @@ func TestTrafficDropNightlyShutdownsFromTheSecondDay(t *testing.T) {
 		}
 	}
 }
+
+// The same nightly shutdowns on a series as noisy by day as by night (σ
+// 0.2 every hour, a province rather than a country), nine nights of
+// them from its second day: each is found, inside its own four hours.
+// Whether a collapse is kept out of what the series learns is read on
+// the point estimate of the day's step noise; at its 95 % bound (the bar
+// that pages) the first nights were learnt, and 1 of the 9 was found.
+// The same series without shutdowns pages nobody (TestTrafficDropQuietOnEvenNoise).
+func TestTrafficDropNightlyShutdownsOnANoisySeries(t *testing.T) {
+	set, err := rules.Load("../examples/radar/radar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("radar_http_requests")
+	from := time.Date(2024, 3, 4, 1, 0, 0, 0, time.UTC) // a Monday, 01:00
+	vs := evenNoise(4, 0.2, time.Hour)[1 : 1+10*24]
+	for day := 1; day <= 9; day++ {
+		for i := day * 24; i < day*24+4; i++ { // 01:00 to 05:00
+			vs[i] *= 0.12
+		}
+	}
+	var nights []int
+	for _, f := range judgeSeries(t, set, sig, "country:XX", from, time.Hour, vs) {
+		if f.Status != detectors.Firing {
+			continue
+		}
+		at := time.Unix(0, f.Start).UTC()
+		if h := at.Hour(); h < 1 || h > 4 {
+			t.Errorf("fired from %s, outside its night's shutdown (01:00 to 05:00)", at)
+		}
+		nights = append(nights, at.Day())
+	}
+	if want := []int{5, 6, 7, 8, 9, 10, 11, 12, 13}; !slices.Equal(nights, want) {
+		t.Errorf("fired on the nights of March %v, want %v", nights, want)
+	}
+}
+
+// Three weeks of a series as noisy by day as by night, at four steps
+// and three levels of noise, page nobody: what collapsed keeps out on
+// the point estimate of its noise is learnt less, not paged.
+func TestTrafficDropQuietOnEvenNoise(t *testing.T) {
+	set, err := rules.Load("../examples/radar/radar.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, _ := obs.Lookup("radar_http_requests")
+	from := time.Date(2024, 3, 4, 0, 0, 0, 0, time.UTC)
+	for _, step := range []time.Duration{15 * time.Minute, 30 * time.Minute, time.Hour, 2 * time.Hour} {
+		for _, s := range []float64{0.1, 0.2, 0.3} {
+			for seed := uint64(1); seed <= 10; seed++ {
+				for _, f := range judgeSeries(t, set, sig, "region:XX", from, step, evenNoise(seed, s, step)) {
+					if f.Status == detectors.Firing {
+						t.Errorf("step %s, σ %.1f, seed %d: paged at %s: %s", step, s, seed, time.Unix(0, f.Start).UTC(), f.Summary)
+					}
+				}
+			}
+		}
+	}
+}
+
+// evenNoise is three weeks of a region's normalised traffic at step: the
+// daily cycle of noisyRegion with log-normal noise of σ s at every hour.
+func evenNoise(seed uint64, s float64, step time.Duration) []float64 {
+	r := rand.New(rand.NewPCG(seed, 7))
+	per := int(24 * time.Hour / step)
+	vs := make([]float64, 21*per)
+	for i := range vs {
+		h := float64(i%per) * step.Hours()
+		vs[i] = (0.6 + 0.3*math.Sin(2*math.Pi*h/24)) * math.Exp(s*r.NormFloat64())
+	}
+	return vs
+}
