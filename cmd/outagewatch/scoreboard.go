@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/score"
@@ -22,6 +24,8 @@ import (
 
 func scoreboardCmd() *cobra.Command {
 	var data, rulesOverride, every string
+	var noiseSpecs []string
+	var seeds int
 	var asJSON, verbose bool
 	c := &cobra.Command{
 		Use:          "scoreboard [--data DIR] [--json] [-v] [SET.yaml...]",
@@ -41,11 +45,29 @@ the same way. Atlas traces are scored by their labelled upward level shifts.
 --every D keeps one row of each IODA export every D (--every 1h, or
 1h@30m for the rows at half past): the same outages at a coarser step, as
 an export of a longer range or another observatory's gives them. A method
-chosen on principle holds there too. Atlas traces keep their own step.`,
+chosen on principle holds there too. Atlas traces keep their own step.
+
+--noise COLUMN=lognormal:SIGMA multiplies each value of that column of
+an IODA export by log-normal noise of SIGMA (on the log scale), and
+--noise COLUMN=poisson draws each value anew as a Poisson count of that
+mean: a noisier region's, or a sampled count's, view of the same
+outages. A value repeated on consecutive rows keeps its draw, as an
+export holds a value on the rows of its round (a column that stays
+constant moves as one). --seeds N
+scores each set N times, seeds 1 to N, and adds the rows up: the
+outages a method finds, and the false alerts it adds, when the series
+it meets is noisier than the one it was written beside.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			grid, err := parseEvery(every)
 			if err != nil {
 				return err
+			}
+			noise, err := parseNoise(noiseSpecs)
+			if err != nil {
+				return err
+			}
+			if seeds < 1 || (seeds > 1 && len(noise) == 0) {
+				return fmt.Errorf("--seeds %d: want 1, or more with --noise", seeds)
 			}
 			if len(args) == 0 {
 				m, _ := filepath.Glob("scoreboard/*.yaml")
@@ -66,11 +88,15 @@ chosen on principle holds there too. Atlas traces keep their own step.`,
 						return err
 					}
 				}
-				r, err := scoreSet(s, data, grid)
-				if err != nil {
-					return err
+				row := score.Row{Set: s.Name}
+				for seed := range uint64(seeds) {
+					r, err := scoreSet(s, data, grid, noise.seeded(seed+1))
+					if err != nil {
+						return err
+					}
+					row.Add(r)
 				}
-				rows = append(rows, r)
+				rows = append(rows, row)
 			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
@@ -86,7 +112,81 @@ chosen on principle holds there too. Atlas traces keep their own step.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
 	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export every `D[@OFFSET]` (1h, 1h@30m)")
+	c.Flags().StringArrayVar(&noiseSpecs, "noise", nil, "add noise to a column of each IODA export: `COLUMN=lognormal:SIGMA` or COLUMN=poisson (repeatable)")
+	c.Flags().IntVar(&seeds, "seeds", 1, "with --noise, score each set with seeds 1 to N and add the rows up")
 	return c
+}
+
+// noiseSpec is the noise --noise adds to the columns of an IODA export,
+// by column: a log-normal σ, or 0 for a Poisson draw.
+type noiseSpec map[string]float64
+
+// parseNoise reads --noise: COLUMN=lognormal:SIGMA or COLUMN=poisson.
+func parseNoise(specs []string) (noiseSpec, error) {
+	n := noiseSpec{}
+	for _, s := range specs {
+		col, kind, _ := strings.Cut(s, "=")
+		sigma := 0.0
+		switch {
+		case col == "":
+			return nil, fmt.Errorf("--noise %q: want COLUMN=lognormal:SIGMA or COLUMN=poisson", s)
+		case kind == "poisson":
+		case strings.HasPrefix(kind, "lognormal:"):
+			v, err := strconv.ParseFloat(strings.TrimPrefix(kind, "lognormal:"), 64)
+			if err != nil || !(v > 0) || math.IsInf(v, 0) {
+				return nil, fmt.Errorf("--noise %q: SIGMA must be a positive number (0.2)", s)
+			}
+			sigma = v
+		default:
+			return nil, fmt.Errorf("--noise %q: want COLUMN=lognormal:SIGMA or COLUMN=poisson", s)
+		}
+		if _, dup := n[col]; dup {
+			return nil, fmt.Errorf("--noise %q: column %s given twice", s, col)
+		}
+		n[col] = sigma
+	}
+	return n, nil
+}
+
+// noiser perturbs an export's values as its noiseSpec says, from one
+// seed; nil perturbs nothing.
+type noiser struct {
+	spec noiseSpec
+	rng  *rand.Rand
+	// held is each column's last value as read and as drawn: a value
+	// held on the rows of its round keeps its draw.
+	held map[string][2]float64
+}
+
+// seeded returns the noiser of seed, or nil where there is no noise.
+func (n noiseSpec) seeded(seed uint64) *noiser {
+	if len(n) == 0 {
+		return nil
+	}
+	return &noiser{spec: n, rng: rand.New(rand.NewPCG(seed, 0x6f77)), held: map[string][2]float64{}}
+}
+
+// value is v of column c as the noise makes it.
+func (n *noiser) value(c string, v float64) float64 {
+	if n == nil {
+		return v
+	}
+	sigma, ok := n.spec[c]
+	if !ok {
+		return v
+	}
+	if h, ok := n.held[c]; ok && h[0] == v {
+		return h[1]
+	}
+	out := v * math.Exp(sigma*n.rng.NormFloat64())
+	if sigma == 0 {
+		out = 0
+		if v > 0 {
+			out = distuv.Poisson{Lambda: v, Src: n.rng}.Rand()
+		}
+	}
+	n.held[c] = [2]float64{v, out}
+	return out
 }
 
 // rowGrid keeps the rows on a grid: every period, from offset past the
@@ -117,7 +217,7 @@ func parseEvery(s string) (rowGrid, error) {
 }
 
 // scoreSet replays one labelled set through its rules and scores it.
-func scoreSet(s *score.BoardSet, data string, grid rowGrid) (score.Row, error) {
+func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (score.Row, error) {
 	paths, err := s.Paths(data)
 	if err != nil {
 		return score.Row{}, err
@@ -140,7 +240,7 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid) (score.Row, error) {
 		row := score.Row{Set: s.Name}
 		for i, p := range paths {
 			in := filepath.Join(dir, fmt.Sprintf("ioda-%d.csv", i))
-			if err := writeIODAObservations(p, in, s.Entity, s.Columns, grid); err != nil {
+			if err := writeIODAObservations(p, in, s.Entity, s.Columns, grid, noise); err != nil {
 				return score.Row{}, err
 			}
 			evs, err := replayed(in)
@@ -179,9 +279,9 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid) (score.Row, error) {
 }
 
 // writeIODAObservations writes an IODA CSV's mapped columns, of the rows
-// on grid, as time,entity,signal,value observations, as a user would
-// export them.
-func writeIODAObservations(src, dst, entity string, columns map[string]string, grid rowGrid) error {
+// on grid and with noise's noise, as time,entity,signal,value
+// observations, as a user would export them.
+func writeIODAObservations(src, dst, entity string, columns map[string]string, grid rowGrid, noise *noiser) error {
 	rows, err := score.ReadIODACSV(src)
 	if err != nil {
 		return err
@@ -201,6 +301,7 @@ func writeIODAObservations(src, dst, entity string, columns map[string]string, g
 				if math.IsNaN(v) {
 					continue
 				}
+				v = noise.value(c, v)
 				fmt.Fprintf(w, "%s,%s,%s,%s\n", r.Time.Format(time.RFC3339), entity, columns[c], strconv.FormatFloat(v, 'f', -1, 64))
 			}
 		}

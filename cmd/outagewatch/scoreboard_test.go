@@ -1,8 +1,10 @@
 package main
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,7 +34,7 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := filepath.Join(dir, "obs.csv")
-		if err := writeIODAObservations(src, dst, "country:XX", map[string]string{"bgp": "bgp_visible_slash24"}, grid); err != nil {
+		if err := writeIODAObservations(src, dst, "country:XX", map[string]string{"bgp": "bgp_visible_slash24"}, grid, nil); err != nil {
 			t.Fatal(err)
 		}
 		out, err := os.ReadFile(dst)
@@ -53,5 +55,101 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 		if _, err := parseEvery(bad); err == nil {
 			t.Errorf("--every %q accepted", bad)
 		}
+	}
+}
+
+// --noise perturbs the columns it names and no other, a value held on
+// the rows of its round keeps its draw, one seed gives one export, and
+// a Poisson draw of a count keeps its mean.
+func TestScoreboardNoise(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "export.csv")
+	var b strings.Builder
+	b.WriteString("timestamp,bgp,ping-slash24,LABEL\n")
+	for i := range 2000 { // the probing value held on two rows, a round of 10 minutes
+		b.WriteString(strconv.Itoa(1_699_999_200+300*i) + "," + strconv.Itoa(500+i%7) + "," + strconv.Itoa(40+i/2%2) + ",0\n")
+	}
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cols := map[string]string{"bgp": "bgp_visible_slash24", "ping-slash24": "active_probing_slash24"}
+	write := func(spec []string, seed uint64) (bgp, ping []float64) {
+		n, err := parseNoise(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := filepath.Join(dir, "obs.csv")
+		if err := writeIODAObservations(src, dst, "country:XX", cols, rowGrid{}, n.seeded(seed)); err != nil {
+			t.Fatal(err)
+		}
+		out, err := os.ReadFile(dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n")[1:] {
+			f := strings.Split(l, ",")
+			v, err := strconv.ParseFloat(f[3], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f[2] == "bgp_visible_slash24" {
+				bgp = append(bgp, v)
+			} else {
+				ping = append(ping, v)
+			}
+		}
+		return bgp, ping
+	}
+	bgp, ping := write([]string{"ping-slash24=poisson"}, 1)
+	var sum, sq float64
+	for i, v := range ping {
+		if bgp[i] != float64(500+i%7) {
+			t.Fatalf("row %d: bgp %v, want %d untouched", i, bgp[i], 500+i%7)
+		}
+		if v != math.Trunc(v) {
+			t.Fatalf("row %d: a Poisson draw of %v", i, v)
+		}
+		if i%2 == 1 && v != ping[i-1] {
+			t.Fatalf("rows %d, %d: a held value drawn twice (%v, %v)", i-1, i, ping[i-1], v)
+		}
+		if i%2 == 0 {
+			sum, sq = sum+v, sq+v*v
+		}
+	}
+	// 1,000 draws of means 40 and 41: their mean is 40.5 ± 0.2, their
+	// variance 40.75 ± 1.8 (Poisson: the mean).
+	n := float64(len(ping) / 2)
+	mean := sum / n
+	if vr := sq/n - mean*mean; math.Abs(mean-40.5) > 0.8 || math.Abs(vr-40.75) > 8 {
+		t.Errorf("Poisson draws of mean %.2f and variance %.2f, want about 40.5 and 40.75", mean, vr)
+	}
+	if _, again := write([]string{"ping-slash24=poisson"}, 1); !slices.Equal(ping, again) {
+		t.Error("seed 1 drew two different exports")
+	}
+	if _, other := write([]string{"ping-slash24=poisson"}, 2); slices.Equal(ping, other) {
+		t.Error("seeds 1 and 2 drew the same export")
+	}
+	bgp, _ = write([]string{"bgp=lognormal:0.1"}, 1)
+	var logs []float64
+	for i, v := range bgp {
+		logs = append(logs, math.Log(v/float64(500+i%7)))
+	}
+	var m, s2 float64
+	for _, l := range logs {
+		m += l / float64(len(logs))
+	}
+	for _, l := range logs {
+		s2 += (l - m) * (l - m) / float64(len(logs)-1)
+	}
+	if math.Abs(m) > 0.01 || math.Abs(math.Sqrt(s2)-0.1) > 0.01 {
+		t.Errorf("log-normal noise of mean %.3f and σ %.3f on the log scale, want 0 and 0.1", m, math.Sqrt(s2))
+	}
+	for _, bad := range []string{"bgp", "=poisson", "bgp=lognormal", "bgp=lognormal:0", "bgp=lognormal:-1", "bgp=gauss:1"} {
+		if _, err := parseNoise([]string{bad}); err == nil {
+			t.Errorf("--noise %q accepted", bad)
+		}
+	}
+	if _, err := parseNoise([]string{"bgp=poisson", "bgp=lognormal:0.1"}); err == nil {
+		t.Error("a column given twice accepted")
 	}
 }
