@@ -170,16 +170,22 @@ const countSigmas = 3
 // spread is robust (the scaled median absolute deviation) and, for a Poisson
 // count, at least √level, its sampling noise. The window's outliers were
 // kept out of the history (the baseline stands in their place), so a past
-// outage does not widen it.
+// outage does not widen it; but those stand-ins are no readings, and
+// their spread is nil: the spread and rho are read from the readings
+// alone, leaving out the buckets held records (nil: none). n is how many
+// readings that is.
 //
 // rho is the lag-1 autocorrelation of the same residuals, over pairs of
 // adjacent readings (buckets step apart, the series' own cadence),
 // clipped to [0, 0.95]: how much a bucket's chance deviation carries into
 // the next, which decides how rare a run of deviations is (runSigmas).
-func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64, poisson bool, sc *noiseScratch) (level, sigma, rho float64) {
+func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64, held *heldMask, sc *noiseScratch) (level, sigma, rho float64, n int) {
 	sc.v, sc.h, sc.x = sc.v[:0], sc.h[:0], sc.x[:0]
 	from := max(t-int64(window), r.Oldest())
 	for x := from; x < t; x += w {
+		if held.has(x, w) {
+			continue
+		}
 		if v, ok := r.Get(x); ok {
 			sc.v, sc.h, sc.x = append(sc.v, v), append(sc.h, int8(x%dayNs/3600e9)), append(sc.x, x)
 		}
@@ -229,10 +235,50 @@ func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64
 		sc.tmp = append(sc.tmp, v)
 	}
 	rho = lag1(sc.x, sc.tmp, max(step, w))
-	if poisson && level > 0 {
-		sigma = max(sigma, math.Sqrt(level))
+	return level, sigma, rho, len(sc.v)
+}
+
+// heldMask remembers which buckets of a series' recent history hold a
+// stand-in (the baseline put in place of an outage's bucket) rather than
+// a reading, so that the series' noise is read from readings alone. A
+// window whose stand-ins are counted as readings has its spread shrunk
+// by their share (a fifth of stand-ins takes a quarter off the median
+// absolute deviation; half or more takes it to zero), and a smaller
+// spread lets more buckets pass the noise bar, whose stand-ins shrink it
+// further: one false alert breeds the next.
+//
+// One bit a bucket of the baseline window, by bucket number modulo the
+// mask's length, allocated at a series' first stand-in (a series that
+// never had one carries none): 36 bytes for a day of 5-minute buckets.
+// Exported fields are checkpointed.
+type heldMask struct {
+	Bits []uint64
+}
+
+// mark records whether the bucket at t, of width w, holds a stand-in,
+// for a window of the given length.
+func (h *heldMask) mark(t, w int64, window Duration, held bool) {
+	if h.Bits == nil {
+		if !held {
+			return
+		}
+		h.Bits = make([]uint64, (int64(window)/w+63)/64)
 	}
-	return level, sigma, rho
+	i := uint64(t/w) % uint64(64*len(h.Bits))
+	if held {
+		h.Bits[i/64] |= 1 << (i % 64)
+	} else {
+		h.Bits[i/64] &^= 1 << (i % 64)
+	}
+}
+
+// has reports whether the bucket at t, of width w, holds a stand-in.
+func (h *heldMask) has(t, w int64) bool {
+	if h == nil || h.Bits == nil {
+		return false
+	}
+	i := uint64(t/w) % uint64(64*len(h.Bits))
+	return h.Bits[i/64]&(1<<(i%64)) != 0
 }
 
 // lag1 is the lag-1 autocorrelation of the residuals res of the buckets

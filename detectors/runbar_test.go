@@ -66,7 +66,7 @@ func TestWindowNoiseAutocorrelation(t *testing.T) {
 			r.Put(t0+int64(i)*w, 100+5*e)
 		}
 		var sc noiseScratch
-		_, sigma, rho := windowNoise(r, t0+int64(n)*w, w, w, Duration(int64(n)*w), 100, false, &sc)
+		_, sigma, rho, _ := windowNoise(r, t0+int64(n)*w, w, w, Duration(int64(n)*w), 100, nil, &sc)
 		if math.Abs(rho-phi) > 0.15 {
 			t.Errorf("AR(1) of %g: rho %.2f", phi, rho)
 		}

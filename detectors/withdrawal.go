@@ -174,6 +174,11 @@ type spaceState struct {
 	Adapt  levelRun
 	Hold   flapHold
 	Recent evidenceLog
+	// Held is where the history holds stand-ins, and Sigma the noise of
+	// the last baseline window that was mostly readings (see
+	// seriesNoise).
+	Held  heldMask
+	Sigma float32
 	// win keeps the baseline window sorted between buckets.
 	win windowMedian
 }
@@ -260,13 +265,14 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	defer func() { clear(js); d.judged = js[:0] }()
 	for _, pt := range pts {
 		st := d.states.get(pt.Series)
+		// The bucket holds this reading unless judged otherwise below.
+		st.Held.mark(c.Start, w, d.p.BaselineWindow, false)
 		if pt.Missing {
 			// The table emits nothing while no full-feed peer is up (a
 			// space that is gone reads 0): not news, hold the state.
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
 			continue
 		}
-		step := pt.Series.Step()
 		base, ok := st.win.median(&pt.Series.Hist, c.Start, w, pt.Series.Spacing(), d.p.BaselineWindow, d.p.MinHistory)
 		if !ok {
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value})
@@ -282,7 +288,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 		j.critical = j.over && d.p.Critical > 0 && j.drop >= d.p.Critical
 		if d.p.Noise > 0 && (j.over || (st.Firing && j.down)) {
 			var rho float64
-			j.level, j.sigma, rho = windowNoise(&pt.Series.Hist, c.Start, w, step, d.p.BaselineWindow, base, pt.Series.Signal.Def().Poisson, &d.noise)
+			j.level, j.sigma, rho = d.seriesNoise(pt.Series, st, c.Start, w, base)
 			short := j.level - pt.Value
 			j.bar = d.runBar(pt.Series, rho)
 			j.anomalous = j.over && short >= j.bar*j.sigma
@@ -320,7 +326,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 	if massFault(&d.feed, c, len(js), bad, d.p.FeedFaultShare, d.p.FeedFaultMinEntities, "bgp_announced_space", emit) {
 		for _, j := range js {
 			if j.anomalous && !j.st.Firing {
-				j.p.Series.Hist.Put(c.Start, j.base)
+				d.standIn(j, c)
 			}
 		}
 		return
@@ -336,7 +342,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// A collapse is an outage, never a new normal: it is kept out
 			// of the history and ends any run towards a new level.
 			st.Adapt.reset()
-			pt.Series.Hist.Put(c.Start, j.base)
+			d.standIn(j, c)
 		case j.anomalous || (st.Firing && j.down):
 			if ratio, adapted := st.Adapt.hold(&pt.Series.Hist, c.Start, pt.Value, j.base, step, d.p.AdaptAfter); adapted {
 				st.Run, st.Recovered = 0, 0
@@ -346,6 +352,7 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 				}
 				continue
 			}
+			st.Held.mark(c.Start, c.End-c.Start, d.p.BaselineWindow, true)
 		case !st.Firing && !st.Hold.holding(c.Start):
 			st.Adapt.reset()
 		}
@@ -386,6 +393,37 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			st.Firing, st.Recovered, st.FireBase, st.Low = false, 0, 0, 0
 		}
 	}
+}
+
+// standIn keeps j's bucket out of the history: the baseline stands in
+// its place, and the series' noise will not read it.
+func (d *prefixWithdrawal) standIn(j spaceJudged, c *aggregate.Closed) {
+	j.p.Series.Hist.Put(c.Start, j.base)
+	j.st.Held.mark(c.Start, c.End-c.Start, d.p.BaselineWindow, true)
+}
+
+// seriesNoise is windowNoise for the bucket at t of s, read from its
+// readings alone, with what a count's sampling noise adds. A window that
+// is mostly stand-ins (a day after an outage of a day and more) has too
+// few readings to say how the series moves, and those it has are the
+// first after a return: there the series' noise is at least what its
+// last window of readings showed, which each window of readings
+// renews.
+func (d *prefixWithdrawal) seriesNoise(s *aggregate.Series, st *spaceState, t, w int64, base float64) (level, sigma, rho float64) {
+	step := s.Step()
+	level, sigma, rho, n := windowNoise(&s.Hist, t, w, step, d.p.BaselineWindow, base, &st.Held, &d.noise)
+	span := min(t-s.Hist.Oldest(), int64(d.p.BaselineWindow))
+	if int64(2*n)*max(step, w) >= span {
+		st.Sigma = float32(sigma)
+	} else {
+		sigma = max(sigma, float64(st.Sigma))
+	}
+	if s.Signal.Def().Poisson && level > 0 {
+		// A Poisson count's sampling noise is √level whatever the
+		// window shows.
+		sigma = max(sigma, math.Sqrt(level))
+	}
+	return level, sigma, rho
 }
 
 // runBar is the noise bar of each bucket of a run of For (runSigmas) on
