@@ -332,9 +332,16 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			}
 		}
 		// Not judged here, but no ordinary reading either: kept out of
-		// what the series learns (see collapsed).
-		keepOut := !anomalous && !known && d.p.Noise > 0 && !st.Firing &&
-			dropsBy(pt.Value, base, bar) && d.collapsed(pt, c.Start, bar)
+		// what the series learns (see collapsed). Once the hour is
+		// known, what pages is its forecast error at the 95 % bound,
+		// which a few days of a noisy series put past any drop; a
+		// collapse that is also Noise times that error's point estimate
+		// under the forecast is left out of it all the same, as a
+		// robust estimator leaves out a residual k times its spread.
+		// Learnt, a missed shutdown made its hour's error wide enough to
+		// miss the next night's, and the next.
+		keepOut := !anomalous && d.p.Noise > 0 && !st.Firing && dropsBy(pt.Value, base, bar) &&
+			(!known || dropsBy(pt.Value, base, d.p.Noise*st.Noise.estimateAt(slot))) && d.collapsed(pt, c.Start, bar)
 		st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
 		js = append(js, judged{s: pt.Series, v: pt.Value, st: st, base: base, sigma: sigma, gate: gate, similar: method == "similar_days",
 			anomalous: anomalous, learn: !keepOut, keepOut: keepOut, fore: base})
@@ -762,8 +769,8 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 }
 
 // collapsed reports whether a reading that the day's forecast cannot
-// judge yet (its hour's noise is unknown) and that coldDrop did not page
-// is still no ordinary reading: under the level of the hour before by
+// judge yet (its hour's noise is unknown, or known from too few days to
+// page on) and that coldDrop did not page is still no ordinary reading: under the level of the hour before by
 // the rule's threshold and by Noise times the series' own step noise
 // over the day before (stepNoise pooled over every hour of it), and for
 // a count by Noise times its Poisson noise. Such a reading is kept out
