@@ -53,7 +53,9 @@ an IODA export by log-normal noise of SIGMA (on the log scale), and
 mean: a noisier region's, or a sampled count's, view of the same
 outages. A value repeated on consecutive rows keeps its draw, as an
 export holds a value on the rows of its round (a column that stays
-constant moves as one). --seeds N
+constant moves as one). For Atlas traces the column is rtt: each RTT
+multiplied by log-normal noise, a jitterier path's view of the same
+shifts (scored against the labelled traces as they are). --seeds N
 scores each set N times, seeds 1 to N, and adds the rows up: the
 outages a method finds, and the false alerts it adds, when the series
 it meets is noisier than the one it was written beside.`,
@@ -178,15 +180,35 @@ func (n *noiser) value(c string, v float64) float64 {
 	if h, ok := n.held[c]; ok && h[0] == v {
 		return h[1]
 	}
-	out := v * math.Exp(sigma*n.rng.NormFloat64())
-	if sigma == 0 {
-		out = 0
-		if v > 0 {
-			out = distuv.Poisson{Lambda: v, Src: n.rng}.Rand()
-		}
-	}
+	out := n.draw(sigma, v)
 	n.held[c] = [2]float64{v, out}
 	return out
+}
+
+// sample is v of column c as the noise makes it, drawn anew whatever the
+// value before: one measurement of many (an RTT), not a value held on
+// the rows of its round.
+func (n *noiser) sample(c string, v float64) float64 {
+	if n == nil {
+		return v
+	}
+	sigma, ok := n.spec[c]
+	if !ok {
+		return v
+	}
+	return n.draw(sigma, v)
+}
+
+// draw is v with log-normal noise of sigma, or for sigma 0 a Poisson
+// count of mean v.
+func (n *noiser) draw(sigma, v float64) float64 {
+	if sigma > 0 {
+		return v * math.Exp(sigma*n.rng.NormFloat64())
+	}
+	if v <= 0 {
+		return 0
+	}
+	return distuv.Poisson{Lambda: v, Src: n.rng}.Rand()
 }
 
 // rowGrid keeps the rows on a grid: every period, from offset past the
@@ -255,7 +277,7 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (scor
 		// measurement holds every probe; the alerts are then scored probe
 		// by probe.
 		in := filepath.Join(dir, "traces.atlas.jsonl")
-		traces, err := writeAtlasResults(paths, in)
+		traces, err := writeAtlasResults(paths, in, noise)
 		if err != nil {
 			return score.Row{}, err
 		}
@@ -334,8 +356,9 @@ type atlasTrace struct {
 const atlasDestination = "192.0.2.1"
 
 // writeAtlasResults writes labelled RTT traces as RIPE Atlas ping results,
-// one result a sample (prb_id from the file name), in time order.
-func writeAtlasResults(paths []string, dst string) ([]atlasTrace, error) {
+// one result a sample (prb_id from the file name), in time order, with
+// noise's noise on column rtt.
+func writeAtlasResults(paths []string, dst string, noise *noiser) ([]atlasTrace, error) {
 	type line struct {
 		t   int64
 		txt string
@@ -356,7 +379,7 @@ func writeAtlasResults(paths []string, dst string) ([]atlasTrace, error) {
 			res := `[{"x":"*"}]`
 			rcvd := 0
 			if s.RTT >= 0 {
-				res, rcvd = fmt.Sprintf(`[{"rtt":%s}]`, strconv.FormatFloat(s.RTT, 'f', -1, 64)), 1
+				res, rcvd = fmt.Sprintf(`[{"rtt":%s}]`, strconv.FormatFloat(noise.sample("rtt", s.RTT), 'f', 3, 64)), 1
 			}
 			lines = append(lines, line{s.Time.Unix(), fmt.Sprintf(`{"type":"ping","af":4,"prb_id":%s,"timestamp":%d,"dst_addr":"%s","sent":1,"rcvd":%d,"result":%s}`,
 				probe, s.Time.Unix(), atlasDestination, rcvd, res)})

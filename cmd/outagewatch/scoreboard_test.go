@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/score"
 )
@@ -153,6 +155,65 @@ func TestScoreboardNoise(t *testing.T) {
 	}
 	if _, err := parseNoise([]string{"bgp=poisson", "bgp=lognormal:0.1"}); err == nil {
 		t.Error("a column given twice accepted")
+	}
+}
+
+// --noise rtt=lognormal:SIGMA jitters an Atlas trace's RTTs as written
+// into ping results, and leaves a lost sample lost.
+func TestScoreboardNoiseOnAtlasRTT(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "4242.csv")
+	var b strings.Builder
+	b.WriteString("epoch;rtt;cp\n")
+	for i := range 2000 {
+		rtt := "100"
+		if i%10 == 9 {
+			rtt = "-3"
+		}
+		b.WriteString(time.Unix(1_476_000_000+int64(240*i), 0).UTC().Format("2006-01-02 15:04:05") + ";" + rtt + ";0\n")
+	}
+	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := parseNoise([]string{"rtt=lognormal:0.05"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, "out.jsonl")
+	if _, err := writeAtlasResults([]string{src}, dst, n.seeded(1)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.ReadFile(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []float64
+	lost := 0
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			Rcvd   int `json:"rcvd"`
+			Result []struct {
+				RTT *float64 `json:"rtt"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Rcvd == 0 {
+			lost++
+			continue
+		}
+		logs = append(logs, math.Log(*r.Result[0].RTT/100))
+	}
+	var m, s2 float64
+	for _, x := range logs {
+		m += x / float64(len(logs))
+	}
+	for _, x := range logs {
+		s2 += (x - m) * (x - m) / float64(len(logs)-1)
+	}
+	if lost != 200 || len(logs) != 1800 || math.Abs(m) > 0.005 || math.Abs(math.Sqrt(s2)-0.05) > 0.005 {
+		t.Errorf("%d lost, %d answered with log-RTT of mean %.4f and σ %.4f; want 200, 1800, 0 and 0.05", lost, len(logs), m, math.Sqrt(s2))
 	}
 }
 
