@@ -770,11 +770,12 @@ func (d *trafficDrop) coldDrop(st *dropSeries, pt aggregate.Point, t, w int64, b
 
 // collapsed reports whether a reading that the day's forecast cannot
 // judge yet (its hour's noise is unknown, or known from too few days to
-// page on) and that coldDrop did not page is still no ordinary reading: under the level of the hour before by
-// the rule's threshold and by Noise times the series' own step noise
-// over the day before (stepNoise pooled over every hour of it), and for
-// a count by Noise times its Poisson noise. Such a reading is kept out
-// of the history and the noise though nothing pages: a shutdown on a
+// page on) and that coldDrop did not page is still no ordinary reading:
+// under the level of the hour before by the rule's threshold and by
+// Noise times the series' own step noise over the day before
+// (stepNoise pooled over every hour of it), and for a count by Noise
+// times its Poisson noise. Such a reading is kept out of the history
+// and the noise though nothing pages: a shutdown on a
 // series' second day, learnt as its hour, would be the forecast and the
 // noise of that hour on the days after, and a shutdown that comes back
 // every night (exam-season shutdowns) would hide each next one. A daily
