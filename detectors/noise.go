@@ -258,11 +258,14 @@ type heldMask struct {
 // mark records whether the bucket at t, of width w, holds a stand-in,
 // for a window of the given length.
 func (h *heldMask) mark(t, w int64, window Duration, held bool) {
-	if h.Bits == nil {
-		if !held {
+	if need := int((int64(window)/w + 63) / 64); len(h.Bits) != need {
+		// None yet, or a mask of another window's length (restored
+		// from a checkpoint of another configuration), whose bits would
+		// alias: start afresh.
+		if h.Bits == nil && !held {
 			return
 		}
-		h.Bits = make([]uint64, (int64(window)/w+63)/64)
+		h.Bits = make([]uint64, need)
 	}
 	i := uint64(t/w) % uint64(64*len(h.Bits))
 	if held {
