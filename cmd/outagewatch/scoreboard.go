@@ -168,27 +168,21 @@ func (n noiseSpec) seeded(seed uint64) *noiser {
 	return &noiser{spec: n, rng: rand.New(rand.NewPCG(seed, 0x6f77)), held: map[string][2]float64{}}
 }
 
-// value is v of column c as the noise makes it.
+// value is v of column c as the noise makes it; a value equal to the
+// column's last keeps its draw.
 func (n *noiser) value(c string, v float64) float64 {
-	if n == nil {
-		return v
-	}
-	sigma, ok := n.spec[c]
-	if !ok {
-		return v
-	}
-	if h, ok := n.held[c]; ok && h[0] == v {
-		return h[1]
-	}
-	out := n.draw(sigma, v)
-	n.held[c] = [2]float64{v, out}
-	return out
+	return n.noisy(c, v, true)
 }
 
 // sample is v of column c as the noise makes it, drawn anew whatever the
 // value before: one measurement of many (an RTT), not a value held on
 // the rows of its round.
 func (n *noiser) sample(c string, v float64) float64 {
+	return n.noisy(c, v, false)
+}
+
+// noisy is value (hold) and sample (not hold).
+func (n *noiser) noisy(c string, v float64, hold bool) float64 {
 	if n == nil {
 		return v
 	}
@@ -196,7 +190,14 @@ func (n *noiser) sample(c string, v float64) float64 {
 	if !ok {
 		return v
 	}
-	return n.draw(sigma, v)
+	if h, ok := n.held[c]; hold && ok && h[0] == v {
+		return h[1]
+	}
+	out := n.draw(sigma, v)
+	if hold {
+		n.held[c] = [2]float64{v, out}
+	}
+	return out
 }
 
 // draw is v with log-normal noise of sigma, or for sigma 0 a Poisson
