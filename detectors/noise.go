@@ -167,8 +167,8 @@ const countSigmas = 3
 // and the spread the window's own. A cycle must be seen twice to be one:
 // in a window of one day each hour's "level" is that hour's few buckets,
 // which leaves no residual to speak of and calls noise a cycle. The
-// spread is robust (the scaled median absolute deviation) and, for a Poisson
-// count, at least √level, its sampling noise. The window's outliers were
+// spread is robust (the scaled median absolute deviation); a count's
+// sampling noise is the caller's to add. The window's outliers were
 // kept out of the history (the baseline stands in their place), so a past
 // outage does not widen it; but those stand-ins are no readings, and
 // their spread is nil: the spread and rho are read from the readings
@@ -258,13 +258,14 @@ type heldMask struct {
 // mark records whether the bucket at t, of width w, holds a stand-in,
 // for a window of the given length.
 func (h *heldMask) mark(t, w int64, window Duration, held bool) {
+	if h.Bits == nil && !held {
+		// Most series never hold a stand-in: nothing to clear.
+		return
+	}
 	if need := int((int64(window)/w + 63) / 64); len(h.Bits) != need {
 		// None yet, or a mask of another window's length (restored
 		// from a checkpoint of another configuration), whose bits would
 		// alias: start afresh.
-		if h.Bits == nil && !held {
-			return
-		}
 		h.Bits = make([]uint64, need)
 	}
 	i := uint64(t/w) % uint64(64*len(h.Bits))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/score"
+	"gonum.org/v1/gonum/stat"
 )
 
 // --every keeps the rows of an IODA export on its grid, and only those:
@@ -138,15 +139,8 @@ func TestScoreboardNoise(t *testing.T) {
 	for i, v := range bgp {
 		logs = append(logs, math.Log(v/float64(500+i%7)))
 	}
-	var m, s2 float64
-	for _, l := range logs {
-		m += l / float64(len(logs))
-	}
-	for _, l := range logs {
-		s2 += (l - m) * (l - m) / float64(len(logs)-1)
-	}
-	if math.Abs(m) > 0.01 || math.Abs(math.Sqrt(s2)-0.1) > 0.01 {
-		t.Errorf("log-normal noise of mean %.3f and σ %.3f on the log scale, want 0 and 0.1", m, math.Sqrt(s2))
+	if m, sd := stat.MeanStdDev(logs, nil); math.Abs(m) > 0.01 || math.Abs(sd-0.1) > 0.01 {
+		t.Errorf("log-normal noise of mean %.3f and σ %.3f on the log scale, want 0 and 0.1", m, sd)
 	}
 	for _, bad := range []string{"bgp", "=poisson", "bgp=lognormal", "bgp=lognormal:0", "bgp=lognormal:-1", "bgp=gauss:1"} {
 		if _, err := parseNoise([]string{bad}); err == nil {
@@ -205,15 +199,8 @@ func TestScoreboardNoiseOnAtlasRTT(t *testing.T) {
 		}
 		logs = append(logs, math.Log(*r.Result[0].RTT/100))
 	}
-	var m, s2 float64
-	for _, x := range logs {
-		m += x / float64(len(logs))
-	}
-	for _, x := range logs {
-		s2 += (x - m) * (x - m) / float64(len(logs)-1)
-	}
-	if lost != 200 || len(logs) != 1800 || math.Abs(m) > 0.005 || math.Abs(math.Sqrt(s2)-0.05) > 0.005 {
-		t.Errorf("%d lost, %d answered with log-RTT of mean %.4f and σ %.4f; want 200, 1800, 0 and 0.05", lost, len(logs), m, math.Sqrt(s2))
+	if m, sd := stat.MeanStdDev(logs, nil); lost != 200 || len(logs) != 1800 || math.Abs(m) > 0.005 || math.Abs(sd-0.05) > 0.005 {
+		t.Errorf("%d lost, %d answered with log-RTT of mean %.4f and σ %.4f; want 200, 1800, 0 and 0.05", lost, len(logs), m, sd)
 	}
 }
 
