@@ -139,16 +139,18 @@ func runDemo(ctx context.Context, o demoOptions) (err error) {
 		_ = srv.Shutdown(sctx)
 	}()
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	done := make(chan error, 1)
-	go func() { done <- svc.Run(ctx) }()
-
+	// The line that names the page comes first, before the service logs
+	// anything: it is what a newcomer reads.
 	po := playOptions{topics: topics, speed: o.speed, fastUntil: firstOnset(pl).Add(-o.lead).UnixNano()}
 	fmt.Fprintf(os.Stderr, "outagewatch demo: %s plays into an in-process Kafka at %s; open http://%s/ (alerts also go to stdout; Ctrl-C stops)\n",
 		pl.spec.Name, addr, ln.Addr())
 	log.Info("demo", "page", "http://"+ln.Addr().String()+"/", "broker", addr, "config", cfgFile,
 		"speed", o.speed, "paced_from", time.Unix(0, po.fastUntil).UTC())
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- svc.Run(ctx) }()
 	played := make(chan struct{})
 	go func() {
 		defer close(played)
