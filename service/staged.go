@@ -270,7 +270,12 @@ func (s *Staged) createTopics(ctx context.Context) error {
 		{Topic: k.InternalTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1},
 		{Topic: k.ChangelogTopic, NumPartitions: k.InternalPartitions, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
 		{Topic: k.SilenceTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
-		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: kafkaio.Compacted},
+		{Topic: k.ViewTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: append(slices.Clone(kafkaio.Compacted),
+			// Compaction never touches the open segment, which on a topic
+			// this quiet the default (7 days) keeps open for a week: an
+			// hour lets superseded notifications and swept episodes go
+			// within about an hour of their tombstones.
+			kafka.ConfigEntry{ConfigName: "segment.ms", ConfigValue: strconv.FormatInt(viewSegment.Milliseconds(), 10)})},
 		{Topic: k.ControlTopic, NumPartitions: 1, ReplicationFactor: -1, ConfigEntries: []kafka.ConfigEntry{
 			{ConfigName: "cleanup.policy", ConfigValue: "delete"},
 			{ConfigName: "retention.ms", ConfigValue: strconv.FormatInt(controlRetention.Milliseconds(), 10)}}},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -18,16 +19,28 @@ import (
 // instance answers the alert and event API and draws the outage page for
 // the whole deployment, not only for the stage-two partitions it holds.
 // Each instance writes what its tasks raise to a compacted topic (key
-// kind/ID, value the notification as the sinks get it) and reads the
+// kind/ID/start, value the notification as the sinks get it) and reads the
 // topic from the start, keeping the latest notification of each alert and
 // event.
+//
+// An alert's ID is the same every time its rule fires for its entity, so
+// the key carries the episode's start: compaction keeps the latest
+// notification of each episode, and a tombstone written for an episode
+// that ended more than viewKeep ago can never hide a later one. Without
+// tombstones the topic, and what a new instance reads at start, would
+// hold every episode ever raised.
 type deploymentView struct {
 	s       *Staged
 	mu      sync.RWMutex
 	alerts  map[string]alerting.Event
 	events  map[string]alerting.Event
-	pending []alerting.Event
+	pending []kafka.Record
 	wake    chan struct{}
+	// keys are the record keys read for each alert and event kept (by
+	// kind/ID): those a sweep tombstones. Usually one; an event whose
+	// start was revised, or a key written before episodes had their own,
+	// adds more.
+	keys map[string][]string
 	// newest is the latest notification time kept; adds counts the
 	// notifications since the last sweep of the ended ones.
 	newest time.Time
@@ -39,20 +52,42 @@ type deploymentView struct {
 // (statuspage.Store.Recent), and an event's API answers as long.
 const viewKeep = 24 * time.Hour
 
+// viewSegment is the view topic's segment.ms: see createTopics.
+const viewSegment = time.Hour
+
 // viewSweepEvery is how many notifications go between sweeps of the ended
 // ones: a sweep walks the whole view, so not on every add.
 const viewSweepEvery = 1024
 
 func newDeploymentView(s *Staged) *deploymentView {
 	return &deploymentView{s: s, alerts: map[string]alerting.Event{}, events: map[string]alerting.Event{},
-		wake: make(chan struct{}, 1)}
+		keys: map[string][]string{}, wake: make(chan struct{}, 1)}
+}
+
+// viewKey is the record key of a notification: its alert or event and the
+// start of its episode.
+func viewKey(ev *alerting.Event) string {
+	return ev.Kind + "/" + ev.ID + "/" + strconv.FormatInt(ev.Start.UnixNano(), 10)
 }
 
 // publish queues a notification raised here for the topic.
 func (v *deploymentView) publish(ev *alerting.Event) {
+	b, err := json.Marshal(ev)
+	if err != nil {
+		return
+	}
+	v.queue(kafka.Record{Key: kafka.NewBytes([]byte(viewKey(ev))), Value: kafka.NewBytes(b)})
+}
+
+// queue adds records for the writer and wakes it.
+func (v *deploymentView) queue(recs ...kafka.Record) {
 	v.mu.Lock()
-	v.pending = append(v.pending, *ev)
+	v.pending = append(v.pending, recs...)
 	v.mu.Unlock()
+	v.poke()
+}
+
+func (v *deploymentView) poke() {
 	select {
 	case v.wake <- struct{}{}:
 	default:
@@ -77,15 +112,7 @@ func (v *deploymentView) write(ctx context.Context) {
 			if len(batch) == 0 {
 				break
 			}
-			recs := make([]kafka.Record, 0, len(batch))
-			for i := range batch {
-				b, err := json.Marshal(&batch[i])
-				if err != nil {
-					continue
-				}
-				recs = append(recs, kafka.Record{Key: kafka.NewBytes([]byte(batch[i].Kind + "/" + batch[i].ID)), Value: kafka.NewBytes(b)})
-			}
-			if _, err := v.s.produce(ctx, v.s.cfg.Kafka.ViewTopic, 0, recs); err != nil {
+			if _, err := v.s.produce(ctx, v.s.cfg.Kafka.ViewTopic, 0, batch); err != nil {
 				v.mu.Lock()
 				v.pending = append(batch, v.pending...)
 				v.mu.Unlock()
@@ -104,28 +131,43 @@ func (v *deploymentView) follow(ctx context.Context) {
 	k := tp{v.s.cfg.Kafka.ViewTopic, 0}
 	kafkaio.FetchBatches(ctx, v.s.cfg.Kafka.Brokers, v.s.opts.Dialer, v.s.log, k.topic, k.part, kafka.FirstOffset, func(batch []kafka.Message) bool {
 		for i := range batch {
-			var ev alerting.Event
-			if err := json.Unmarshal(batch[i].Value, &ev); err != nil || ev.ID == "" {
-				v.s.log.Warn("alert view: record skipped", "offset", batch[i].Offset, "err", err)
-				continue
-			}
-			v.add(ev)
-			if v.s.page != nil {
-				v.s.page.Add(ev)
-			}
+			v.read(&batch[i])
 		}
 		return true
 	})
 }
 
-// add keeps ev unless a later notification of it is already kept (a
-// restored task sends again what it sent before its snapshot).
-func (v *deploymentView) add(ev alerting.Event) {
+// read takes in one record of the topic.
+func (v *deploymentView) read(m *kafka.Message) {
+	if m.Value == nil {
+		return // a tombstone: its episode was swept here too, or is read again below
+	}
+	var ev alerting.Event
+	if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" {
+		if v.s != nil {
+			v.s.log.Warn("alert view: record skipped", "offset", m.Offset, "err", err)
+		}
+		return
+	}
+	v.add(ev, string(m.Key))
+	if v.s != nil && v.s.page != nil {
+		v.s.page.Add(ev)
+	}
+}
+
+// add keeps ev, read under key, unless a later notification of it is
+// already kept (a restored task sends again what it sent before its
+// snapshot).
+func (v *deploymentView) add(ev alerting.Event, key string) {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	into := v.alerts
 	if ev.IsEvent() {
 		into = v.events
+	}
+	id := ev.Kind + "/" + ev.ID
+	if !slices.Contains(v.keys[id], key) {
+		v.keys[id] = append(v.keys[id], key)
 	}
 	if old, ok := into[ev.ID]; ok && (old.At.After(ev.At) || ev.IsEvent() && old.Revision > ev.Revision) {
 		return
@@ -142,14 +184,27 @@ func (v *deploymentView) add(ev alerting.Event) {
 
 // sweep drops the alerts and events that resolved more than viewKeep
 // before the newest notification, so the view holds what is firing and
-// the last day, not everything ever raised.
+// the last day, not everything ever raised, and queues a tombstone for
+// each key they were read under, so compaction drops them from the topic
+// too. Every instance sweeps alike; the tombstones of one episode from
+// several instances are the same record.
 func (v *deploymentView) sweep() {
+	var dead []kafka.Record
 	for _, m := range []map[string]alerting.Event{v.alerts, v.events} {
 		for id, ev := range m {
 			if ev.Status == alerting.Resolved && v.newest.Sub(ev.At) > viewKeep {
 				delete(m, id)
+				kid := ev.Kind + "/" + id
+				for _, k := range v.keys[kid] {
+					dead = append(dead, kafka.Record{Key: kafka.NewBytes([]byte(k))})
+				}
+				delete(v.keys, kid)
 			}
 		}
+	}
+	if len(dead) > 0 {
+		v.pending = append(v.pending, dead...)
+		v.poke()
 	}
 }
 
