@@ -209,8 +209,11 @@ func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64
 			hourly[h] = median(sc.tmp)
 		}
 	}
+	// Values come back from the ring as its codes, within half a code of
+	// the truth: a code's width at the series' level.
+	q := base * (r.Format().Step() - 1)
 	sc.tmp = append(sc.tmp[:0], sc.v...)
-	sigma = robustSpread(sc.tmp, base)
+	sigma = codedSpread(sc.tmp, base, q)
 	if byHour {
 		sc.tmp = sc.tmp[:0]
 		for i, v := range sc.v {
@@ -219,7 +222,7 @@ func windowNoise(r *series.Ring, t, w, step int64, window Duration, base float64
 		// The hours' own levels stand only where the day's cycle is most
 		// of what moves the series (three quarters of its variance): in a
 		// series without one they are the noise of a few buckets each.
-		if s := robustSpread(sc.tmp, 0); s < sigma/2 {
+		if s := codedSpread(sc.tmp, 0, q); s < sigma/2 {
 			level, sigma = hourly[t%dayNs/3600e9], s
 		} else {
 			byHour = false
@@ -377,4 +380,56 @@ func (h *flapHold) mark(f *Finding) {
 		f.Unstable = true
 		f.Summary += fmt.Sprintf("; unstable: back %d times within its hold of a resolve", h.Reopened)
 	}
+}
+
+// codedSpread is robustSpread of values held as codes q wide (each within
+// q/2 of the truth): the median absolute deviation of the values each
+// spread evenly over its code, as the median of grouped data is
+// interpolated within its class. A series whose noise is a few codes
+// wide has a plain median absolute deviation that can only take a few
+// values, a code apart (near a spread of five codes, steps of a fifth of
+// it, so the noise bar jumps between readings of the same noise); spread
+// over their codes the deviations give a spread that moves with the
+// noise. It overwrites xs.
+func codedSpread(xs []float64, m, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	if !(q > 0) {
+		return robustSpread(xs, m)
+	}
+	h := q / 2
+	hi := 0.0
+	for i, x := range xs {
+		xs[i] = math.Abs(x - m)
+		hi = max(hi, xs[i]+h)
+	}
+	// share is the fraction of the spread deviations within d: each an
+	// even spread over [a-h, a+h], its part below zero folded over.
+	share := func(d float64) float64 {
+		var s float64
+		for _, a := range xs {
+			s += min(max((min(d, a+h)-max(-d, a-h))/q, 0), 1)
+		}
+		return s / float64(len(xs))
+	}
+	// share rises with d, piecewise linearly: bisect for its half.
+	lo := 0.0
+	for range 60 {
+		mid := (lo + hi) / 2
+		if share(mid) < 0.5 {
+			lo = mid
+		} else {
+			hi = mid
+		}
+		if hi-lo <= q*1e-9 {
+			break
+		}
+	}
+	// Rounding to a code and spreading over it each add a code's even
+	// spread, q²/12, to the variance of what the median read: taken off
+	// (as Sheppard's correction takes the grouping's share off a grouped
+	// variance), what is left is the series' own.
+	s := 1.4826 * (lo + hi) / 2
+	return math.Sqrt(max(s*s-q*q/6, 0))
 }
