@@ -415,14 +415,14 @@ func codedSpread(xs []float64, m, q float64) float64 {
 	}
 	// share rises with d, piecewise linearly: bisect for its half.
 	lo := 0.0
-	for range 60 {
+	for range 64 {
 		mid := (lo + hi) / 2
 		if share(mid) < 0.5 {
 			lo = mid
 		} else {
 			hi = mid
 		}
-		if hi-lo <= q*1e-9 {
+		if hi-lo <= q*1e-4 { // a ten-thousandth of a code: well under any noise read
 			break
 		}
 	}
