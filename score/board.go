@@ -294,7 +294,11 @@ func ScoreShifts(set string, s []Sample, events []alerting.Event) Row {
 // PrintBoard writes the scoreboard as a table, then each set's misses and
 // false alerts when verbose.
 func PrintBoard(w io.Writer, rows []Row, verbose bool) {
-	fmt.Fprintf(w, "%-20s %7s %9s %6s %6s %6s %6s %5s %5s %6s %9s %4s\n",
+	width := 20
+	for _, r := range rows {
+		width = max(width, len(r.Set))
+	}
+	fmt.Fprintf(w, "%-*s %7s %9s %6s %6s %6s %6s %5s %5s %6s %9s %4s\n", width,
 		"set", "windows", "detected", "inside", "alerts", "false", "false%", "pages", "false", "false%", "delay", "feed")
 	pct := func(a, b int) string {
 		if b == 0 {
@@ -303,7 +307,7 @@ func PrintBoard(w io.Writer, rows []Row, verbose bool) {
 		return fmt.Sprintf("%.0f%%", 100*float64(a)/float64(b))
 	}
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-20s %7d %9s %6d %6d %6d %6s %5d %5d %6s %9s %4d\n", r.Set, r.Windows,
+		fmt.Fprintf(w, "%-*s %7d %9s %6d %6d %6d %6s %5d %5d %6s %9s %4d\n", width, r.Set, r.Windows,
 			fmt.Sprintf("%d %s", r.Detected, pct(r.Detected, r.Windows)), r.Inside, r.Alerts, r.False, pct(r.False, r.Alerts),
 			r.Pages, r.FalsePages, pct(r.FalsePages, r.Pages), r.Delay, r.Feed)
 	}

@@ -136,10 +136,90 @@ func TestIODASetWindowsAreTheirLabels(t *testing.T) {
 	}
 }
 
+// An IODA export named as IODA names them gives its entity.
+func TestIODAEntity(t *testing.T) {
+	for path, want := range map[string]string{
+		"ioda-labelled/ioda_country_IQ_iraq.csv.gz": "country:IQ",
+		"/data/ioda_region_1226_gazastrip.csv":      "region:1226",
+		"ioda_asn_12345_example-isp.csv.gz":         "asn:12345",
+		"ioda_country_UG.csv.gz":                    "country:UG",
+		"ioda_city_9_x.csv":                         "",
+		"iraq.csv":                                  "",
+		"ioda_country__iraq.csv":                    "",
+	} {
+		got, err := score.IODAEntity(path)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("%s: %q, %v; want %q", path, got, err, want)
+		}
+	}
+}
+
+// A set that leaves out an IODA export's entity, columns or windows has
+// them read from the file: its name, IODA's sources it has (Merit's
+// telescope over UCSD's when it has both; other columns, Google's
+// traffic among them, left alone) and its LABEL column. What a set
+// names is kept.
+func TestForIODAFileReadsWhatTheSetLeavesOut(t *testing.T) {
+	csv := "timestamp,gtr,ucsd-nt,merit-nt,bgp,ping-slash24,LABEL\n" +
+		"1692493200,1,2,3,2917,581,0\n" +
+		"1692493500,1,2,3,2917,581,1\n" +
+		"1692493800,1,2,3,2917,581,1\n" +
+		"1692494100,1,2,3,2917,581,0\n"
+	rows, err := score.ParseIODACSV("x.csv", strings.NewReader(csv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bare := &score.BoardSet{Name: "x", Format: score.FormatIODACSV}
+	f, err := bare.ForIODAFile("ioda_country_IQ_iraq.csv.gz", rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s int64) time.Time { return time.Unix(s, 0).UTC() }
+	want := score.IODAFile{Entity: "country:IQ",
+		Columns: map[string]string{"bgp": "bgp_visible_slash24", "ping-slash24": "active_probing_slash24", "merit-nt": "telescope_sources"},
+		Windows: []score.Window{{From: at(1692493500), To: at(1692494100)}}}
+	if !reflect.DeepEqual(f, want) {
+		t.Errorf("bare set: %+v, want %+v", f, want)
+	}
+	named := &score.BoardSet{Name: "x", Format: score.FormatIODACSV, Entity: "region:1", Columns: map[string]string{"gtr": "g"},
+		Windows: []score.Window{{From: at(1), To: at(2)}}}
+	if f, err := named.ForIODAFile("ioda_country_IQ_iraq.csv.gz", rows); err != nil || f.Entity != "region:1" ||
+		!reflect.DeepEqual(f.Columns, named.Columns) || !reflect.DeepEqual(f.Windows, named.Windows) {
+		t.Errorf("named set: %+v, %v; want its own", f, err)
+	}
+	if _, err := bare.ForIODAFile("iraq.csv", rows); err == nil || !strings.Contains(err.Error(), "not named as IODA's exports are") {
+		t.Errorf("unnamed export: %v", err)
+	}
+	other, _ := score.ParseIODACSV("y.csv", strings.NewReader("timestamp,gtr,LABEL\n1,2,0\n"))
+	if _, err := bare.ForIODAFile("ioda_country_IQ_iraq.csv", other); err == nil || !strings.Contains(err.Error(), "none of IODA's sources") {
+		t.Errorf("export without IODA's sources: %v", err)
+	}
+}
+
+// A labelled file is told by its header.
+func TestSniffFormat(t *testing.T) {
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ body, want string }{
+		"ioda.csv":  {"timestamp,bgp,LABEL\n1,2,0\n", score.FormatIODACSV},
+		"11119.csv": {"epoch;rtt;cp\r\n14/10/2016 21:17;178.9;0\r\n", score.FormatAtlasRTT},
+		"junk.csv":  {"time,entity,signal,value\n", ""},
+		"empty.csv": {"", ""},
+	} {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		got, err := score.SniffFormat(p)
+		if got != c.want || (err == nil) != (c.want != "") {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, c.want)
+		}
+	}
+}
+
 func TestLoadBoardSetErrors(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct{ doc, want string }{
-		{"name: x\nrules: r.yaml\nformat: ioda-csv\nfiles: [a.csv]\nentity: country:XX\ncolumns: {bgp: b}\n", "x.yaml:3: format ioda-csv needs windows:"},
+		{"name: x\nrules: r.yaml\nformat: ioda-csv\nfiles: [a.csv]\nentity: XX\ncolumns: {bgp: b}\n", `x.yaml:5: entity "XX": want kind:name`},
 		{"name: x\nrules: r.yaml\nformat: csv\nfiles: [a.csv]\n", `x.yaml:3: format "csv": want ioda-csv or atlas-rtt`},
 		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindows: [{from: 2024-01-01T00:00:00Z, to: 2024-01-02T00:00:00Z}]\n", "x.yaml:5: format atlas-rtt is labelled by its own change points"},
 		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindow: []\n", "x.yaml:5: field window not found"},

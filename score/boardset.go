@@ -6,6 +6,7 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -26,6 +27,12 @@ import (
 //	columns: {bgp: bgp_visible_slash24, ping-slash24: active_probing_slash24, merit-nt: telescope_sources}
 //	windows:                              # ioda-csv: written from the file's LABEL column
 //	  - {from: 2023-10-27T17:30:00Z, to: 2023-10-29T03:35:00Z}
+//
+// For an IODA export, entity, columns and windows may be left out: the
+// entity is then read from the file's name as IODA names its exports
+// (IODAEntity), the columns are IODA's sources the file has (IODAColumns),
+// and the windows are the file's LABEL column (LabelWindows). So an
+// export nobody here has seen is scored as it comes.
 type BoardSet struct {
 	Name    string            `yaml:"name"`
 	Rules   string            `yaml:"rules"`
@@ -86,11 +93,10 @@ func LoadBoardSet(file string) (*BoardSet, error) {
 	}
 	switch s.Format {
 	case FormatIODACSV:
-		if s.Entity == "" || len(s.Columns) == 0 {
-			return nil, fmt.Errorf("%s:%d: format %s needs entity: and columns: (source column → signal)", file, line("format"), s.Format)
-		}
-		if len(s.Windows) == 0 {
-			return nil, fmt.Errorf("%s:%d: format %s needs windows: (the labelled outages)", file, line("format"), s.Format)
+		if s.Entity != "" {
+			if _, _, ok := strings.Cut(s.Entity, ":"); !ok {
+				return nil, fmt.Errorf("%s:%d: entity %q: want kind:name (country:IQ, region:1226, asn:64512)", file, line("entity"), s.Entity)
+			}
 		}
 	case FormatAtlasRTT:
 		if len(s.Windows) > 0 {
@@ -109,7 +115,7 @@ func LoadBoardSet(file string) (*BoardSet, error) {
 
 // RulesPath is the set's rules relative to the set file.
 func (s *BoardSet) RulesPath() string {
-	if filepath.IsAbs(s.Rules) {
+	if s.Rules == "" || filepath.IsAbs(s.Rules) {
 		return s.Rules
 	}
 	return filepath.Join(filepath.Dir(s.File), s.Rules)
@@ -213,6 +219,98 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 		}
 		rows = append(rows, row)
 	}
+}
+
+// SniffFormat tells a labelled file's format by its header: an IODA
+// export's has timestamp and LABEL columns, an RTT trace's is
+// epoch;rtt;cp.
+func SniffFormat(path string) (string, error) {
+	rc, err := openMaybeGzip(path)
+	if err != nil {
+		return "", fmt.Errorf("scoreboard: %w", err)
+	}
+	defer rc.Close()
+	head, err := bufio.NewReader(rc).ReadString('\n')
+	if err != nil && head == "" {
+		return "", fmt.Errorf("%s: header: %w", path, err)
+	}
+	head = strings.TrimSpace(head)
+	cols := strings.Split(head, ",")
+	switch {
+	case slices.Contains(cols, "timestamp") && slices.Contains(cols, "LABEL"):
+		return FormatIODACSV, nil
+	case head == "epoch;rtt;cp":
+		return FormatAtlasRTT, nil
+	}
+	return "", fmt.Errorf("%s:1: header %.80q: want an IODA export's (timestamp, its sources, LABEL) or an RTT trace's (epoch;rtt;cp)", path, head)
+}
+
+// IODAColumns are IODA's source columns, as its exports name them, and
+// the signals of the shipped IODA rules (examples/ioda/ioda.yaml) each is
+// replayed as, for a set that names no columns. Its telescope was UCSD's
+// (ucsd-nt) before Merit's (merit-nt); an export with both replays
+// Merit's.
+var IODAColumns = map[string]string{
+	"bgp":          "bgp_visible_slash24",
+	"ping-slash24": "active_probing_slash24",
+	"merit-nt":     "telescope_sources",
+	"ucsd-nt":      "telescope_sources",
+}
+
+// IODAEntity is the entity of an export named as IODA names them:
+// ioda_<kind>_<code>_<name>.csv, kind country, region or asn
+// (ioda_country_IQ_iraq.csv.gz is country:IQ, ioda_region_1226_gazastrip
+// region:1226).
+func IODAEntity(path string) (string, error) {
+	parts := strings.Split(filepath.Base(path), "_")
+	if len(parts) >= 3 && parts[0] == "ioda" && parts[2] != "" {
+		switch parts[1] {
+		case "country", "region", "asn":
+			return parts[1] + ":" + strings.TrimSuffix(strings.TrimSuffix(parts[2], ".gz"), ".csv"), nil
+		}
+	}
+	return "", fmt.Errorf("%s: no entity: the set names none, and the file is not named as IODA's exports are (ioda_country_IQ_iraq.csv)", path)
+}
+
+// IODAFile is how one file of an IODA set is replayed and scored.
+type IODAFile struct {
+	Entity  string
+	Columns map[string]string
+	Windows []Window
+}
+
+// ForIODAFile is the set's entity, columns and windows for the file at
+// path, whose rows are rows: the set's own where it names them, else
+// those read from the file (see BoardSet).
+func (s *BoardSet) ForIODAFile(path string, rows []IODARow) (IODAFile, error) {
+	f := IODAFile{Entity: s.Entity, Columns: s.Columns, Windows: s.Windows}
+	if f.Entity == "" {
+		e, err := IODAEntity(path)
+		if err != nil {
+			return f, err
+		}
+		f.Entity = e
+	}
+	if len(f.Columns) == 0 && len(rows) > 0 {
+		f.Columns = map[string]string{}
+		for c, sig := range IODAColumns {
+			if _, ok := rows[0].Values[c]; ok && (c != "ucsd-nt" || !hasColumn(rows, "merit-nt")) {
+				f.Columns[c] = sig
+			}
+		}
+		if len(f.Columns) == 0 {
+			return f, fmt.Errorf("%s: no columns: the set names none, and the file has none of IODA's sources (%s)", path, strings.Join(slices.Sorted(maps.Keys(IODAColumns)), ", "))
+		}
+	}
+	if len(f.Windows) == 0 {
+		f.Windows = LabelWindows(rows)
+	}
+	return f, nil
+}
+
+func hasColumn(rows []IODARow, c string) bool {
+	_, ok := rows[0].Values[c]
+	return ok
 }
 
 // LabelWindows turns a labelled column into windows: each run of labelled

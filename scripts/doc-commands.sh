@@ -74,7 +74,7 @@ setup=(
 	'^record ::record'
 	'^actions (list|undo|override) ::audit'
 	'^actions serve ::audit'
-	'^scoreboard --data DIR::scoreboard'
+	'^scoreboard (--data )?DIR::scoreboard'
 )
 
 note() { echo "      $*"; }
@@ -592,8 +592,8 @@ audit() {
 	note "(deploy/actions.yaml is dry-run: its shutdowns, undo and override change no session, so gobgpd at gobgp:50051 is dialled lazily and never called)"
 }
 
-# scoreboard --data DIR: DIR is ../shared/testdata, the labelled sets
-# beside the clone.
+# scoreboard --data DIR, or DIR/...: DIR is ../shared/testdata, the
+# labelled sets beside the clone.
 scoreboard() {
 	local data=../shared/testdata
 	if [ ! -d "$data" ]; then
@@ -601,11 +601,14 @@ scoreboard() {
 		return 2
 	fi
 	note "with: DIR=$data"
-	(timeout 120 bash -c "${2/--data DIR/--data $data}") >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
+	(timeout 120 bash -c "${2//DIR/$data}") >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
 	# A line that names its sets must score them; one that names none
-	# scores every set, Gaza's among them.
+	# scores every set, Gaza's among them; IODA's exports given bare are
+	# rows named for their files, Atlas traces one row.
 	local want=ioda-gaza-2023
 	if [[ $2 =~ scoreboard/([a-z0-9-]+)\.yaml ]]; then want=${BASH_REMATCH[1]}; fi
+	if [[ $2 =~ DIR/ioda-labelled/ ]]; then want=ioda_region_1226_gazastrip; fi
+	if [[ $2 =~ DIR/atlas-rtt-labelled/ ]]; then want=atlas-rtt; fi
 	grep -qw "$want" "$tmp/out" || fail "no $want in its output" || return 1
 	note "checked: the board scores $want"
 }

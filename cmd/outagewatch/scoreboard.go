@@ -28,7 +28,7 @@ func scoreboardCmd() *cobra.Command {
 	var seeds int
 	var asJSON, verbose bool
 	c := &cobra.Command{
-		Use:          "scoreboard [--data DIR] [--json] [-v] [SET.yaml...]",
+		Use:          "scoreboard [--data DIR] [--json] [-v] [SET.yaml | LABELLED-FILE ...]",
 		SilenceUsage: true,
 		Short:        "Score the shipped rules on every real labelled set: windows, detected, alerts, false alerts, pages, false pages, delay",
 		Long: `Scoreboard replays real labelled data (IODA's outage signals with IODA's
@@ -36,6 +36,14 @@ labels, RIPE Atlas RTT traces with hand-labelled change points) through the
 rules each set names, as a user's file would be replayed, and prints one row
 a set. With no SET it scores every set under scoreboard/ in the working
 directory. --data is the directory the sets' files are relative to.
+
+A labelled file given in place of a set is scored as it comes: an IODA
+export (a timestamp and a LABEL column, named as IODA names them,
+ioda_country_IQ_iraq.csv.gz) through the shipped IODA rules
+(examples/ioda/ioda.yaml, from the repository root, or --rules), its
+windows read from its LABEL column, a row of its own; RIPE Atlas RTT
+traces (epoch;rtt;cp, named for their probe) through the shipped rules,
+all of them one row.
 
 Scoring (README, "Scoreboard"): a window is detected when an alert starts
 between 15 minutes before it and its end; an alert is false when it starts
@@ -78,12 +86,12 @@ it meets is noisier than the one it was written beside.`,
 				}
 				args = m
 			}
+			sets, err := loadSets(args)
+			if err != nil {
+				return err
+			}
 			var rows []score.Row
-			for _, f := range args {
-				s, err := score.LoadBoardSet(f)
-				if err != nil {
-					return err
-				}
+			for _, s := range sets {
 				if rulesOverride != "" {
 					s.Rules, err = filepath.Abs(rulesOverride)
 					if err != nil {
@@ -239,6 +247,49 @@ func parseEvery(s string) (rowGrid, error) {
 	return g, nil
 }
 
+// ioda rules are the shipped IODA rules, relative to the repository root:
+// those a bare IODA export is scored by.
+const iodaRules = "examples/ioda/ioda.yaml"
+
+// loadSets reads the sets args name: set files, and labelled files
+// scored as they come (see the command's help), each IODA export a set
+// of its own and the Atlas traces one set together.
+func loadSets(args []string) ([]*score.BoardSet, error) {
+	var sets []*score.BoardSet
+	var atlas *score.BoardSet
+	for _, f := range args {
+		if ext := filepath.Ext(f); ext == ".yaml" || ext == ".yml" {
+			s, err := score.LoadBoardSet(f)
+			if err != nil {
+				return nil, err
+			}
+			sets = append(sets, s)
+			continue
+		}
+		abs, err := filepath.Abs(f)
+		if err != nil {
+			return nil, err
+		}
+		format, err := score.SniffFormat(f)
+		if err != nil {
+			return nil, err
+		}
+		switch format {
+		case score.FormatIODACSV:
+			name := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(f), ".gz"), ".csv")
+			sets = append(sets, &score.BoardSet{Name: name, Rules: iodaRules, Format: format, Files: []string{abs}})
+		case score.FormatAtlasRTT:
+			if atlas == nil {
+				// The shipped rules are the replay's own when it names none.
+				atlas = &score.BoardSet{Name: "atlas-rtt", Format: format}
+				sets = append(sets, atlas)
+			}
+			atlas.Files = append(atlas.Files, abs)
+		}
+	}
+	return sets, nil
+}
+
 // scoreSet replays one labelled set through its rules and scores it.
 func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (score.Row, error) {
 	paths, err := s.Paths(data)
@@ -262,15 +313,23 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (scor
 	case score.FormatIODACSV:
 		row := score.Row{Set: s.Name}
 		for i, p := range paths {
+			rows, err := score.ReadIODACSV(p)
+			if err != nil {
+				return score.Row{}, err
+			}
+			f, err := s.ForIODAFile(p, rows)
+			if err != nil {
+				return score.Row{}, err
+			}
 			in := filepath.Join(dir, fmt.Sprintf("ioda-%d.csv", i))
-			if err := writeIODAObservations(p, in, s.Entity, s.Columns, grid, noise); err != nil {
+			if err := writeIODAObservations(p, in, f.Entity, f.Columns, grid, noise); err != nil {
 				return score.Row{}, err
 			}
 			evs, err := replayed(in)
 			if err != nil {
 				return score.Row{}, err
 			}
-			row.Add(score.ScoreWindows(s.Name, s.Windows, evs))
+			row.Add(score.ScoreWindows(s.Name, f.Windows, evs))
 		}
 		return row, nil
 	case score.FormatAtlasRTT:

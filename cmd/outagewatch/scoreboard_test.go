@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,5 +239,52 @@ func TestScoreboardGoogleNightsOnNoisierCopies(t *testing.T) {
 	}
 	if row.Windows != 80 || row.Detected != 59 || row.False != 0 {
 		t.Errorf("%d of %d nights found, %d false alerts; want 59 of 80, none false", row.Detected, row.Windows, row.False)
+	}
+}
+
+// IODA's exports given bare, as files nobody wrote a set for, score as
+// the sets written for them: their entity from their names, IODA's
+// sources they have, their windows from their LABEL column. The Atlas
+// traces given bare are one row, the set's.
+func TestScoreboardBareFilesScoreAsTheirSets(t *testing.T) {
+	data, err := filepath.Abs("../../../shared/testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(data); err != nil {
+		t.Skip("no labelled sets beside the repository:", err)
+	}
+	t.Chdir("../..") // the shipped IODA rules are found from the repository root
+	exports, _ := filepath.Glob(filepath.Join(data, "ioda-labelled", "ioda_*.csv.gz"))
+	traces, _ := filepath.Glob(filepath.Join(data, "atlas-rtt-labelled", "*.csv.gz"))
+	bare, err := loadSets(append(exports, traces...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named, err := loadSets([]string{"scoreboard/ioda-iraq-2023.yaml", "scoreboard/ioda-gaza-2023.yaml",
+		"scoreboard/ioda-zhytomyr-2022.yaml", "scoreboard/atlas-rtt-2016.yaml"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bare) != 4 || len(exports) != 3 || len(traces) != 25 {
+		t.Fatalf("%d sets from %d exports and %d traces, want 4 from 3 and 25", len(bare), len(exports), len(traces))
+	}
+	// Both in the same order: Iraq, Gaza, Zhytomyr, then the traces.
+	for i := range bare {
+		got, err := scoreSet(bare[i], data, rowGrid{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := scoreSet(named[i], data, rowGrid{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got.Set, want.Set = "", ""
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s given bare: %+v; its set %s: %+v", bare[i].Files[0], got, named[i].File, want)
+		}
+		if got.Windows == 0 || got.Alerts == 0 {
+			t.Errorf("%s: nothing scored: %+v", named[i].File, got)
+		}
 	}
 }
