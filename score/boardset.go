@@ -293,8 +293,9 @@ func (s *BoardSet) ForIODAFile(path string, rows []IODARow) (IODAFile, error) {
 	}
 	if len(f.Columns) == 0 && len(rows) > 0 {
 		f.Columns = map[string]string{}
+		_, merit := rows[0].Values["merit-nt"]
 		for c, sig := range IODAColumns {
-			if _, ok := rows[0].Values[c]; ok && (c != "ucsd-nt" || !hasColumn(rows, "merit-nt")) {
+			if _, ok := rows[0].Values[c]; ok && (c != "ucsd-nt" || !merit) {
 				f.Columns[c] = sig
 			}
 		}
@@ -306,11 +307,6 @@ func (s *BoardSet) ForIODAFile(path string, rows []IODARow) (IODAFile, error) {
 		f.Windows = LabelWindows(rows)
 	}
 	return f, nil
-}
-
-func hasColumn(rows []IODARow, c string) bool {
-	_, ok := rows[0].Values[c]
-	return ok
 }
 
 // LabelWindows turns a labelled column into windows: each run of labelled

@@ -247,7 +247,7 @@ func parseEvery(s string) (rowGrid, error) {
 	return g, nil
 }
 
-// ioda rules are the shipped IODA rules, relative to the repository root:
+// iodaRules are the shipped IODA rules, relative to the repository root:
 // those a bare IODA export is scored by.
 const iodaRules = "examples/ioda/ioda.yaml"
 
