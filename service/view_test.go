@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -78,7 +77,7 @@ func TestDeploymentViewTombstonesSweptEpisodes(t *testing.T) {
 	c := startBroker(t, 0, "", "view")
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
-	var logs lockedLog
+	var logs syncBuffer
 	staged := func() *Staged {
 		cfg := &Config{Kafka: KafkaConfig{Brokers: []string{addr}, ViewTopic: "view"}}
 		return &Staged{cfg: cfg, client: kafkaio.NewClient(cfg.Kafka.Brokers, kafkaio.Transport(nil)),
@@ -134,22 +133,4 @@ func TestDeploymentViewTombstonesSweptEpisodes(t *testing.T) {
 	if s := logs.String(); strings.Contains(s, "record skipped") {
 		t.Fatalf("a tombstone was read as a bad record:\n%s", s)
 	}
-}
-
-// lockedLog collects log lines written from several goroutines.
-type lockedLog struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
