@@ -76,17 +76,13 @@ func (v *deploymentView) publish(ev *alerting.Event) {
 	if err != nil {
 		return
 	}
-	v.queue(kafka.Record{Key: kafka.NewBytes([]byte(viewKey(ev))), Value: kafka.NewBytes(b)})
-}
-
-// queue adds records for the writer and wakes it.
-func (v *deploymentView) queue(recs ...kafka.Record) {
 	v.mu.Lock()
-	v.pending = append(v.pending, recs...)
+	v.pending = append(v.pending, kafka.Record{Key: kafka.NewBytes([]byte(viewKey(ev))), Value: kafka.NewBytes(b)})
 	v.mu.Unlock()
 	v.poke()
 }
 
+// poke wakes the writer.
 func (v *deploymentView) poke() {
 	select {
 	case v.wake <- struct{}{}:
@@ -140,17 +136,15 @@ func (v *deploymentView) follow(ctx context.Context) {
 // read takes in one record of the topic.
 func (v *deploymentView) read(m *kafka.Message) {
 	if m.Value == nil {
-		return // a tombstone: its episode was swept here too, or is read again below
+		return // a tombstone: an ended episode, which every sweep drops from memory too
 	}
 	var ev alerting.Event
 	if err := json.Unmarshal(m.Value, &ev); err != nil || ev.ID == "" {
-		if v.s != nil {
-			v.s.log.Warn("alert view: record skipped", "offset", m.Offset, "err", err)
-		}
+		v.s.log.Warn("alert view: record skipped", "offset", m.Offset, "err", err)
 		return
 	}
 	v.add(ev, string(m.Key))
-	if v.s != nil && v.s.page != nil {
+	if v.s.page != nil {
 		v.s.page.Add(ev)
 	}
 }
