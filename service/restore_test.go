@@ -294,6 +294,7 @@ func TestStagedDamagedSnapshotCache(t *testing.T) {
 		}
 	}
 	c := startChild(t, spec)
+	c.waitLogged(t, 1, "snapshot cache unreadable", "routing table checkpoint does not restore")
 	r.waitAll([]*child{c})
 	c.stop(t)
 	r.check()
@@ -315,6 +316,7 @@ func TestStagedDamagedChangelogRecord(t *testing.T) {
 	cfg := stagedConfig(r.spec(1, StageBoth))
 	damageChangelogTails(t, r.addr, cfg.Kafka.ChangelogTopic, cfg.Kafka.InternalPartitions)
 	c := startChild(t, r.spec(1, StageBoth))
+	c.waitLogged(t, cfg.Kafka.InternalPartitions, "changelog snapshot damaged")
 	r.waitAll([]*child{c})
 	c.stop(t)
 	r.check()

@@ -195,7 +195,8 @@ func byDeliveryKey(ls []string) (map[string]string, error) {
 type child struct {
 	spec childSpec
 	cmd  *exec.Cmd
-	log  *bytes.Buffer
+	// log is read while the child writes it (waitLogged).
+	log *syncBuffer
 }
 
 func startChild(t *testing.T, cs childSpec) *child {
@@ -204,12 +205,29 @@ func startChild(t *testing.T, cs childSpec) *child {
 	b, _ := json.Marshal(cs)
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"="+string(b))
-	var log bytes.Buffer
-	cmd.Stderr = &log
+	log := &syncBuffer{}
+	cmd.Stderr = log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return &child{spec: cs, cmd: cmd, log: &log}
+	return &child{spec: cs, cmd: cmd, log: log}
+}
+
+// waitLogged waits until the child has logged each of lines n times. A
+// test of what a restarted instance does on start waits for it so: the
+// instance killed before may have delivered every alert already, and the
+// restarted one would otherwise be stopped before it restored anything.
+func (c *child) waitLogged(t *testing.T, n int, lines ...string) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%s to log %q", c.spec.Dir, lines), waitLong, func() bool {
+		s := c.log.String()
+		for _, l := range lines {
+			if strings.Count(s, l) < n {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 // kill is SIGKILL: no checkpoint, no commit, no flush.
