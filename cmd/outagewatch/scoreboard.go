@@ -322,7 +322,7 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (scor
 				return score.Row{}, err
 			}
 			in := filepath.Join(dir, fmt.Sprintf("ioda-%d.csv", i))
-			if err := writeIODAObservations(p, in, f.Entity, f.Columns, grid, noise); err != nil {
+			if err := writeIODAObservations(p, rows, in, f.Entity, f.Columns, grid, noise); err != nil {
 				return score.Row{}, err
 			}
 			evs, err := replayed(in)
@@ -363,11 +363,7 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (scor
 // writeIODAObservations writes an IODA CSV's mapped columns, of the rows
 // on grid and with noise's noise, as time,entity,signal,value
 // observations, as a user would export them.
-func writeIODAObservations(src, dst, entity string, columns map[string]string, grid rowGrid, noise *noiser) error {
-	rows, err := score.ReadIODACSV(src)
-	if err != nil {
-		return err
-	}
+func writeIODAObservations(src string, rows []score.IODARow, dst, entity string, columns map[string]string, grid rowGrid, noise *noiser) error {
 	cols := slices.Sorted(maps.Keys(columns))
 	return writeBuffered(dst, func(w *bufio.Writer) error {
 		fmt.Fprintln(w, "time,entity,signal,value")

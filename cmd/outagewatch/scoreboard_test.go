@@ -26,7 +26,8 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 	for i := range 12 { // 2023-11-14 22:00 to 22:55, every 5 minutes
 		b.WriteString(strconv.Itoa(1_699_999_200+300*i) + "," + strconv.Itoa(500+i) + ",0\n")
 	}
-	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+	rows, err := score.ParseIODACSV(src, strings.NewReader(b.String()))
+	if err != nil {
 		t.Fatal(err)
 	}
 	for every, want := range map[string][]string{
@@ -40,7 +41,7 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := filepath.Join(dir, "obs.csv")
-		if err := writeIODAObservations(src, dst, "country:XX", map[string]string{"bgp": "bgp_visible_slash24"}, grid, nil); err != nil {
+		if err := writeIODAObservations(src, rows, dst, "country:XX", map[string]string{"bgp": "bgp_visible_slash24"}, grid, nil); err != nil {
 			t.Fatal(err)
 		}
 		out, err := os.ReadFile(dst)
@@ -75,7 +76,8 @@ func TestScoreboardNoise(t *testing.T) {
 	for i := range 2000 { // the probing value held on two rows, a round of 10 minutes
 		b.WriteString(strconv.Itoa(1_699_999_200+300*i) + "," + strconv.Itoa(500+i%7) + "," + strconv.Itoa(40+i/2%2) + ",0\n")
 	}
-	if err := os.WriteFile(src, []byte(b.String()), 0o644); err != nil {
+	rows, err := score.ParseIODACSV(src, strings.NewReader(b.String()))
+	if err != nil {
 		t.Fatal(err)
 	}
 	cols := map[string]string{"bgp": "bgp_visible_slash24", "ping-slash24": "active_probing_slash24"}
@@ -85,7 +87,7 @@ func TestScoreboardNoise(t *testing.T) {
 			t.Fatal(err)
 		}
 		dst := filepath.Join(dir, "obs.csv")
-		if err := writeIODAObservations(src, dst, "country:XX", cols, rowGrid{}, n.seeded(seed)); err != nil {
+		if err := writeIODAObservations(src, rows, dst, "country:XX", cols, rowGrid{}, n.seeded(seed)); err != nil {
 			t.Fatal(err)
 		}
 		out, err := os.ReadFile(dst)
