@@ -32,6 +32,21 @@ func poisson(rng *rand.Rand, lambda float64) float64 {
 	}
 }
 
+// iodaRules loads the shipped IODA rules and looks up signal, one they
+// declare (loading them declares it).
+func iodaRules(t *testing.T, signal string) (*rules.Set, obs.Signal) {
+	t.Helper()
+	set, err := rules.Load("../examples/ioda/ioda.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sig, ok := obs.Lookup(signal)
+	if !ok {
+		t.Fatalf("the IODA rules declare no signal %s", signal)
+	}
+	return set, sig
+}
+
 // judgeSeries feeds one series, a value every step, through every rule of
 // set that watches it, and returns the firings and resolves in order.
 func judgeSeries(t *testing.T, set *rules.Set, sig obs.Signal, entity string, from time.Time, step time.Duration, vs []float64) []detectors.Finding {
@@ -154,11 +169,7 @@ func TestShippedRulesJudgeTheRealAtlasSample(t *testing.T) {
 // stands out. The rule says so rather than paging at random, and a real
 // 0 does not page either.
 func TestIODARulesReportATooSmallCount(t *testing.T) {
-	set, err := rules.Load("../examples/ioda/ioda.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, _ := obs.Lookup("active_probing_slash24")
+	set, sig := iodaRules(t, "active_probing_slash24")
 	var rule *rules.Rule
 	for _, r := range set.Rules {
 		if r.Name == "ioda-active-probing" {
@@ -216,11 +227,7 @@ func halvedRounds(step time.Duration) (base, halved []float64, outage int) {
 // because two rounds in a row past 1.79σ are as rare by chance as one
 // past 3σ. One round at a third of normal, then back, pages nobody.
 func TestIODARulesJudgeARunOfRounds(t *testing.T) {
-	set, err := rules.Load("../examples/ioda/ioda.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, _ := obs.Lookup("active_probing_slash24")
+	set, sig := iodaRules(t, "active_probing_slash24")
 	step := time.Duration(sig.Def().Cadence)
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	base, vs, outage := halvedRounds(step)
@@ -244,11 +251,7 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 // hours, never a day, and the region was never judged), and the halving
 // fires on its second reading.
 func TestIODARulesJudgeAQuarterHourlyExport(t *testing.T) {
-	set, err := rules.Load("../examples/ioda/ioda.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, _ := obs.Lookup("active_probing_slash24")
+	set, sig := iodaRules(t, "active_probing_slash24")
 	step := 15 * time.Minute
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	_, vs, outage := halvedRounds(step)
@@ -270,11 +273,7 @@ func TestIODARulesJudgeAQuarterHourlyExport(t *testing.T) {
 // reading of a 5-minute measurement cannot show that a drop lasted the
 // rule's 10 minutes. Gone at one reading only, it pages nobody.
 func TestIODARulesJudgeAnHourlyExport(t *testing.T) {
-	set, err := rules.Load("../examples/ioda/ioda.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, _ := obs.Lookup("bgp_visible_slash24")
+	set, sig := iodaRules(t, "bgp_visible_slash24")
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	vs := make([]float64, 72)
 	for i := range vs {
@@ -755,11 +754,7 @@ func evenNoise(seed uint64, s float64, step time.Duration) []float64 {
 // against stays the series' own, day after day, and each shutdown is
 // raised within its first two buckets.
 func TestIODARulesNoiseIsNotReadFromStandIns(t *testing.T) {
-	set, err := rules.Load("../examples/ioda/ioda.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sig, _ := obs.Lookup("bgp_visible_slash24")
+	set, sig := iodaRules(t, "bgp_visible_slash24")
 	step := 5 * time.Minute
 	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
 	const level, sigma = 3000.0, 45.0
