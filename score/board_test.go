@@ -136,24 +136,6 @@ func TestIODASetWindowsAreTheirLabels(t *testing.T) {
 	}
 }
 
-// An IODA export named as IODA names them gives its entity.
-func TestIODAEntity(t *testing.T) {
-	for path, want := range map[string]string{
-		"ioda-labelled/ioda_country_IQ_iraq.csv.gz": "country:IQ",
-		"/data/ioda_region_1226_gazastrip.csv":      "region:1226",
-		"ioda_asn_12345_example-isp.csv.gz":         "asn:12345",
-		"ioda_country_UG.csv.gz":                    "country:UG",
-		"ioda_city_9_x.csv":                         "",
-		"iraq.csv":                                  "",
-		"ioda_country__iraq.csv":                    "",
-	} {
-		got, err := score.IODAEntity(path)
-		if got != want || (err == nil) != (want != "") {
-			t.Errorf("%s: %q, %v; want %q", path, got, err, want)
-		}
-	}
-}
-
 // A set that leaves out an IODA export's entity, columns or windows has
 // them read from the file: its name, IODA's sources it has (Merit's
 // telescope over UCSD's when it has both; other columns, Google's
@@ -187,7 +169,7 @@ func TestForIODAFileReadsWhatTheSetLeavesOut(t *testing.T) {
 		!reflect.DeepEqual(f.Columns, named.Columns) || !reflect.DeepEqual(f.Windows, named.Windows) {
 		t.Errorf("named set: %+v, %v; want its own", f, err)
 	}
-	if _, err := bare.ForIODAFile("iraq.csv", rows); err == nil || !strings.Contains(err.Error(), "not named as IODA's exports are") {
+	if _, err := bare.ForIODAFile("iraq.csv", rows); err == nil || !strings.Contains(err.Error(), "not named as IODA names its exports") {
 		t.Errorf("unnamed export: %v", err)
 	}
 	other, _ := score.ParseIODACSV("y.csv", strings.NewReader("timestamp,gtr,LABEL\n1,2,0\n"))

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/outagewatch/outagewatch/ingest/obsfile"
 )
 
 // BoardSet is one real labelled set on the scoreboard: which files, read
@@ -30,7 +32,7 @@ import (
 //
 // For an IODA export, entity, columns and windows may be left out: the
 // entity is then read from the file's name as IODA names its exports
-// (IODAEntity), the columns are IODA's sources the file has (IODAColumns),
+// (obsfile.IODAEntity), the columns are IODA's sources the file has (obsfile.IODASources),
 // and the windows are the file's LABEL column (LabelWindows). So an
 // export nobody here has seen is scored as it comes.
 type BoardSet struct {
@@ -245,33 +247,6 @@ func SniffFormat(path string) (string, error) {
 	return "", fmt.Errorf("%s:1: header %.80q: want an IODA export's (timestamp, its sources, LABEL) or an RTT trace's (epoch;rtt;cp)", path, head)
 }
 
-// IODAColumns are IODA's source columns, as its exports name them, and
-// the signals of the shipped IODA rules (examples/ioda/ioda.yaml) each is
-// replayed as, for a set that names no columns. Its telescope was UCSD's
-// (ucsd-nt) before Merit's (merit-nt); an export with both replays
-// Merit's.
-var IODAColumns = map[string]string{
-	"bgp":          "bgp_visible_slash24",
-	"ping-slash24": "active_probing_slash24",
-	"merit-nt":     "telescope_sources",
-	"ucsd-nt":      "telescope_sources",
-}
-
-// IODAEntity is the entity of an export named as IODA names them:
-// ioda_<kind>_<code>_<name>.csv, kind country, region or asn
-// (ioda_country_IQ_iraq.csv.gz is country:IQ, ioda_region_1226_gazastrip
-// region:1226).
-func IODAEntity(path string) (string, error) {
-	parts := strings.Split(filepath.Base(path), "_")
-	if len(parts) >= 3 && parts[0] == "ioda" && parts[2] != "" {
-		switch parts[1] {
-		case "country", "region", "asn":
-			return parts[1] + ":" + strings.TrimSuffix(strings.TrimSuffix(parts[2], ".gz"), ".csv"), nil
-		}
-	}
-	return "", fmt.Errorf("%s: no entity: the set names none, and the file is not named as IODA's exports are (ioda_country_IQ_iraq.csv)", path)
-}
-
 // IODAFile is how one file of an IODA set is replayed and scored.
 type IODAFile struct {
 	Entity  string
@@ -285,22 +260,22 @@ type IODAFile struct {
 func (s *BoardSet) ForIODAFile(path string, rows []IODARow) (IODAFile, error) {
 	f := IODAFile{Entity: s.Entity, Columns: s.Columns, Windows: s.Windows}
 	if f.Entity == "" {
-		e, err := IODAEntity(path)
+		e, err := obsfile.IODAEntity(path)
 		if err != nil {
-			return f, err
+			return f, fmt.Errorf("%w; or name it in the set (entity:)", err)
 		}
 		f.Entity = e
 	}
 	if len(f.Columns) == 0 && len(rows) > 0 {
 		f.Columns = map[string]string{}
 		_, merit := rows[0].Values["merit-nt"]
-		for c, sig := range IODAColumns {
+		for c, sig := range obsfile.IODASources {
 			if _, ok := rows[0].Values[c]; ok && (c != "ucsd-nt" || !merit) {
 				f.Columns[c] = sig
 			}
 		}
 		if len(f.Columns) == 0 {
-			return f, fmt.Errorf("%s: no columns: the set names none, and the file has none of IODA's sources (%s)", path, strings.Join(slices.Sorted(maps.Keys(IODAColumns)), ", "))
+			return f, fmt.Errorf("%s: no columns: the set names none, and the file has none of IODA's sources (%s)", path, strings.Join(slices.Sorted(maps.Keys(obsfile.IODASources)), ", "))
 		}
 	}
 	if len(f.Windows) == 0 {

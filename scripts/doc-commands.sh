@@ -75,6 +75,7 @@ setup=(
 	'^actions (list|undo|override) ::audit'
 	'^actions serve ::audit'
 	'^scoreboard (--data )?DIR::scoreboard'
+	'^replay .*DIR/::labelled'
 )
 
 note() { echo "      $*"; }
@@ -611,6 +612,20 @@ scoreboard() {
 	if [[ $2 =~ DIR/atlas-rtt-labelled/ ]]; then want=atlas-rtt; fi
 	grep -qw "$want" "$tmp/out" || fail "no $want in its output" || return 1
 	note "checked: the board scores $want"
+}
+
+# labelled: a replay of one of the labelled sets' files as it comes; it
+# must raise alerts.
+labelled() {
+	local data=../shared/testdata
+	if [ ! -d "$data" ]; then
+		note "not run here: no $data (the labelled sets' directory)"
+		return 2
+	fi
+	note "with: DIR=$data"
+	(timeout 120 bash -c "${2//DIR/$data}") >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(tail -3 "$tmp/err")" || return 1
+	grep -q '"kind":"alert"' "$tmp/out" || fail "no alert in its output" || return 1
+	note "checked: $(grep -c '"kind":"alert"' "$tmp/out") alert lines"
 }
 
 # Lines that are examples with placeholders, each with the reason it

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -81,6 +82,9 @@ func scoreFixtures(args []string, o replayOpts) ([]score.Result, error) {
 	}
 	var results []score.Result
 	for _, f := range args {
+		if _, err := os.Stat(f); err == nil && !replay.IsFixture(f) {
+			return nil, fmt.Errorf("%s: not a fixture (a .yaml spec): score a recording or an export against a labels file (score --labels L.yaml %s), or a labelled IODA export or Atlas trace as it comes (scoreboard %s)", f, f, f)
+		}
 		spec, err := loadFixture(f)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/outagewatch/outagewatch/score"
+)
+
+// IODA's files replay as an operator downloads them, with the shipped
+// IODA rules and nothing rewritten: Gaza's export as it comes (a CSV of
+// one region, named as IODA names it) and the same signals as IODA's API
+// gives them (GET /v2/signals/raw/region/1226: one series a source,
+// values every step, null for a gap) give the same alerts, byte for
+// byte: the three blackouts on active probing and the telescope's gaps.
+func TestReplayIODAFilesAsTheyCome(t *testing.T) {
+	export, err := filepath.Abs("../../../shared/testdata/ioda-labelled/ioda_region_1226_gazastrip.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(export); err != nil {
+		t.Skip("no labelled sets beside the repository:", err)
+	}
+	rows, err := score.ReadIODACSV(export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := filepath.Join(t.TempDir(), "gaza.json.gz")
+	writeIODAResponse(t, api, "region", "1226", rows)
+
+	rules := "../../examples/ioda/ioda.yaml"
+	fromCSV, _, err := run(t, "replay", "--rules", rules, export)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromAPI, _, err := run(t, "replay", "--rules", rules, api)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fromCSV != fromAPI {
+		t.Errorf("the export and the API's response replay differently:\n%s\n---\n%s", fromCSV, fromAPI)
+	}
+	var got []string
+	for _, l := range strings.Split(strings.TrimSpace(fromCSV), "\n") {
+		var a struct{ Kind, Status, Rule, Entity, Start string }
+		if err := json.Unmarshal([]byte(l), &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Kind == "alert" && a.Status == "firing" {
+			got = append(got, a.Start+" "+a.Rule+" "+a.Entity)
+		}
+	}
+	want := []string{
+		"2023-10-26T21:00:00Z feed-health feed:ioda-telescope",
+		"2023-10-27T15:30:00Z ioda-active-probing region:1226",
+		"2023-10-27T17:00:00Z feed-health feed:ioda-telescope",
+		"2023-10-28T05:00:00Z feed-health feed:ioda-telescope",
+		"2023-10-28T20:00:00Z feed-health feed:ioda-telescope",
+		"2023-10-31T02:00:00Z feed-health feed:ioda-telescope",
+		"2023-11-01T01:00:00Z ioda-active-probing region:1226",
+		"2023-11-05T05:00:00Z feed-health feed:ioda-telescope",
+		"2023-11-05T16:40:00Z ioda-active-probing region:1226",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("alerts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// writeIODAResponse writes rows as IODA's API answers for them, gzipped:
+// the envelope, one series a source column, a value every 5 minutes from
+// the first row, null where the export has none.
+func writeIODAResponse(t *testing.T, path, kind, code string, rows []score.IODARow) {
+	t.Helper()
+	const step = 300
+	from := rows[0].Time.Unix()
+	n := int((rows[len(rows)-1].Time.Unix()-from)/step) + 1
+	var series []map[string]any
+	for _, src := range []string{"bgp", "ping-slash24", "merit-nt"} {
+		vs := make([]any, n)
+		for _, r := range rows {
+			if v, ok := r.Values[src]; ok && v == v {
+				vs[(r.Time.Unix()-from)/step] = v
+			}
+		}
+		series = append(series, map[string]any{"entityType": kind, "entityCode": code, "entityName": "Gaza Strip",
+			"datasource": src, "subtype": "", "from": from, "until": from + int64(n)*step, "step": step, "nativeStep": step, "values": vs})
+	}
+	body := map[string]any{"type": "signals", "error": nil, "perf": nil,
+		"metadata": map[string]any{"requestTime": time.Now().UTC().Format(time.RFC3339)}, "data": [][]map[string]any{series}}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	if err := json.NewEncoder(zw).Encode(body); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

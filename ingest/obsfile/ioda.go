@@ -1,0 +1,351 @@
+package obsfile
+
+import (
+	"bytes"
+	"encoding/csv"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/linefile"
+	"github.com/outagewatch/outagewatch/obs"
+)
+
+// IODA publishes its signals in two forms that an operator downloads as
+// they come: the API's response (GET /v2/signals/raw/{type}/{code}, a JSON
+// envelope whose data holds one time series per source, values from
+// `from` every `step` seconds, null where there was no measurement) and a
+// CSV of one entity (a Unix `timestamp` column, a column per source,
+// often a hand label, `LABEL`). Both replay here as observations, each
+// source as the signal the shipped IODA rules declare for it, so that
+// neither needs rewriting first.
+
+// IODASources maps the names IODA gives its outage signals' sources (the
+// API's datasource, an export's column) to the signals the shipped IODA
+// rules (examples/ioda/ioda.yaml) declare for them. Its telescope was
+// UCSD's (ucsd-nt) before Merit's (merit-nt); where an entity has both,
+// Merit's is replayed. Other sources (Google's traffic, Mozilla's, the
+// probing loss and latency) have no signal of IODA's rules and are
+// counted as skipped.
+var IODASources = map[string]string{
+	"bgp":          "bgp_visible_slash24",
+	"ping-slash24": "active_probing_slash24",
+	"merit-nt":     "telescope_sources",
+	"ucsd-nt":      "telescope_sources",
+}
+
+// Reasons an IODA file's values are left out before decoding.
+const (
+	// SkipSource is a value of a source with no signal (IODASources), or
+	// of UCSD's telescope beside Merit's.
+	SkipSource = "datasource"
+	// SkipNotNumber is a value that is not a number: the API gives some
+	// sources (probing loss and latency) as objects a bucket.
+	SkipNotNumber = "not_a_number"
+	// SkipSeries is a value of a series whose start, step or entity is
+	// missing, so that it has no time or place; SkipRow a CSV row without
+	// a Unix timestamp, or of another length than the header.
+	SkipSeries = "series"
+	SkipRow    = "row"
+)
+
+// IODAStats counts the values of one IODA file by what became of them.
+// Empty values (null, an empty cell) are gaps, not values: the series had
+// no measurement then.
+type IODAStats struct {
+	// Values is the number of values read; Records those handed on.
+	Values, Records int64
+	// Skipped counts values left out, by reason (SkipSource, SkipNotNumber),
+	// and FirstSkipped is the number (from 1) of the first, with its
+	// source.
+	Skipped      map[string]int64
+	FirstSkipped int64
+	FirstWhy     string
+}
+
+func (st *IODAStats) skip(why, source string) {
+	st.Values++
+	if st.Skipped == nil {
+		st.Skipped = map[string]int64{}
+	}
+	st.Skipped[why]++
+	if st.FirstSkipped == 0 {
+		st.FirstSkipped, st.FirstWhy = st.Values, skipText[why]
+		if source != "" {
+			st.FirstWhy = fmt.Sprintf("%s: %s", source, st.FirstWhy)
+		}
+	}
+}
+
+var skipText = map[string]string{
+	SkipSource:    "no signal of the IODA rules (" + strings.Join(slices.Sorted(maps.Keys(IODASources)), ", ") + " have one)",
+	SkipNotNumber: "a value that is not a number",
+	SkipSeries:    "a series with no entity, start or step",
+	SkipRow:       "a row with no Unix timestamp, or not as long as the header",
+}
+
+// emit hands on one value as an observation line, time in Unix seconds.
+func (st *IODAStats) emit(sec int64, entity, signal string, v float64, fn func(ingest.Record) error) error {
+	st.Values++
+	st.Records++
+	line := strconv.AppendInt(nil, sec, 10)
+	line = append(line, ',')
+	line = append(line, entity...)
+	line = append(line, ',')
+	line = append(line, signal...)
+	line = append(line, ',')
+	line = strconv.AppendFloat(line, v, 'g', -1, 64)
+	// Offsets count from 0, as a replay numbers the records of a file
+	// that is not lines.
+	return fn(ingest.Record{Stream: Stream, Format: FormatCSV, Offset: st.Values - 1, Time: sec * 1e9, Value: line})
+}
+
+// IODAEntity is the entity of a file named as IODA names its exports,
+// ioda_<kind>_<code>_<name>.csv with kind country, region or asn
+// (ioda_country_IQ_iraq.csv.gz is country:IQ, ioda_region_1226_gazastrip
+// region:1226): a CSV export has no entity column.
+func IODAEntity(path string) (string, error) {
+	parts := strings.Split(filepath.Base(path), "_")
+	if len(parts) >= 3 && parts[0] == "ioda" {
+		code := strings.TrimSuffix(strings.TrimSuffix(parts[2], ".gz"), ".csv")
+		switch parts[1] {
+		case "country", "region", "asn":
+			if code != "" {
+				return parts[1] + ":" + code, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("%s: not named as IODA names its exports (ioda_country_IQ_iraq.csv, ioda_region_1226_gazastrip.csv, ioda_asn_20294_mtn.csv), the only place an export names its entity", path)
+}
+
+// IsIODAHeader reports whether the fields of a CSV's first line are an
+// IODA export's: a timestamp column and at least one of IODA's sources.
+func IsIODAHeader(fields []string) bool {
+	if !slices.Contains(fields, "timestamp") {
+		return false
+	}
+	return slices.ContainsFunc(fields, func(f string) bool { _, ok := IODASources[f]; return ok })
+}
+
+// IsIODAExport reports whether the CSV file at path is an IODA export
+// (IsIODAHeader of its first line) rather than time,entity,signal,value
+// lines.
+func IsIODAExport(path string) (bool, error) {
+	_, gz, err := FormatOf(path)
+	if err != nil {
+		return false, err
+	}
+	return linefile.ReadFile("obsfile", path, gz, func(r io.Reader) (bool, error) {
+		var first []byte
+		err := linefile.Scan(r, maxLine, func(_ int64, line []byte) error {
+			first = bytes.Clone(line)
+			return io.EOF
+		})
+		if err != nil && !errors.Is(err, io.EOF) {
+			return false, err
+		}
+		return IsIODAHeader(strings.Split(string(first), ",")), nil
+	})
+}
+
+// ReadIODAFile reads an IODA file, the API's JSON (.json, .json.gz) or a
+// CSV export (.csv, .csv.gz, its entity from its name), and calls fn with
+// one observation a value, series by series or row by row. IODA's signals
+// are not built in: a rules file declares them (examples/ioda/ioda.yaml),
+// and without it the file is refused with that said, not read into
+// thousands of undecodable records.
+func ReadIODAFile(path string, fn func(ingest.Record) error) (IODAStats, error) {
+	var undeclared []string
+	for _, sig := range slices.Sorted(maps.Values(IODASources)) {
+		if _, ok := obs.Lookup(sig); !ok && !slices.Contains(undeclared, sig) {
+			undeclared = append(undeclared, sig)
+		}
+	}
+	if len(undeclared) > 0 {
+		return IODAStats{}, fmt.Errorf("an IODA file, and the signals of its sources (%s) are not declared: replay it with the IODA rules (--rules examples/ioda/ioda.yaml) or rules that declare them", strings.Join(undeclared, ", "))
+	}
+	name := strings.TrimSuffix(strings.ToLower(path), ".gz")
+	gz := name != strings.ToLower(path)
+	if strings.HasSuffix(name, ".json") {
+		return linefile.ReadFile("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODAJSON(r, fn) })
+	}
+	entity, err := IODAEntity(path)
+	if err != nil {
+		return IODAStats{}, err
+	}
+	return linefile.ReadFile("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODACSV(r, entity, fn) })
+}
+
+// iodaSeries is one time series of the API's signals/raw response.
+type iodaSeries struct {
+	EntityType string            `json:"entityType"`
+	EntityCode string            `json:"entityCode"`
+	Datasource string            `json:"datasource"`
+	From       int64             `json:"from"`
+	Step       int64             `json:"step"`
+	Values     []json.RawMessage `json:"values"`
+}
+
+// ReadIODAJSON reads the API's signals/raw response: an envelope whose
+// data is a list (one per entity asked for) of lists of series, or, as
+// some clients save it, the list of series alone. The envelope's error, if
+// any, is the file's error.
+func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) {
+	var st IODAStats
+	var env struct {
+		Type  string          `json:"type"`
+		Error json.RawMessage `json:"error"`
+		Data  json.RawMessage `json:"data"`
+	}
+	if err := json.NewDecoder(r).Decode(&env); err != nil {
+		return st, fmt.Errorf("not an IODA signals response (JSON): %w", err)
+	}
+	if e := bytes.TrimSpace(env.Error); len(e) > 0 && !bytes.Equal(e, []byte("null")) {
+		return st, fmt.Errorf("the response is IODA's error: %s", e)
+	}
+	if len(env.Data) == 0 {
+		return st, errors.New(`not an IODA signals response: no "data" (want the body of GET /v2/signals/raw/{entityType}/{entityCode})`)
+	}
+	var groups []json.RawMessage
+	if err := json.Unmarshal(env.Data, &groups); err != nil {
+		return st, fmt.Errorf(`not an IODA signals response: "data" is not a list: %w`, err)
+	}
+	var series []iodaSeries
+	for i, g := range groups {
+		g = bytes.TrimSpace(g)
+		var ss []iodaSeries
+		if len(g) > 0 && g[0] == '{' {
+			ss = make([]iodaSeries, 1)
+			err := json.Unmarshal(g, &ss[0])
+			if err != nil {
+				return st, fmt.Errorf("data[%d]: %w", i, err)
+			}
+		} else if err := json.Unmarshal(g, &ss); err != nil {
+			return st, fmt.Errorf("data[%d]: %w", i, err)
+		}
+		series = append(series, ss...)
+	}
+	merit := map[string]bool{}
+	for _, s := range series {
+		if s.Datasource == "merit-nt" {
+			merit[s.EntityType+":"+s.EntityCode] = true
+		}
+	}
+	for i, s := range series {
+		entity := s.EntityType + ":" + s.EntityCode
+		placed := s.EntityType != "" && s.EntityCode != "" && s.Step > 0 && s.Step < maxSeconds && s.From > 0 && s.From < maxSeconds
+		signal, ok := IODASources[s.Datasource]
+		if s.Datasource == "ucsd-nt" && merit[entity] {
+			ok = false
+		}
+		for k, raw := range s.Values {
+			raw = bytes.TrimSpace(raw)
+			if bytes.Equal(raw, []byte("null")) {
+				continue
+			}
+			sec := s.From + int64(k)*s.Step
+			if !placed || sec >= maxSeconds || sec < s.From {
+				st.skip(SkipSeries, fmt.Sprintf("series %d (%s)", i, s.Datasource))
+				continue
+			}
+			if !ok {
+				st.skip(SkipSource, "source "+strconv.Quote(s.Datasource))
+				continue
+			}
+			v, err := strconv.ParseFloat(string(raw), 64)
+			if err != nil || math.IsInf(v, 0) {
+				st.skip(SkipNotNumber, "source "+strconv.Quote(s.Datasource))
+				continue
+			}
+			if err := st.emit(sec, entity, signal, v, fn); err != nil {
+				return st, err
+			}
+		}
+	}
+	return st, nil
+}
+
+// ReadIODACSV reads an IODA export of entity: a header with a
+// `timestamp` column (Unix seconds) and a column per source; columns of
+// no source (a LABEL, datetime strings) are not values. An empty cell is
+// a gap.
+func ReadIODACSV(r io.Reader, entity string, fn func(ingest.Record) error) (IODAStats, error) {
+	var st IODAStats
+	cr := csv.NewReader(r)
+	cr.ReuseRecord, cr.FieldsPerRecord = true, -1
+	head, err := cr.Read()
+	if err != nil {
+		return st, fmt.Errorf("line 1: %w", err)
+	}
+	head = slices.Clone(head)
+	if !IsIODAHeader(head) {
+		return st, fmt.Errorf("line 1: header %.80q: want an IODA export's (timestamp and at least one of %s)", strings.Join(head, ","), strings.Join(slices.Sorted(maps.Keys(IODASources)), ", "))
+	}
+	ts := slices.Index(head, "timestamp")
+	signals := make([]string, len(head))
+	skipped := make([]bool, len(head))
+	for i, h := range head {
+		switch {
+		case i == ts || h == "LABEL" || strings.EqualFold(h, "datetime"):
+		case h == "ucsd-nt" && slices.Contains(head, "merit-nt"):
+			skipped[i] = true
+		default:
+			signals[i] = IODASources[h]
+			skipped[i] = signals[i] == ""
+		}
+	}
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return st, nil
+		}
+		var perr *csv.ParseError
+		if errors.As(err, &perr) {
+			st.skip(SkipRow, fmt.Sprintf("line %d", line))
+			continue
+		}
+		if err != nil {
+			return st, fmt.Errorf("line %d: %w", line, err)
+		}
+		if len(rec) != len(head) {
+			st.skip(SkipRow, fmt.Sprintf("line %d", line))
+			continue
+		}
+		sec, err := strconv.ParseInt(strings.TrimSpace(rec[ts]), 10, 64)
+		if err != nil || sec <= 0 || sec >= maxSeconds {
+			st.skip(SkipRow, fmt.Sprintf("line %d", line))
+			continue
+		}
+		for i, cell := range rec {
+			cell = strings.TrimSpace(cell)
+			if cell == "" || (signals[i] == "" && !skipped[i]) {
+				continue
+			}
+			if skipped[i] {
+				st.skip(SkipSource, "source "+strconv.Quote(head[i]))
+				continue
+			}
+			if strings.EqualFold(cell, "nan") {
+				// Exports write a gap as nan as often as they leave it
+				// empty.
+				continue
+			}
+			v, err := strconv.ParseFloat(cell, 64)
+			if err != nil || math.IsInf(v, 0) || math.IsNaN(v) {
+				st.skip(SkipNotNumber, fmt.Sprintf("line %d, %s", line, head[i]))
+				continue
+			}
+			if err := st.emit(sec, entity, signals[i], v, fn); err != nil {
+				return st, err
+			}
+		}
+	}
+}

@@ -1,0 +1,191 @@
+package obsfile
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/outagewatch/outagewatch/ingest"
+)
+
+// iodaLines reads with read and returns each record as "time-in-seconds
+// offset line", the offset from 0.
+func iodaLines(t *testing.T, read func(func(ingest.Record) error) (IODAStats, error)) ([]string, IODAStats) {
+	t.Helper()
+	var got []string
+	st, err := read(func(r ingest.Record) error {
+		if r.Stream != Stream || r.Format != FormatCSV {
+			t.Errorf("record of %s/%s, want %s/%s", r.Stream, r.Format, Stream, FormatCSV)
+		}
+		got = append(got, strconv.FormatInt(r.Time/1e9, 10)+" "+strconv.FormatInt(r.Offset, 10)+" "+string(r.Value))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got, st
+}
+
+// The API's response replays each of IODA's outage sources as its
+// signal, a value every step from `from`, nulls as gaps; UCSD's telescope
+// gives way to Merit's for the same entity, and what has no signal, is not
+// a number or has no place in time is counted, not replayed.
+func TestReadIODAJSON(t *testing.T) {
+	const body = `{"type":"signals","metadata":{"requestTime":"2023-10-27T00:00:00Z"},"error":null,"perf":null,"data":[[
+ {"entityType":"region","entityCode":"1226","entityName":"Gaza Strip","datasource":"bgp","subtype":"","from":1698364800,"until":1698365700,"step":300,"nativeStep":300,"values":[560,null,542]},
+ {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":600,"values":[31,17.5]},
+ {"entityType":"region","entityCode":"1226","datasource":"merit-nt","from":1698364800,"step":300,"values":[4.4]},
+ {"entityType":"region","entityCode":"1226","datasource":"ucsd-nt","from":1698364800,"step":300,"values":[9,9]},
+ {"entityType":"region","entityCode":"1226","datasource":"gtr","subtype":"WEB_SEARCH","from":1698364800,"step":1800,"values":[0.5,null]},
+ {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":0,"values":[30]}],
+ [{"entityType":"country","entityCode":"IQ","datasource":"ucsd-nt","from":1692489600,"step":300,"values":[120,{"agg_values":{}}]}]],
+ "copyright":"IODA"}`
+	got, st := iodaLines(t, func(fn func(ingest.Record) error) (IODAStats, error) {
+		return ReadIODAJSON(strings.NewReader(body), fn)
+	})
+	want := []string{
+		"1698364800 0 1698364800,region:1226,bgp_visible_slash24,560",
+		"1698365400 1 1698365400,region:1226,bgp_visible_slash24,542",
+		"1698364800 2 1698364800,region:1226,active_probing_slash24,31",
+		"1698365400 3 1698365400,region:1226,active_probing_slash24,17.5",
+		"1698364800 4 1698364800,region:1226,telescope_sources,4.4",
+		"1692489600 9 1692489600,country:IQ,telescope_sources,120",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantSkipped := map[string]int64{SkipSource: 3, SkipSeries: 1, SkipNotNumber: 1}
+	if st.Values != 11 || st.Records != 6 || !maps.Equal(st.Skipped, wantSkipped) || st.FirstSkipped != 6 ||
+		st.FirstWhy != `source "ucsd-nt": `+skipText[SkipSource] {
+		t.Errorf("stats %+v; want 11 values, 6 records, skipped %v, the first the 6th (ucsd-nt beside merit-nt)", st, wantSkipped)
+	}
+}
+
+// A body that is not IODA's signals response, or is its error, is the
+// file's error, saying which.
+func TestReadIODAJSONRefuses(t *testing.T) {
+	for _, c := range []struct{ body, want string }{
+		{`{"type":"signals","error":"entityType must be one of country, region, asn","data":null}`, "IODA's error: \"entityType must be one of"},
+		{`time,entity,signal,value`, "not an IODA signals response (JSON)"},
+		{`{"type":"outages"}`, `no "data"`},
+		{`{"data":{"signals":[]}}`, `"data" is not a list`},
+		{`{"data":[[{"from":"yesterday"}]]}`, "data[0]"},
+	} {
+		_, err := ReadIODAJSON(strings.NewReader(c.body), func(ingest.Record) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%.40s: error %v, want one saying %q", c.body, err, c.want)
+		}
+	}
+}
+
+// An IODA CSV export replays its sources' columns as their signals, for
+// the entity its name gives; its label and date columns are not values,
+// an empty or nan cell is a gap, and a row or a cell that cannot be read
+// is counted and left out, the rest of the file replayed.
+func TestReadIODACSV(t *testing.T) {
+	const body = "timestamp,gtr,merit-nt,bgp,ping-slash24,ucsd-nt,datetime,LABEL\n" +
+		"1698364800,0.5,4.4,560,31.0,9,2023-10-27 00:00:00+00:00,0\n" +
+		"1698365100,,nan,559,,9,2023-10-27 00:05:00+00:00,1\n" +
+		"1698365400,0.4,4.1,five,17,9,2023-10-27 00:10:00+00:00,1\n" +
+		"1698365700,0.4,4.1\n" +
+		"yesterday,0.4,4.1,540,17,9,x,1\n" +
+		"1698366000,0.4,3.9,541,16,9,2023-10-27 00:20:00+00:00,1\n"
+	got, st := iodaLines(t, func(fn func(ingest.Record) error) (IODAStats, error) {
+		return ReadIODACSV(strings.NewReader(body), "region:1226", fn)
+	})
+	want := []string{
+		"1698364800 1 1698364800,region:1226,telescope_sources,4.4",
+		"1698364800 2 1698364800,region:1226,bgp_visible_slash24,560",
+		"1698364800 3 1698364800,region:1226,active_probing_slash24,31",
+		"1698365100 5 1698365100,region:1226,bgp_visible_slash24,559",
+		"1698365400 8 1698365400,region:1226,telescope_sources,4.1",
+		"1698365400 10 1698365400,region:1226,active_probing_slash24,17",
+		"1698366000 15 1698366000,region:1226,telescope_sources,3.9",
+		"1698366000 16 1698366000,region:1226,bgp_visible_slash24,541",
+		"1698366000 17 1698366000,region:1226,active_probing_slash24,16",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("records:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	wantSkipped := map[string]int64{SkipSource: 7, SkipNotNumber: 1, SkipRow: 2}
+	if st.Values != 19 || st.Records != 9 || !maps.Equal(st.Skipped, wantSkipped) || st.FirstSkipped != 1 ||
+		st.FirstWhy != `source "gtr": `+skipText[SkipSource] {
+		t.Errorf("stats %+v; want 19 values, 9 records, skipped %v, the first the 1st (gtr)", st, wantSkipped)
+	}
+	if _, err := ReadIODACSV(strings.NewReader("time,entity,signal,value\n"), "region:1226", func(ingest.Record) error { return nil }); err == nil ||
+		!strings.Contains(err.Error(), "want an IODA export's") {
+		t.Errorf("observation lines read as an IODA export: %v", err)
+	}
+}
+
+func TestIODAEntity(t *testing.T) {
+	for name, want := range map[string]string{
+		"/data/ioda_country_IQ_iraq.csv.gz":         "country:IQ",
+		"ioda_region_1226_gazastrip.csv":            "region:1226",
+		"ioda_asn_20294_mtn-uganda.csv":             "asn:20294",
+		"ioda_country_PK.csv.gz":                    "country:PK",
+		"ioda_city_5128581_new-york.csv":            "",
+		"iraq.csv":                                  "",
+		"ioda_country__iraq.csv":                    "",
+		"export_ioda_country_IQ_iraq.csv.gz":        "",
+		"/tmp/ioda_region_4369_zhytomyr.csv.gz.csv": "region:4369",
+	} {
+		got, err := IODAEntity(name)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("IODAEntity(%q) = %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
+
+// Whatever the bytes, the readers return; every value is counted once,
+// replayed or skipped, and every record is a line of four fields whose
+// time is the record's.
+func FuzzReadIODAJSON(f *testing.F) {
+	f.Add(`{"data":[[{"entityType":"country","entityCode":"IQ","datasource":"bgp","from":1692489600,"step":300,"values":[2917,null,2916]}]]}`)
+	f.Add(`{"data":[{"entityType":"asn","entityCode":"20294","datasource":"ping-slash24","from":1,"step":9223372036,"values":[1,2,3]}]}`)
+	f.Add(`{"error":null,"data":[[{"entityType":"region","entityCode":"1","datasource":"merit-nt","from":1698364800,"step":300,"values":[{"agg_values":1},"7",1e400]}]]}`)
+	f.Add(`{"data":[]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		st, err := ReadIODAJSON(strings.NewReader(body), checkIODARecord(t))
+		checkIODAStats(t, st, err)
+	})
+}
+
+func FuzzReadIODACSV(f *testing.F) {
+	f.Add("timestamp,bgp,ping-slash24,merit-nt,LABEL\n1698364800,560,31,4.4,0\n1698365100,,nan,x,1\n")
+	f.Add("timestamp,ucsd-nt,merit-nt\n\"1698364800\",1,\"2\n")
+	f.Add("timestamp,bgp\n-5,1\n9223372036854775807,1\n1,1,1\n")
+	f.Fuzz(func(t *testing.T, body string) {
+		st, err := ReadIODACSV(strings.NewReader(body), "country:IQ", checkIODARecord(t))
+		checkIODAStats(t, st, err)
+	})
+}
+
+func checkIODARecord(t *testing.T) func(ingest.Record) error {
+	return func(r ingest.Record) error {
+		f := strings.Split(string(r.Value), ",")
+		if len(f) != 4 {
+			t.Fatalf("record %q: want time,entity,signal,value", r.Value)
+		}
+		sec, err := ParseTime(f[0])
+		if err != nil || sec != r.Time {
+			t.Fatalf("record %q at %d: its time reads %d, %v", r.Value, r.Time, sec, err)
+		}
+		if _, err := strconv.ParseFloat(f[3], 64); err != nil {
+			t.Fatalf("record %q: value %v", r.Value, err)
+		}
+		return nil
+	}
+}
+
+func checkIODAStats(t *testing.T, st IODAStats, err error) {
+	var skipped int64
+	for _, n := range st.Skipped {
+		skipped += n
+	}
+	if err == nil && st.Records+skipped != st.Values {
+		t.Fatalf("%d values, %d replayed and %d skipped", st.Values, st.Records, skipped)
+	}
+}
