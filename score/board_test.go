@@ -184,6 +184,8 @@ func TestSniffFormat(t *testing.T) {
 	for name, c := range map[string]struct{ body, want string }{
 		"ioda.csv":  {"timestamp,bgp,LABEL\n1,2,0\n", score.FormatIODACSV},
 		"11119.csv": {"epoch;rtt;cp\r\n14/10/2016 21:17;178.9;0\r\n", score.FormatAtlasRTT},
+		"11145.csv": {"rtt,epoch,cp\n178.9,1476479820,0\n", score.FormatAtlasRTT},
+		"11150.csv": {"epoch;rtt\n14/10/2016 21:17;178.9\n", ""},
 		"junk.csv":  {"time,entity,signal,value\n", ""},
 		"empty.csv": {"", ""},
 	} {
@@ -194,6 +196,40 @@ func TestSniffFormat(t *testing.T) {
 		got, err := score.SniffFormat(p)
 		if got != c.want || (err == nil) != (c.want != "") {
 			t.Errorf("%s: %q, %v; want %q", name, got, err, c.want)
+		}
+	}
+}
+
+// A labelled trace reads the same however its columns are written out:
+// ";" or ",", in any order, its epoch a date in either layout (with or
+// without seconds) or Unix seconds, CR LF ends, blank lines, cp as 1 or
+// true.
+func TestParseAtlasRTTLayouts(t *testing.T) {
+	want := []score.Sample{
+		{Time: time.Date(2016, 10, 14, 21, 17, 0, 0, time.UTC), RTT: 178.9},
+		{Time: time.Date(2016, 10, 14, 21, 21, 0, 0, time.UTC), RTT: -3, CP: true},
+		{Time: time.Date(2016, 10, 14, 21, 25, 0, 0, time.UTC), RTT: 201.25},
+	}
+	for _, body := range []string{
+		"epoch;rtt;cp\n14/10/2016 21:17;178.9;0\n14/10/2016 21:21;-3;1\n14/10/2016 21:25;201.25;0\n",
+		"epoch;rtt;cp\r\n14/10/2016 21:17:00;178.9;0\r\n14/10/2016 21:21:00;-3;1\r\n\r\n14/10/2016 21:25:00;201.25;0\r\n",
+		"epoch,rtt,cp\n2016-10-14 21:17:00,178.9,0\n2016-10-14 21:21,-3,1\n2016-10-14T21:25:00Z,201.25,0\n",
+		"rtt;cp;epoch\n178.9;0;1476479820\n-3;true;1476480060\n201.25;0;1476480300.0\n",
+		" Epoch ; RTT ; CP \n1476479820 ; 178.9 ; 0\n1476480060;-3;1\n\n1476480300;201.25;0",
+	} {
+		got, err := score.ParseAtlasRTT("x.csv", strings.NewReader(body))
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%q:\n%+v, %v\nwant %+v", body, got, err, want)
+		}
+	}
+	for body, why := range map[string]string{
+		"epoch;rtt\n":                        "want the columns epoch, rtt and cp",
+		"epoch;rtt;cp\n14/10/2016;178.9;0\n": `x.csv:2: epoch "14/10/2016"`,
+		"epoch;rtt;cp\n1476479820;NaN;0\n":   "x.csv:2: rtt:",
+		"epoch;rtt;cp\n1476479820;1;0;4\n":   "x.csv:2: want 3 fields",
+	} {
+		if _, err := score.ParseAtlasRTT("x.csv", strings.NewReader(body)); err == nil || !strings.Contains(err.Error(), why) {
+			t.Errorf("%q: error %v, want %q", body, err, why)
 		}
 	}
 }
@@ -243,6 +279,7 @@ func FuzzParseIODACSV(f *testing.F) {
 func FuzzParseAtlasRTT(f *testing.F) {
 	f.Add([]byte("epoch;rtt;cp\n14/10/2016 21:17;178.924995;0\n14/10/2016 21:21;-3;1\n"))
 	f.Add([]byte("epoch;rtt;cp\n2016-10-14 21:17:00;1e400;0\n"))
+	f.Add([]byte("rtt,cp,epoch\n12.5,true,1476479820.5\n\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		s, err := score.ParseAtlasRTT("fuzz.csv", bytes.NewReader(b))
 		if err != nil {

@@ -53,9 +53,9 @@ const (
 	// column per source, and LABEL (1 inside a labelled outage).
 	FormatIODACSV = "ioda-csv"
 	// FormatAtlasRTT is a labelled RTT trace, `epoch;rtt;cp`: time as
-	// dd/mm/yyyy HH:MM (or yyyy-mm-dd HH:MM:SS) UTC, RTT in ms (negative:
-	// lost), cp 1 at a hand-labelled change point. The file's base name is
-	// the probe id.
+	// dd/mm/yyyy HH:MM (or yyyy-mm-dd HH:MM:SS) UTC or Unix seconds, RTT
+	// in ms (negative: lost), cp 1 at a hand-labelled change point (see
+	// ParseAtlasRTT). The file's name holds the probe id.
 	FormatAtlasRTT = "atlas-rtt"
 )
 
@@ -238,10 +238,10 @@ func SniffFormat(path string) (string, error) {
 	}
 	head = strings.TrimSpace(head)
 	cols := strings.Split(head, ",")
-	switch {
-	case slices.Contains(cols, "timestamp") && slices.Contains(cols, "LABEL"):
+	if slices.Contains(cols, "timestamp") && slices.Contains(cols, "LABEL") {
 		return FormatIODACSV, nil
-	case head == "epoch;rtt;cp":
+	}
+	if _, _, ok := rttHeader(head); ok {
 		return FormatAtlasRTT, nil
 	}
 	return "", fmt.Errorf("%s:1: header %.80q: want an IODA export's (timestamp, its sources, LABEL) or an RTT trace's (epoch;rtt;cp)", path, head)
@@ -323,37 +323,85 @@ func ReadAtlasRTT(path string) ([]Sample, error) {
 }
 
 // ParseAtlasRTT reads a labelled RTT trace from in; path names it in
-// errors.
+// errors. The header names the columns epoch, rtt and cp, in any order,
+// separated by ";" or ","; epoch is a date (dd/mm/yyyy HH:MM[:SS] or
+// yyyy-mm-dd HH:MM[:SS], UTC, or RFC 3339) or Unix seconds, as the
+// column's name says; cp is 1 (or true) at a change point. Blank lines
+// are skipped; a line that cannot be read is the file's error, naming
+// it, as a label read wrong would score wrong.
 func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
 	sc := bufio.NewScanner(in)
 	var out []Sample
+	var sep string
+	var col [3]int
 	for line := 1; sc.Scan(); line++ {
-		if line == 1 {
-			continue // header
-		}
 		// Some of the labelled files end their lines with CR LF.
-		parts := strings.Split(strings.TrimRight(sc.Text(), "\r"), ";")
+		text := strings.TrimSpace(sc.Text())
+		if line == 1 {
+			var ok bool
+			if sep, col, ok = rttHeader(text); !ok {
+				return nil, fmt.Errorf("%s:1: header %.80q: want the columns epoch, rtt and cp (epoch;rtt;cp)", path, text)
+			}
+			continue
+		}
+		if text == "" {
+			continue
+		}
+		parts := strings.Split(text, sep)
 		if len(parts) != 3 {
-			return nil, fmt.Errorf("%s:%d: want epoch;rtt;cp", path, line)
+			return nil, fmt.Errorf("%s:%d: want 3 fields separated by %q, have %d", path, line, sep, len(parts))
 		}
-		t, err := time.Parse("02/01/2006 15:04", parts[0])
-		if err != nil {
-			t, err = time.Parse(time.DateTime, parts[0])
-		}
+		t, err := rttTime(strings.TrimSpace(parts[col[0]]))
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		rtt, err := strconv.ParseFloat(parts[1], 64)
+		rtt, err := strconv.ParseFloat(strings.TrimSpace(parts[col[1]]), 64)
 		if err == nil && (math.IsNaN(rtt) || math.IsInf(rtt, 0)) {
-			err = fmt.Errorf("%q is not a number of milliseconds", parts[1])
+			err = fmt.Errorf("%q is not a number of milliseconds", parts[col[1]])
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: rtt: %w", path, line, err)
 		}
-		out = append(out, Sample{Time: t.UTC(), RTT: rtt, CP: parts[2] == "1"})
+		cp := strings.TrimSpace(parts[col[2]])
+		out = append(out, Sample{Time: t.UTC(), RTT: rtt, CP: cp == "1" || strings.EqualFold(cp, "true") || cp == "1.0"})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// rttHeader reads a labelled trace's header: its separator and where
+// its epoch, rtt and cp columns are.
+func rttHeader(line string) (sep string, col [3]int, ok bool) {
+	sep = ";"
+	if !strings.Contains(line, sep) {
+		sep = ","
+	}
+	names := strings.Split(line, sep)
+	if len(names) != 3 {
+		return sep, col, false
+	}
+	for i, want := range []string{"epoch", "rtt", "cp"} {
+		j := slices.IndexFunc(names, func(n string) bool { return strings.EqualFold(strings.TrimSpace(n), want) })
+		if j < 0 {
+			return sep, col, false
+		}
+		col[i] = j
+	}
+	return sep, col, true
+}
+
+// rttTime reads a trace's epoch: Unix seconds, or a date in one of the
+// layouts labelled traces are written in, UTC.
+func rttTime(s string) (time.Time, error) {
+	if sec, err := strconv.ParseFloat(s, 64); err == nil && sec > 0 && sec < 1<<33 {
+		return time.Unix(0, int64(sec*1e9)).UTC(), nil
+	}
+	for _, layout := range []string{"02/01/2006 15:04", "02/01/2006 15:04:05", time.DateTime, "2006-01-02 15:04", time.RFC3339} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("epoch %q: want dd/mm/yyyy HH:MM, yyyy-mm-dd HH:MM:SS or Unix seconds", s)
 }

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -406,6 +407,19 @@ type atlasTrace struct {
 	samples []score.Sample
 }
 
+// atlasProbe is the probe id a trace's file name holds: the name itself
+// (11119.csv.gz), or its one run of digits (probe-11119.csv).
+func atlasProbe(path string) (string, error) {
+	runs := digitRuns.FindAllString(filepath.Base(path), -1)
+	if len(runs) != 1 || len(runs[0]) > 9 {
+		return "", fmt.Errorf("%s: the file's name must hold its probe id, and no other number (11119.csv.gz)", path)
+	}
+	n, _ := strconv.Atoi(runs[0])
+	return strconv.Itoa(n), nil
+}
+
+var digitRuns = regexp.MustCompile(`[0-9]+`)
+
 // atlasDestination is the destination the traces are written towards: the
 // labelled traces name none, and a documentation address (RFC 5737) says
 // plainly that it stands in.
@@ -426,9 +440,12 @@ func writeAtlasResults(paths []string, dst string, noise *noiser) ([]atlasTrace,
 		if err != nil {
 			return nil, err
 		}
-		probe := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(p), ".gz"), ".csv")
-		if _, err := strconv.Atoi(probe); err != nil {
-			return nil, fmt.Errorf("%s: the file name must be the probe id", p)
+		probe, err := atlasProbe(p)
+		if err != nil {
+			return nil, err
+		}
+		if i := slices.IndexFunc(traces, func(t atlasTrace) bool { return t.probe == probe }); i >= 0 {
+			return nil, fmt.Errorf("%s: probe %s again (%s): one trace a probe, or the two would be one series", p, probe, paths[i])
 		}
 		traces = append(traces, atlasTrace{probe, ss})
 		for _, s := range ss {

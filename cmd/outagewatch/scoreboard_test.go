@@ -290,3 +290,17 @@ func TestScoreboardBareFilesScoreAsTheirSets(t *testing.T) {
 		}
 	}
 }
+
+// A trace's probe is the number its file's name holds, however the name
+// is dressed; a name with no number, or two, is refused.
+func TestAtlasProbe(t *testing.T) {
+	for name, want := range map[string]string{
+		"/data/11119.csv.gz": "11119", "probe-11119.csv": "11119", "prb_0042_rtt.csv": "42",
+		"trace.csv": "", "probe-11119-to-193.0.14.129.csv": "", "12345678901.csv": "",
+	} {
+		got, err := atlasProbe(name)
+		if got != want || (err == nil) != (want != "") {
+			t.Errorf("%s: %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
