@@ -200,6 +200,26 @@ func TestSniffFormat(t *testing.T) {
 	}
 }
 
+// An IODA export reads the same with its label column in lower case,
+// its label as true, its timestamps as floats or out of order; a
+// timestamp given twice is refused, as its label would be a guess.
+func TestParseIODACSVLayouts(t *testing.T) {
+	want := []score.Window{{From: time.Unix(1698334200, 0).UTC(), To: time.Unix(1698334800, 0).UTC()}}
+	for _, body := range []string{
+		"timestamp,bgp,LABEL\n1698333900,560,0\n1698334200,542,1\n1698334500,540,1\n1698334800,559,0\n",
+		"timestamp,bgp,label\n1698334200.0,542,true\n1698333900.0,560,0\n1698334800.0,559,0\n1698334500.0,540,1.0\n",
+	} {
+		rows, err := score.ParseIODACSV("x.csv", strings.NewReader(body))
+		if err != nil || len(rows) != 4 || rows[1].Values["bgp"] != 542 || !reflect.DeepEqual(score.LabelWindows(rows), want) {
+			t.Errorf("%q: %+v, %v; want 4 rows in time order, labelled %v", body, rows, err, want)
+		}
+	}
+	_, err := score.ParseIODACSV("x.csv", strings.NewReader("timestamp,bgp,LABEL\n1698333900,560,0\n1698334200,542,1\n1698333900,561,1\n"))
+	if err == nil || !strings.Contains(err.Error(), "x.csv:4: timestamp 1698333900 again (line 2)") {
+		t.Errorf("a timestamp twice: %v", err)
+	}
+}
+
 // A labelled trace reads the same however its columns are written out:
 // ";" or ",", in any order, its epoch a date in either layout (with or
 // without seconds) or Unix seconds, CR LF ends, blank lines, cp as 1 or

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -188,32 +189,40 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: header: %w", path, err)
 	}
-	ts, lab := slices.Index(head, "timestamp"), slices.Index(head, "LABEL")
+	ts, lab := slices.Index(head, "timestamp"), slices.IndexFunc(head, isLabelColumn)
 	if ts < 0 || lab < 0 {
 		return nil, fmt.Errorf("%s:1: want timestamp and LABEL columns, have %s", path, strings.Join(head, ","))
 	}
 	var rows []IODARow
+	lines := map[int64]int{}
 	for line := 2; ; line++ {
 		rec, err := r.Read()
 		if err == io.EOF {
-			return rows, nil
+			break
 		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		sec, err := strconv.ParseInt(rec[ts], 10, 64)
+		// Unix seconds, written by some exports as a float.
+		f, err := strconv.ParseFloat(strings.TrimSpace(rec[ts]), 64)
+		if err == nil && !(f > 0 && f < 1<<33) {
+			err = errors.New("not a Unix time in seconds")
+		}
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: timestamp %q: %w", path, line, rec[ts], err)
 		}
-		if len(rows) > 0 && !time.Unix(sec, 0).After(rows[len(rows)-1].Time) {
-			return nil, fmt.Errorf("%s:%d: timestamp %d is not after the row before's", path, line, sec)
+		sec := int64(f)
+		if before, dup := lines[sec]; dup {
+			return nil, fmt.Errorf("%s:%d: timestamp %d again (line %d): which row's values and label hold?", path, line, sec, before)
 		}
-		row := IODARow{Time: time.Unix(sec, 0).UTC(), Values: map[string]float64{}, Label: rec[lab] == "1"}
+		lines[sec] = line
+		label := strings.TrimSpace(rec[lab])
+		row := IODARow{Time: time.Unix(sec, 0).UTC(), Values: map[string]float64{}, Label: label == "1" || label == "1.0" || strings.EqualFold(label, "true")}
 		for i, h := range head {
 			if i == ts || i == lab {
 				continue
 			}
-			v, err := strconv.ParseFloat(rec[i], 64)
+			v, err := strconv.ParseFloat(strings.TrimSpace(rec[i]), 64)
 			if err != nil {
 				v = math.NaN()
 			}
@@ -221,7 +230,14 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 		}
 		rows = append(rows, row)
 	}
+	// An export is in time order; one that is not is read as if it were.
+	slices.SortStableFunc(rows, func(a, b IODARow) int { return a.Time.Compare(b.Time) })
+	return rows, nil
 }
+
+// isLabelColumn reports whether a column of an IODA export is its hand
+// label: LABEL, or label in any case.
+func isLabelColumn(name string) bool { return strings.EqualFold(strings.TrimSpace(name), "label") }
 
 // SniffFormat tells a labelled file's format by its header: an IODA
 // export's has timestamp and LABEL columns, an RTT trace's is
@@ -238,7 +254,7 @@ func SniffFormat(path string) (string, error) {
 	}
 	head = strings.TrimSpace(head)
 	cols := strings.Split(head, ",")
-	if slices.Contains(cols, "timestamp") && slices.Contains(cols, "LABEL") {
+	if slices.Contains(cols, "timestamp") && slices.ContainsFunc(cols, isLabelColumn) {
 		return FormatIODACSV, nil
 	}
 	if _, _, ok := rttHeader(head); ok {

@@ -294,7 +294,7 @@ func ReadIODACSV(r io.Reader, entity string, fn func(ingest.Record) error) (IODA
 	skipped := make([]bool, len(head))
 	for i, h := range head {
 		switch {
-		case i == ts || h == "LABEL" || strings.EqualFold(h, "datetime"):
+		case i == ts || strings.EqualFold(h, "label") || strings.EqualFold(h, "datetime"):
 		case h == "ucsd-nt" && slices.Contains(head, "merit-nt"):
 			skipped[i] = true
 		default:
