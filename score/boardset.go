@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"maps"
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -235,6 +237,9 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 	return rows, nil
 }
 
+// nonName is what an entity made of a file's name leaves out.
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
 // isLabelColumn reports whether a column of an IODA export is its hand
 // label: LABEL, or label in any case.
 func isLabelColumn(name string) bool { return strings.EqualFold(strings.TrimSpace(name), "label") }
@@ -278,7 +283,10 @@ func (s *BoardSet) ForIODAFile(path string, rows []IODARow) (IODAFile, error) {
 	if f.Entity == "" {
 		e, err := obsfile.IODAEntity(path)
 		if err != nil {
-			return f, fmt.Errorf("%w; or name it in the set (entity:)", err)
+			// Scored, the entity names only the series: the IODA rules
+			// judge countries, regions and networks alike.
+			e = "region:" + strings.Trim(nonName.ReplaceAllString(strings.ToLower(strings.Split(filepath.Base(path), ".")[0]), "-"), "-")
+			slog.Warn("scoreboard: an IODA export whose name gives no entity (ioda_<kind>_<code>_….csv), scored as "+e, "file", path, "err", err)
 		}
 		f.Entity = e
 	}
