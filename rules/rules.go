@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/examples"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -119,7 +120,7 @@ func LoadAll(paths ...string) (*Set, error) {
 		}
 		files = append(files, p)
 	}
-	set, err := merge(strings.Join(paths, ","), files, os.ReadFile)
+	set, err := merge(strings.Join(paths, ","), files, readFile)
 	if err != nil {
 		return nil, err
 	}
@@ -182,9 +183,21 @@ func merge(name string, files []string, read func(string) ([]byte, error)) (*Set
 	return out, nil
 }
 
+// readFile reads a rules file from disk or, where there is none, the
+// copy of an example the binary bundles (package examples).
+func readFile(file string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, fs.ErrNotExist) {
+		if eb, ok := examples.Read(file); ok {
+			return eb, nil
+		}
+	}
+	return b, err
+}
+
 // Load reads and validates a rules file.
 func Load(file string) (*Set, error) {
-	b, err := os.ReadFile(file)
+	b, err := readFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("rules: %w", err)
 	}

@@ -66,3 +66,30 @@ func TestLoadAllRejectsARuleDefinedTwice(t *testing.T) {
 		t.Fatalf("single file: %v %v", set, err)
 	}
 }
+
+// The example rules load by their path from the repository root from any
+// directory, as the binary bundles them; a file of that path on disk
+// comes first, and a path that is neither still fails naming it.
+func TestExampleRulesFromAnyDirectory(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	for _, load := range []func(string) (*Set, error){Load, func(p string) (*Set, error) { return LoadAll(p) }} {
+		set, err := load("examples/ioda/ioda.yaml")
+		if err != nil || len(set.Rules) != 3 || set.Rules[0].Name != "ioda-bgp" {
+			t.Fatalf("bundled IODA rules: %v, %v", set, err)
+		}
+	}
+	if err := os.MkdirAll("examples/ioda", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mine := "rules:\n  - name: mine\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"country:*\"]\n"
+	if err := os.WriteFile("examples/ioda/ioda.yaml", []byte(mine), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if set, err := Load("examples/ioda/ioda.yaml"); err != nil || len(set.Rules) != 1 || set.Rules[0].Name != "mine" {
+		t.Errorf("a file on disk: %v, %v; want it, not the bundled copy", set, err)
+	}
+	if _, err := Load("examples/ioda/nope.yaml"); err == nil || !strings.Contains(err.Error(), "examples/ioda/nope.yaml") {
+		t.Errorf("a path bundled nowhere: %v", err)
+	}
+}

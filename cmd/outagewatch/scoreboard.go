@@ -248,8 +248,8 @@ func parseEvery(s string) (rowGrid, error) {
 	return g, nil
 }
 
-// iodaRules are the shipped IODA rules, relative to the repository root:
-// those a bare IODA export is scored by.
+// iodaRules are the shipped IODA rules (bundled, so found from any
+// directory): those a bare IODA export is scored by.
 const iodaRules = "examples/ioda/ioda.yaml"
 
 // loadSets reads the sets args name: set files, and labelled files
