@@ -10,8 +10,8 @@ import (
 	"github.com/outagewatch/outagewatch/obs"
 )
 
-// AtlasDecoder decodes RIPE Atlas ping results, one JSON object per record,
-// as the Atlas API and result stream deliver them:
+// AtlasDecoder decodes RIPE Atlas ping (and traceroute) results, one JSON
+// object per record, as the Atlas API and result stream deliver them:
 //
 //	{"type": "ping", "af": 4, "prb_id": 202, "msm_id": 1000192,
 //	 "timestamp": 1378271710, "from": "80.56.151.3", "src_addr": "192.168.1.229",
@@ -37,6 +37,15 @@ type AtlasDecoder struct {
 	emitter
 	sc scanner
 	m  Measurement
+	// hop is a traceroute result's last hop read so far (scratch).
+	hop []hopReply
+}
+
+// hopReply is one packet of a traceroute hop: who answered (invalid for
+// a timeout or an error) and in how many milliseconds.
+type hopReply struct {
+	from netip.Addr
+	rtt  float64
 }
 
 // NewAtlasDecoder returns a decoder that attributes probes through nm.
@@ -46,7 +55,14 @@ func NewAtlasDecoder(nm *netmap.Map) *AtlasDecoder {
 
 var _ ingest.Decoder = (*AtlasDecoder)(nil)
 
-// Decode turns one Atlas ping result into observations. A result for which
+// A traceroute result (type "traceroute") is read for the same series as
+// a ping towards its destination: the packets of its last hop, those the
+// destination answered with their RTT and the rest as lost. That is the
+// end-to-end RTT the RTT-change literature reads from Atlas's built-in
+// traceroutes; a last hop that is not the destination (it was not
+// reached) is all loss.
+
+// Decode turns one Atlas ping or traceroute result into observations. A result for which
 // no packet was sent (the probe failed before pinging) is counted in
 // Stats().Empty and yields nothing.
 func (d *AtlasDecoder) Decode(value []byte, sink obs.Sink) error {
@@ -78,7 +94,9 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 		counted            uint32 // packets answered or timed out, from result
 		answered           uint32
 		from, srcAddr      netip.Addr
+		traceroute         bool // a result made of hops
 	)
+	d.hop = d.hop[:0]
 	for first := true; ; first = false {
 		key, ok, err := s.member(first)
 		if err != nil {
@@ -96,8 +114,8 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 		switch string(key) {
 		case "type":
 			var b []byte
-			if b, err = s.str(); err == nil && string(b) != "ping" {
-				return false, ingest.Errorf("type", "Atlas result of type %.20q, want ping", b)
+			if b, err = s.str(); err == nil && string(b) != "ping" && string(b) != "traceroute" {
+				return false, ingest.Errorf("type", "Atlas result of type %.20q, want ping or traceroute", b)
 			}
 		case "af":
 			var v uint64
@@ -128,7 +146,7 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 			v, err = s.uint(math.MaxUint32)
 			m.Rcvd, haveRcvd = uint32(v), true
 		case "result":
-			m.RTTms, counted, answered, err = s.atlasPackets(m.RTTms)
+			m.RTTms, d.hop, counted, answered, traceroute, err = s.atlasResult(m.RTTms, d.hop)
 		default:
 			err = s.skip(0)
 		}
@@ -142,10 +160,20 @@ func (d *AtlasDecoder) Parse(value []byte, m *Measurement) (empty bool, err erro
 	if m.Time == 0 {
 		return false, ingest.Errorf("missing_field", "no timestamp")
 	}
+	if traceroute {
+		// Only now is dst_addr known, wherever it stood in the object.
+		counted, answered = uint32(len(d.hop)), 0
+		for _, r := range d.hop {
+			if r.from.IsValid() && r.from == m.Dst {
+				m.RTTms = append(m.RTTms, r.rtt)
+				answered++
+			}
+		}
+	}
 	switch {
 	case haveSent != haveRcvd:
 		return false, ingest.Errorf("missing_field", "sent and rcvd come together")
-	case !haveSent:
+	case !haveSent || traceroute:
 		m.Sent, m.Rcvd = counted, answered
 	}
 	m.Src = from
@@ -164,70 +192,147 @@ func (d *AtlasDecoder) probeName(id uint64) string {
 	return d.ent.intern(strconv.AppendUint(buf[:0], id, 10))
 }
 
-// atlasPackets reads the result array of a ping result: the RTTs of the
-// answered, non-duplicate packets, and how many packets were answered or
-// timed out (for results without sent/rcvd).
-func (s *scanner) atlasPackets(rtts []float64) (_ []float64, counted, answered uint32, err error) {
+// atlasResult reads the result array of a ping result (packets) or of a
+// traceroute result (hops, each with packets of its own: an element with
+// a "result" of its own is a hop). For a ping: the RTTs of the answered,
+// non-duplicate packets, and how many packets were answered or timed out
+// (for results without sent/rcvd). For a traceroute: the packets of its
+// last hop that has any, in hop, to be matched with the destination once
+// the whole object is read.
+func (s *scanner) atlasResult(rtts []float64, hop []hopReply) (_ []float64, _ []hopReply, counted, answered uint32, traceroute bool, err error) {
 	if s.peek() != '[' {
-		return rtts, 0, 0, s.notA("array")
+		return rtts, hop, 0, 0, false, s.notA("array")
+	}
+	s.i++
+	var last []hopReply // the hop being read: packets appended after hop's
+	for first := true; ; first = false {
+		ok, err := s.elem(first)
+		if err != nil || !ok {
+			return rtts, hop, counted, answered, traceroute, err
+		}
+		if s.peek() != '{' {
+			return rtts, hop, 0, 0, false, s.notA("object in result")
+		}
+		s.i++
+		var p packet
+		isHop := false
+		for first := true; ; first = false {
+			key, ok, err := s.member(first)
+			if err != nil {
+				return rtts, hop, 0, 0, false, err
+			}
+			if !ok {
+				break
+			}
+			if string(key) == "result" {
+				isHop = true
+				last, err = s.hopPackets(hop[len(hop):])
+			} else {
+				err = s.packetField(key, &p)
+			}
+			if err != nil {
+				return rtts, hop, 0, 0, false, err
+			}
+		}
+		switch {
+		case isHop:
+			traceroute = true
+			if len(last) > 0 {
+				// A later hop with packets replaces the one before.
+				hop = append(hop[:0], last...)
+			}
+		case p.dup:
+		case p.hasRTT:
+			rtts = append(rtts, p.rtt)
+			counted++
+			answered++
+		case p.timeout:
+			counted++
+		}
+	}
+}
+
+// packet is what one element of a ping result, or of a traceroute hop,
+// says.
+type packet struct {
+	from                 netip.Addr
+	rtt                  float64
+	hasRTT, dup, timeout bool
+}
+
+// packetField reads the member key of a packet into p.
+func (s *scanner) packetField(key []byte, p *packet) (err error) {
+	switch string(key) {
+	case "rtt":
+		if p.rtt, err = s.float(); err == nil {
+			p.hasRTT = true
+			if !(p.rtt >= 0) {
+				return ingest.Errorf("value_range", "rtt %v", p.rtt)
+			}
+		}
+	case "dup":
+		// Atlas writes "dup": 1; accept a boolean too.
+		switch s.peek() {
+		case 't':
+			err, p.dup = s.literal("true"), true
+		case 'f':
+			err = s.literal("false")
+		default:
+			var v float64
+			v, err = s.float()
+			p.dup = v != 0
+		}
+	case "x":
+		p.timeout = true
+		err = s.skip(0)
+	case "from":
+		if isNull, nerr := s.null(); nerr != nil || isNull {
+			return nerr
+		}
+		p.from, err = s.optAddr()
+	default:
+		err = s.skip(0)
+	}
+	return err
+}
+
+// hopPackets reads a traceroute hop's packets into buf: who answered
+// each and its RTT. Duplicates are left out; a timeout or an error is a
+// packet that nobody answered. Late replies ("late") and ICMP errors
+// from the destination still answer.
+func (s *scanner) hopPackets(buf []hopReply) ([]hopReply, error) {
+	if s.peek() != '[' {
+		return buf, s.notA("array")
 	}
 	s.i++
 	for first := true; ; first = false {
 		ok, err := s.elem(first)
 		if err != nil || !ok {
-			return rtts, counted, answered, err
+			return buf, err
 		}
 		if s.peek() != '{' {
-			return rtts, 0, 0, s.notA("object in result")
+			return buf, s.notA("object in a hop's result")
 		}
 		s.i++
-		rtt, hasRTT, dup, timeout := 0.0, false, false, false
+		var p packet
 		for first := true; ; first = false {
 			key, ok, err := s.member(first)
 			if err != nil {
-				return rtts, 0, 0, err
+				return buf, err
 			}
 			if !ok {
 				break
 			}
-			switch string(key) {
-			case "rtt":
-				if rtt, err = s.float(); err == nil {
-					hasRTT = true
-					if !(rtt >= 0) {
-						return rtts, 0, 0, ingest.Errorf("value_range", "rtt %v", rtt)
-					}
-				}
-			case "dup":
-				// Atlas writes "dup": 1; accept a boolean too.
-				switch s.peek() {
-				case 't':
-					err, dup = s.literal("true"), true
-				case 'f':
-					err = s.literal("false")
-				default:
-					var v float64
-					v, err = s.float()
-					dup = v != 0
-				}
-			case "x":
-				timeout = true
-				err = s.skip(0)
-			default:
-				err = s.skip(0)
-			}
-			if err != nil {
-				return rtts, 0, 0, err
+			if err := s.packetField(key, &p); err != nil {
+				return buf, err
 			}
 		}
 		switch {
-		case dup:
-		case hasRTT:
-			rtts = append(rtts, rtt)
-			counted++
-			answered++
-		case timeout:
-			counted++
+		case p.dup:
+		case p.hasRTT:
+			buf = append(buf, hopReply{from: p.from, rtt: p.rtt})
+		default:
+			buf = append(buf, hopReply{})
 		}
 	}
 }

@@ -1,6 +1,7 @@
 // Package quality decodes Internet-quality measurements (round-trip times,
 // packet loss, bandwidth) from probes into observations: outagewatch's own
-// JSON measurement (Decoder) and RIPE Atlas ping results (AtlasDecoder).
+// JSON measurement (Decoder) and RIPE Atlas ping and traceroute results
+// (AtlasDecoder).
 // The signals it produces and the grammar of its path and probe entities
 // are defined with the model, in obs/quality.
 //

@@ -97,6 +97,8 @@ func FuzzDecodeAtlas(f *testing.F) {
 		`{"timestamp":1378271710,"result":[{"rtt":1}`,
 		`{"timestamp":1378271710,"sent":1,"rcvd":2}`,
 		``, `[`, `{"result":[{"dup":1e400}]}`,
+		`{"type":"traceroute","timestamp":1480000000,"prb_id":202,"from":"80.56.151.3","result":[{"hop":1,"result":[{"from":"192.168.1.1","rtt":1.2},{"x":"*"}]},{"hop":2,"result":[{"from":"62.2.16.12","rtt":30.25},{"from":"62.2.16.12","rtt":29.9,"dup":1}]},{"hop":255,"error":"x"}],"dst_addr":"62.2.16.12"}`,
+		`{"type":"traceroute","timestamp":1480000000,"dst_addr":"::1","result":[{"hop":1,"result":[{"from":null,"rtt":-1}]},{"result":[{"rtt":1},{"from":"::1","rtt":2}]}]}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -394,7 +394,7 @@ func TestAtlasEdgeCases(t *testing.T) {
 		}
 	}
 	errs := []struct{ in, reason string }{
-		{`{"type":"traceroute","timestamp":1378271710,"sent":1,"rcvd":1}`, "type"},
+		{`{"type":"sslcert","timestamp":1378271710,"sent":1,"rcvd":1}`, "type"},
 		{`{"type":"ping","af":5,"timestamp":1378271710,"sent":1,"rcvd":1}`, "value_range"},
 		{`{"type":"ping","from":"80.56.1.1","sent":1,"rcvd":1}`, "missing_field"},
 		{`{"timestamp":1378271710,"sent":1}`, "missing_field"},
@@ -547,6 +547,38 @@ func TestFractionalUnixSecondsAreExact(t *testing.T) {
 		var m Measurement
 		if err := d.Parse([]byte(in), &m); err != nil || m.Time != want {
 			t.Errorf("%s: time %d, %v; want %d", in, m.Time, err, want)
+		}
+	}
+}
+
+// A traceroute result is read for the series a ping towards its
+// destination makes: its last hop's packets, those the destination
+// answered with their RTT, the rest lost, wherever dst_addr and type stand
+// in the object; a last hop that is not the destination is all loss, and
+// a hop with no packets leaves the one before as the last.
+func TestAtlasTracerouteAsPing(t *testing.T) {
+	const head = `{"fw":4790,"lts":12,"timestamp":1480000000,"prb_id":202,"msm_id":5001,"from":"80.56.151.3","af":4,"proto":"ICMP",`
+	hop1 := `{"hop":1,"result":[{"from":"192.168.1.1","ttl":64,"size":76,"rtt":1.2},{"from":"192.168.1.1","ttl":64,"size":76,"rtt":1.1},{"x":"*"}]}`
+	for _, c := range []struct{ name, traceroute, ping string }{
+		{"reached",
+			head + `"result":[` + hop1 + `,{"hop":2,"result":[{"from":"62.2.16.12","ttl":56,"rtt":30.25},{"x":"*"},{"from":"62.2.16.12","ttl":56,"rtt":29.5},{"from":"62.2.16.12","rtt":29.9,"dup":1}]},{"hop":3}],"dst_addr":"62.2.16.12","type":"traceroute"}`,
+			head + `"type":"ping","dst_addr":"62.2.16.12","sent":3,"rcvd":2,"result":[{"rtt":30.25},{"x":"*"},{"rtt":29.5}]}`},
+		{"not reached",
+			head + `"type":"traceroute","dst_addr":"62.2.16.12","result":[` + hop1 + `,{"hop":2,"result":[{"from":"10.0.0.1","rtt":9},{"from":"10.0.0.1","rtt":9.1},{"x":"*"}]},{"hop":255,"result":[]}]}`,
+			head + `"type":"ping","dst_addr":"62.2.16.12","sent":3,"rcvd":0,"result":[{"x":"*"},{"x":"*"},{"x":"*"}]}`},
+		{"last hop timed out",
+			head + `"type":"traceroute","dst_addr":"62.2.16.12","result":[` + hop1 + `,{"hop":255,"result":[{"x":"*"},{"x":"*"},{"x":"*"}]}]}`,
+			head + `"type":"ping","dst_addr":"62.2.16.12","sent":3,"rcvd":0,"result":[{"x":"*"},{"x":"*"},{"x":"*"}]}`},
+	} {
+		var got, want obs.Slice
+		if err := NewAtlasDecoder(atlasMap()).Decode([]byte(c.traceroute), &got); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		if err := NewAtlasDecoder(atlasMap()).Decode([]byte(c.ping), &want); err != nil {
+			t.Fatal(err)
+		}
+		if len(got) == 0 || !slices.Equal(got, want) {
+			t.Errorf("%s:\n got %v\nwant %v (the ping)", c.name, got, want)
 		}
 	}
 }
