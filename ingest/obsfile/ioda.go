@@ -1,6 +1,7 @@
 package obsfile
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/csv"
 	"encoding/json"
@@ -205,7 +206,11 @@ func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) 
 		Error json.RawMessage `json:"error"`
 		Data  json.RawMessage `json:"data"`
 	}
-	if err := json.NewDecoder(r).Decode(&env); err != nil {
+	br := bufio.NewReader(r)
+	if b, err := peekNonSpace(br); err == nil && b == '[' {
+		return st, errors.New("a JSON array, not IODA's signals response: a .json file is read as IODA's; name a RIPE Atlas download *.atlas.json")
+	}
+	if err := json.NewDecoder(br).Decode(&env); err != nil {
 		return st, fmt.Errorf("not an IODA signals response (JSON): %w", err)
 	}
 	if e := bytes.TrimSpace(env.Error); len(e) > 0 && !bytes.Equal(e, []byte("null")) {
@@ -271,6 +276,22 @@ func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) 
 		}
 	}
 	return st, nil
+}
+
+// peekNonSpace is the first byte of r after white space, left unread.
+func peekNonSpace(r *bufio.Reader) (byte, error) {
+	for {
+		b, err := r.Peek(1)
+		if err != nil {
+			return 0, err
+		}
+		switch b[0] {
+		case ' ', '\t', '\r', '\n':
+			r.Discard(1)
+		default:
+			return b[0], nil
+		}
+	}
 }
 
 // ReadIODACSV reads an IODA export of entity: a header with a

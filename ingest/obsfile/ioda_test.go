@@ -69,6 +69,7 @@ func TestReadIODAJSONRefuses(t *testing.T) {
 	for _, c := range []struct{ body, want string }{
 		{`{"type":"signals","error":"entityType must be one of country, region, asn","data":null}`, "IODA's error: \"entityType must be one of"},
 		{`time,entity,signal,value`, "not an IODA signals response (JSON)"},
+		{" \n[{\"type\":\"ping\",\"prb_id\":1}]", "name a RIPE Atlas download *.atlas.json"},
 		{`{"type":"outages"}`, `no "data"`},
 		{`{"data":{"signals":[]}}`, `"data" is not a list`},
 		{`{"data":[[{"from":"yesterday"}]]}`, "data[0]"},
