@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 // gives them (GET /v2/signals/raw/region/1226: one series a source,
 // values every step, null for a gap) give the same alerts, byte for
 // byte: the three blackouts on active probing and the telescope's gaps.
+// produce plays the response into Kafka as a live feed of observations.
 func TestReplayIODAFilesAsTheyCome(t *testing.T) {
 	export, err := filepath.Abs("../../../shared/testdata/ioda-labelled/ioda_region_1226_gazastrip.csv.gz")
 	if err != nil {
@@ -69,6 +71,16 @@ func TestReplayIODAFilesAsTheyCome(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("alerts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+
+	// Played into Kafka, the API's response is the observation lines a
+	// live service's observations topic takes, each at its event time.
+	addr := startKfake(t)
+	runProduce(t, api, "--brokers", addr)
+	recs := consumeAll(t, addr, []string{"observations"}, 9894)["observations"]
+	first := slices.MinFunc(recs, func(a, b consumed) int { return int(a.ts - b.ts) })
+	if first.ts != rows[0].Time.UnixMilli() || !strings.HasPrefix(first.value, strconv.FormatInt(rows[0].Time.Unix(), 10)+",region:1226,") {
+		t.Errorf("first record %+v; want the export's first row, at its time", first)
 	}
 }
 

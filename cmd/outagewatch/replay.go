@@ -22,6 +22,7 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart/recorder"
 	"github.com/outagewatch/outagewatch/fixtures"
+	"github.com/outagewatch/outagewatch/ingest/obsfile"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
@@ -229,6 +230,11 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 			}
 			srcs = append(srcs, ss...)
 			continue
+		}
+		if obsfile.IsIODAFile(in) {
+			if err := obsfile.CheckIODASignals(); err != nil {
+				return nil, fmt.Errorf("%s: %w", in, err)
+			}
 		}
 		s, err := replay.OpenFile(in)
 		if err != nil {

@@ -159,20 +159,8 @@ func IsIODAExport(path string) (bool, error) {
 
 // ReadIODAFile reads an IODA file, the API's JSON (.json, .json.gz) or a
 // CSV export (.csv, .csv.gz, its entity from its name), and calls fn with
-// one observation a value, series by series or row by row. IODA's signals
-// are not built in: a rules file declares them (examples/ioda/ioda.yaml),
-// and without it the file is refused with that said, not read into
-// thousands of undecodable records.
+// one observation a value, series by series or row by row.
 func ReadIODAFile(path string, fn func(ingest.Record) error) (IODAStats, error) {
-	var undeclared []string
-	for _, sig := range slices.Sorted(maps.Values(IODASources)) {
-		if _, ok := obs.Lookup(sig); !ok && !slices.Contains(undeclared, sig) {
-			undeclared = append(undeclared, sig)
-		}
-	}
-	if len(undeclared) > 0 {
-		return IODAStats{}, fmt.Errorf("an IODA file, and the signals of its sources (%s) are not declared: replay it with the IODA rules (--rules examples/ioda/ioda.yaml) or rules that declare them", strings.Join(undeclared, ", "))
-	}
 	name := strings.TrimSuffix(strings.ToLower(path), ".gz")
 	gz := name != strings.ToLower(path)
 	if strings.HasSuffix(name, ".json") {
@@ -183,6 +171,37 @@ func ReadIODAFile(path string, fn func(ingest.Record) error) (IODAStats, error) 
 		return IODAStats{}, err
 	}
 	return linefile.ReadFile("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODACSV(r, entity, fn) })
+}
+
+// IsIODAFile reports whether the file at path replays as IODA's: a .json
+// file (its API's response) or an IODA CSV export.
+func IsIODAFile(path string) bool {
+	name := strings.TrimSuffix(strings.ToLower(path), ".gz")
+	if strings.HasSuffix(name, ".json") && !strings.HasSuffix(name, ".atlas.json") {
+		return true
+	}
+	if !strings.HasSuffix(name, ".csv") {
+		return false
+	}
+	ok, err := IsIODAExport(path)
+	return err == nil && ok
+}
+
+// CheckIODASignals says, before an IODA file is judged, when the signals
+// of its sources are not declared: they are not built in, a rules file
+// declares them (examples/ioda/ioda.yaml), and without it every value
+// would be refused one by one.
+func CheckIODASignals() error {
+	var undeclared []string
+	for _, sig := range slices.Sorted(maps.Values(IODASources)) {
+		if _, ok := obs.Lookup(sig); !ok && !slices.Contains(undeclared, sig) {
+			undeclared = append(undeclared, sig)
+		}
+	}
+	if len(undeclared) > 0 {
+		return fmt.Errorf("an IODA file, and the signals of its sources (%s) are not declared: judge it with the IODA rules (--rules examples/ioda/ioda.yaml) or rules that declare them", strings.Join(undeclared, ", "))
+	}
+	return nil
 }
 
 // iodaSeries is one time series of the API's signals/raw response.
