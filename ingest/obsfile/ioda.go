@@ -359,8 +359,10 @@ func ReadIODACSV(r io.Reader, entity string, fn func(ingest.Record) error) (IODA
 			st.skip(SkipRow, fmt.Sprintf("line %d", line))
 			continue
 		}
-		sec, err := strconv.ParseInt(strings.TrimSpace(rec[ts]), 10, 64)
-		if err != nil || sec <= 0 || sec >= maxSeconds {
+		// Unix seconds, written by some exports as a float.
+		f, err := strconv.ParseFloat(strings.TrimSpace(rec[ts]), 64)
+		sec := int64(f)
+		if err != nil || !(f > 0 && f < float64(maxSeconds)) {
 			st.skip(SkipRow, fmt.Sprintf("line %d", line))
 			continue
 		}

@@ -92,7 +92,7 @@ func TestReadIODACSV(t *testing.T) {
 		"1698365400,0.4,4.1,five,17,9,2023-10-27 00:10:00+00:00,1\n" +
 		"1698365700,0.4,4.1\n" +
 		"yesterday,0.4,4.1,540,17,9,x,1\n" +
-		"1698366000,0.4,3.9,541,16,9,2023-10-27 00:20:00+00:00,1\n"
+		"1698366000.0,0.4,3.9,541,16,9,2023-10-27 00:20:00+00:00,1\n"
 	got, st := iodaLines(t, func(fn func(ingest.Record) error) (IODAStats, error) {
 		return ReadIODACSV(strings.NewReader(body), "region:1226", fn)
 	})
