@@ -88,12 +88,19 @@ type Series struct {
 	// valueHash that value's bits folded to 32, changeStep the latest gap
 	// between changes and changes how many in a row it was (up to
 	// heldChanges).
-	changeAge           int32
-	valueHash           uint32
-	spacingN            int16
-	changeStep, changes int16
+	changeAge  int32
+	valueHash  uint32
+	spacingN   int16
+	changeStep int16
+	changes    int8
 	// gaps is how many gaps were seen, up to minGaps.
-	gaps int16
+	gaps int8
+	// bootGap is the longest of the first minGaps gaps between readings,
+	// in buckets (0 before the first): the series' rhythm until Spacing
+	// has a mean of its own. The longest, as a pair of readings a bucket
+	// apart must not make every later gap look like a silence; a silence
+	// among them is soon outweighed by the readings' own gaps.
+	bootGap int16
 }
 
 // ID is the series' dense number in its aggregator (0, 1, 2… in the order
@@ -185,9 +192,14 @@ func (s *Series) held(start int64, v float64) bool {
 // do not fall on a grid of the series' own: a 15-minute export of a
 // signal bucketed every 10 minutes lands 10 and 20 minutes apart, so its
 // step is 10 minutes and one bucket in three is empty, and counted at its
-// step a day of it would be 16 hours. A gap of more than two steps (two
-// readings missed in a row) is the feed's silence, not its rhythm, and is
-// left out.
+// step a day of it would be 16 hours. A gap of more than twice the
+// series' rhythm (two readings missed in a row) is the feed's silence,
+// not its rhythm, and is left out; the rhythm is the mean gap so far (at
+// first the longest of the first gaps), never under the step. Against
+// the step alone, a RIPE Atlas ping every 16 minutes on 5-minute buckets,
+// landing 15 and 20 minutes apart, a step of 5 minutes, had every gap
+// left out; against the shortest gap seen, one pair of readings a bucket
+// apart did the same.
 func (s *Series) Spacing() int64 {
 	st := s.Step()
 	if s.spacingN == 0 {
@@ -199,8 +211,17 @@ func (s *Series) Spacing() int64 {
 // sawData records that the bucket starting at start had data.
 func (s *Series) sawData(start int64) {
 	if s.lastData != 0 && start > s.lastData {
-		g := start - s.lastData
-		if s.gaps >= minGaps && g <= 2*s.step {
+		g, w := start-s.lastData, s.Hist.Width()
+		if s.gaps < minGaps {
+			s.bootGap = max(s.bootGap, int16(min(g/w, math.MaxInt16)))
+		}
+		// The rhythm a gap is judged against: the mean gap once there is
+		// one, the longest of the first few before; never under the step.
+		rhythm := int64(s.bootGap) * w
+		if s.spacingN > 0 {
+			rhythm = int64(s.spacingSum) * w / int64(s.spacingN)
+		}
+		if s.gaps >= minGaps && g <= 2*max(s.step, rhythm) {
 			if s.spacingN == 1<<14 {
 				// Halved, the mean stays and newer gaps weigh more.
 				s.spacingSum, s.spacingN = s.spacingSum/2, s.spacingN/2

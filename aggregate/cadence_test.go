@@ -237,6 +237,31 @@ func TestSpacingIsTheMeanTimeBetweenReadings(t *testing.T) {
 	}
 }
 
+// A probe measured every 16 minutes on 5-minute buckets lands 15 and 20
+// minutes apart: its step is 5 minutes, every gap is more than twice
+// that, and yet it is the series' rhythm, not its silence. Its spacing is
+// the mean gap, 16 minutes; a silence of six hours is still left out,
+// and a restored aggregator knows the rhythm too.
+func TestSpacingOffTheGrid(t *testing.T) {
+	a := New(Config{})
+	// From minute 4 the buckets go 15, 20, 15 minutes apart: the step is
+	// 5 minutes by the second gap.
+	for m := int64(4); m <= 24*60; m += 16 {
+		if m >= 6*60 && m < 12*60 {
+			continue // the feed's silence
+		}
+		a.Observe(obsAt(t30+m*min1+1e9, obs.TrafficBytes, "probe:1", 1))
+		a.Advance(t30+m*min1, nil)
+	}
+	a.Advance(t30+25*60*min1, nil)
+	for _, agg := range []*Aggregator{a, restored(t, a, Config{})} {
+		s := agg.Series(Key{obs.TrafficBytes, "probe:1"})
+		if sp := float64(s.Spacing()) / float64(min1); s.Step() != 5*min1 || sp < 15.5 || sp > 16.5 {
+			t.Errorf("step %v, spacing %.2f minutes; want 5 and 16", s.Step()/min1, sp)
+		}
+	}
+}
+
 // A 30-minute value held on every 5-minute row (as IODA's export holds
 // Google's traffic) is read once a value: after twelve changes in a row
 // have come every 30 minutes, the repeats between are no points, and the
@@ -273,5 +298,25 @@ func TestHeldValuesAreReadOnce(t *testing.T) {
 	}
 	if n := len(points["country:NOISY"]); n != 119 {
 		t.Errorf("noisy series judged at %d buckets, want all 119", n)
+	}
+}
+
+// The rhythm is not the shortest gap: a probe whose first two readings
+// fall a bucket apart, then every 16 minutes, still has a spacing of 16
+// minutes, not of 5.
+func TestSpacingAfterAClosePair(t *testing.T) {
+	a := New(Config{})
+	ms := []int64{0, 6} // buckets 0 and 5
+	for m := int64(22); m <= 24*60; m += 16 {
+		ms = append(ms, m)
+	}
+	for _, m := range ms {
+		a.Observe(obsAt(t30+m*min1+1e9, obs.TrafficBytes, "probe:1", 1))
+		a.Advance(t30+m*min1, nil)
+	}
+	a.Advance(t30+25*60*min1, nil)
+	s := a.Series(Key{obs.TrafficBytes, "probe:1"})
+	if sp := float64(s.Spacing()) / float64(min1); sp < 15.5 || sp > 16.5 {
+		t.Errorf("spacing %.2f minutes; want 16", sp)
 	}
 }

@@ -40,6 +40,9 @@ type seriesSnap struct {
 	ChangeAge           int32
 	ValueHash           uint32
 	ChangeStep, Changes int16
+	// BootGap is the longest of the first gaps between readings, in
+	// buckets (0 in a checkpoint from before it: the step stands in).
+	BootGap int16
 }
 
 type openSnap struct {
@@ -77,7 +80,7 @@ func (a *Aggregator) MarshalBinary() ([]byte, error) {
 		}
 		ss := seriesSnap{Signal: s.Signal.String(), Entity: s.Entity, Ring: ring, LastData: s.lastData, Step: s.step, Gaps: int32(s.gaps),
 			SpacingSum: s.spacingSum, SpacingN: int32(s.spacingN), ChangeAge: s.changeAge, ValueHash: s.valueHash,
-			ChangeStep: s.changeStep, Changes: s.changes}
+			ChangeStep: s.changeStep, Changes: int16(s.changes), BootGap: s.bootGap}
 		if ss.Open, err = s.window.snap(s.Key, s.Hist.Width()); err != nil {
 			return nil, err
 		}
@@ -191,9 +194,10 @@ func (a *Aggregator) UnmarshalBinary(b []byte) error {
 			continue
 		}
 		s := a.newSeries(Key{sig, ss.Entity})
-		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, int16(min(ss.Gaps, minGaps))
+		s.lastData, s.step, s.gaps = ss.LastData, ss.Step, int8(max(min(ss.Gaps, minGaps), 0))
 		s.spacingSum, s.spacingN = ss.SpacingSum, int16(min(ss.SpacingN, 1<<14))
-		s.changeAge, s.valueHash, s.changeStep, s.changes = ss.ChangeAge, ss.ValueHash, ss.ChangeStep, ss.Changes
+		s.changeAge, s.valueHash, s.changeStep = ss.ChangeAge, ss.ValueHash, ss.ChangeStep
+		s.changes, s.bootGap = int8(max(min(ss.Changes, heldChanges), 0)), max(ss.BootGap, 0)
 		if err := s.Hist.UnmarshalBinary(ss.Ring); err != nil {
 			return fmt.Errorf("aggregate: restore %s: %w", s.Key, err)
 		}

@@ -81,13 +81,19 @@ type LatencyShift struct {
 	AdaptAfter Duration `yaml:"adapt_after"`
 	// MinSamples is the fewest samples a bucket needs to count.
 	MinSamples int64 `yaml:"min_samples"`
+	// KeepFiringFor is the hold after a shift recovered inside which a
+	// new one is the same alert, with the start it had (see flapHold): a
+	// path that flaps back for a while and leaves again has one shift,
+	// not one a return. 0 has none.
+	KeepFiringFor Duration `yaml:"keep_firing_for"`
 }
 
 // DefaultLatencyShift returns the defaults that ship.
 func DefaultLatencyShift() *LatencyShift {
 	return &LatencyShift{Threshold: 0.2, MinDeltaMs: 10, Noise: 4, For: Duration(30 * 60e9),
 		BaselineWindow: Duration(6 * 3600e9), MinHistory: Duration(2 * 3600e9),
-		ResolveBelow: 0.1, ResolveFor: Duration(20 * 60e9), AdaptAfter: Duration(2 * 3600e9), MinSamples: 1}
+		ResolveBelow: 0.1, ResolveFor: Duration(20 * 60e9), AdaptAfter: Duration(2 * 3600e9), MinSamples: 1,
+		KeepFiringFor: Duration(3600e9)}
 }
 
 // onsetSigmas is the noise band around the baseline that a segment's
@@ -117,8 +123,8 @@ func (p *LatencyShift) Validate() error {
 		return errors.New("for: must be positive")
 	case p.ResolveBelow < 0 || p.ResolveBelow >= p.Threshold:
 		return errors.New("resolve_below: must be at least 0 and below threshold")
-	case p.ResolveFor < 0 || p.AdaptAfter < 0:
-		return errors.New("resolve_for, adapt_after: must not be negative")
+	case p.ResolveFor < 0 || p.AdaptAfter < 0 || p.KeepFiringFor < 0:
+		return errors.New("resolve_for, adapt_after, keep_firing_for: must not be negative")
 	case p.AdaptAfter > 0 && p.AdaptAfter <= p.For:
 		return errors.New("adapt_after: must be 0 (never) or longer than for: a shift cannot become the baseline before it is one")
 	case p.MinSamples < 1:
@@ -139,6 +145,9 @@ type levelShift struct {
 	rule    string
 	states  seriesStates[levelState]
 	scratch []float64
+	// spacing is the series being judged's mean gap between readings,
+	// at least its grid's step (aggregate.Series.Spacing).
+	spacing int64
 }
 
 // levelState is one series' state; exported fields are checkpointed.
@@ -157,6 +166,8 @@ type levelState struct {
 	Since  int64
 	RTT    recentRTT
 	Recent evidenceLog
+	// Hold is the hold after a shift recovered (KeepFiringFor).
+	Hold flapHold
 }
 
 // recentRTT holds a series' last buckets as measured. The shared history
@@ -215,6 +226,11 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		w := pt.Series.Step()
 		held := d.p.BaselineWindow.buckets(w) + d.p.For.buckets(w) + d.p.ResolveFor.buckets(w) + 1
 		r := &st.RTT
+		// A probe measured less often than its grid (an Atlas ping every
+		// 15 minutes on 5-minute buckets, whose gaps make the grid 5
+		// minutes) has fewer readings in a window than the grid has
+		// buckets: what is enough data is counted in its readings.
+		d.spacing = max(pt.Series.Spacing(), w)
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) || pt.Value <= 0 {
 			r.put(c.Start, w, math.NaN(), held)
 			st.Recent.add(Evidence{Time: c.Start, Value: math.NaN()})
@@ -222,7 +238,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		}
 		r.put(c.Start, w, pt.Value, held)
 		if !st.Firing {
-			n := d.p.For.buckets(w) + 1
+			n := d.p.For.buckets(w) + d.readingBuckets(w)
 			winStart := c.Start - int64(n-1)*w
 			from := max(winStart-int64(d.p.BaselineWindow), st.Since)
 			level, ok := d.window(r, winStart, c.Start, w, n, lowest)
@@ -238,8 +254,13 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			if floor, fsigma, ok := d.floor(r, from, winStart, w, n, level); ok && level-floor >= d.gate(floor, fsigma) {
 				sigma := d.spread(r, from, winStart, w, base)
 				st.Firing, st.Base, st.Sigma, st.Floor, st.FloorSigma = true, base, sigma, floor, fsigma
-				st.FireStart = d.onset(r, from, winStart, c.Start, w, base, sigma)
-				emit(d.finding(Firing, c, pt, st, level, ""))
+				start, reopened := st.Hold.fire(d.onset(r, from, winStart, c.Start, w, base, sigma), st.FireStart, c.Start)
+				st.FireStart = start
+				f := d.finding(Firing, c, pt, st, level, "")
+				if reopened {
+					st.Hold.mark(&f)
+				}
+				emit(f)
 			}
 			continue
 		}
@@ -266,6 +287,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 				}
 			}
 			emit(f)
+			st.Hold.resolved(c.End, d.p.KeepFiringFor)
 		case d.p.AdaptAfter > 0 && c.End-st.FireStart >= int64(d.p.AdaptAfter):
 			st.Firing, st.Since = false, st.FireStart
 			f := d.finding(Resolved, c, pt, st, level, ReasonBaselineAdapted)
@@ -282,7 +304,8 @@ func lowest(vs []float64) float64      { return vs[0] }
 func upperMedian(vs []float64) float64 { return vs[len(vs)/2] }
 
 // window returns pick of the buckets of [from, t] that hold data; ok is
-// false when fewer than half of the window's n buckets do.
+// false when they are fewer than half of the readings the window's n
+// buckets should hold (expected).
 func (d *levelShift) window(r *recentRTT, from, t, w int64, n int, pick func([]float64) float64) (float64, bool) {
 	vs := d.scratch[:0]
 	for x := from; x <= t; x += w {
@@ -291,11 +314,26 @@ func (d *levelShift) window(r *recentRTT, from, t, w int64, n int, pick func([]f
 		}
 	}
 	d.scratch = vs
-	if len(vs) == 0 || 2*len(vs) < n+1 {
+	if len(vs) == 0 || 2*len(vs) < d.expected(n, w)+1 {
 		return 0, false
 	}
 	slices.Sort(vs)
 	return pick(vs), true
+}
+
+// expected is how many readings n buckets of width w hold at the
+// series' spacing: n for a series read every bucket, fewer for a sparser
+// one, never under one.
+func (d *levelShift) expected(n int, w int64) int {
+	sp := max(d.spacing, w)
+	return max(1, int((int64(n)*w+sp/2)/sp))
+}
+
+// readingBuckets is how many buckets of width w one reading of the
+// series stands for: one for a series read every bucket, more for a
+// sparser one.
+func (d *levelShift) readingBuckets(w int64) int {
+	return max(1, int((max(d.spacing, w)+w/2)/w))
 }
 
 // sigmaFloor is the least noise a baseline is granted, as a standard
@@ -313,7 +351,7 @@ func (d *levelShift) buckets(r *recentRTT, from, to, w int64) ([]float64, bool) 
 		}
 	}
 	d.scratch = vs
-	return vs, int64(len(vs))*w >= int64(d.p.MinHistory)
+	return vs, int64(len(vs))*max(d.spacing, w) >= int64(d.p.MinHistory)
 }
 
 // baseline returns the median of the buckets in [from, to).
@@ -370,7 +408,7 @@ func (d *levelShift) floor(r *recentRTT, from, to, w int64, n int, level float64
 				lo, k = min(lo, v), k+1
 			}
 		}
-		if 2*k >= n+1 {
+		if 2*k >= d.expected(n, w)+1 {
 			vs = append(vs, lo)
 		}
 	}

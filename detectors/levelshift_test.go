@@ -22,6 +22,12 @@ func probeRun(t *testing.T, rtt func(min int) float64, hours int) []string {
 // probeRunRestored is probeRun with the detector checkpointed and restored
 // into a new one at minute restoreAt.
 func probeRunRestored(t *testing.T, rtt func(min int) float64, hours, restoreAt int) []string {
+	return probeRunEvery(t, rtt, hours, restoreAt, 5)
+}
+
+// probeRunEvery is probeRunRestored with a sample every `every` minutes
+// (from minute two).
+func probeRunEvery(t *testing.T, rtt func(min int) float64, hours, restoreAt, every int) []string {
 	t.Helper()
 	const entity = "probe:1>192.0.2.0/24"
 	p := detectors.DefaultLatencyShift()
@@ -42,7 +48,7 @@ func probeRunRestored(t *testing.T, rtt func(min int) float64, hours, restoreAt 
 		})
 	}
 	agg := aggregate.New(aggregate.Config{})
-	for m := 2; m < hours*60; m += 5 {
+	for m := 2; m < hours*60; m += every {
 		ts := t0 + int64(m)*int64(time.Minute)
 		if m == restoreAt {
 			b, err := d.MarshalBinary()
@@ -114,6 +120,49 @@ func TestLatencyShiftOnset(t *testing.T) {
 		if got := probeRun(t, c.rtt, 12); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: got %q\nwant %q", c.name, got, c.want)
 		}
+	}
+}
+
+// A probe measured every 16 minutes, on 5-minute buckets, lands 15 and
+// 20 minutes apart: its grid is 5 minutes and two buckets in three are
+// empty. Counted in buckets it never had the history or the level window
+// the rule asks for and was never judged; counted in its readings, a
+// re-route from 100 to 150 ms fires once the new level has held 30
+// minutes (its third reading, 32 minutes after the first), dated from
+// its first reading.
+func TestLatencyShiftOnASparseProbe(t *testing.T) {
+	got := probeRunEvery(t, func(m int) float64 {
+		if m >= 482 {
+			return 150 + jitter(m)
+		}
+		return 100 + jitter(m)
+	}, 12, -1, 16)
+	want := []string{"firing 480 515", "resolved 480 615 baseline_adapted 615"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+}
+
+// A shift that recovers and comes back within the hold (an hour) is the
+// same alert, with the start it had, and the two hours after which a
+// shift is the new normal count from that start: a path that has sat at
+// the higher level for most of two hours, with one return, has moved.
+// One that comes back after the hold is a new alert.
+func TestLatencyShiftReturnWithinTheHold(t *testing.T) {
+	up := func(m, from, to int) bool { return m >= from && m < to }
+	got := probeRun(t, func(m int) float64 {
+		if up(m, 240, 290) || up(m, 330, 380) || up(m, 520, 570) {
+			return 130 + jitter(m)
+		}
+		return 100 + jitter(m)
+	}, 12)
+	want := []string{
+		"firing 240 275", "resolved 240 305 recovered 290",
+		"firing 240 365", "resolved 240 370 baseline_adapted 370",
+		"firing 520 555", "resolved 520 585 recovered 570",
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
 
