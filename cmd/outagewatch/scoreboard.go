@@ -54,7 +54,9 @@ the same way. Atlas traces are scored by their labelled upward level shifts.
 --every D keeps one row of each IODA export every D (--every 1h, or
 1h@30m for the rows at half past): the same outages at a coarser step, as
 an export of a longer range or another observatory's gives them. A method
-chosen on principle holds there too. Atlas traces keep their own step.
+chosen on principle holds there too. Each Atlas trace keeps the first
+sample of every D (--every 16m: a probe measured every 16 minutes), a
+change point on a sample left out moving to the next one kept.
 
 --noise COLUMN=lognormal:SIGMA multiplies each value of that column of
 an IODA export by log-normal noise of SIGMA (on the log scale), and
@@ -122,7 +124,7 @@ it meets is noisier than the one it was written beside.`,
 	c.Flags().StringVar(&rulesOverride, "rules", "", "score these rules on every set instead of each set's own")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
-	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export every `D[@OFFSET]` (1h, 1h@30m)")
+	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export, and the first sample of each Atlas trace, every `D[@OFFSET]` (1h, 1h@30m, 16m)")
 	c.Flags().StringArrayVar(&noiseSpecs, "noise", nil, "add noise to a column of each IODA export: `COLUMN=lognormal:SIGMA` or COLUMN=poisson (repeatable)")
 	c.Flags().IntVar(&seeds, "seeds", 1, "with --noise, score each set with seeds 1 to N and add the rows up")
 	return c
@@ -227,6 +229,27 @@ type rowGrid struct{ period, offset time.Duration }
 
 func (g rowGrid) keeps(t time.Time) bool {
 	return g.period == 0 || (t.Sub(time.Unix(0, 0))-g.offset)%g.period == 0
+}
+
+// thin keeps the first sample of a trace in each period (from offset),
+// as a probe measured that often would have given; a change point on a
+// sample left out moves to the next one kept, so that the labels stay
+// with the trace.
+func (g rowGrid) thin(ss []score.Sample) []score.Sample {
+	if g.period == 0 {
+		return ss
+	}
+	var out []score.Sample
+	last, cp := int64(math.MinInt64), false
+	for _, s := range ss {
+		cp = cp || s.CP
+		if k := int64((s.Time.Sub(time.Unix(0, 0)) - g.offset).Truncate(g.period) / g.period); k != last {
+			last = k
+			s.CP, cp = cp, false
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 // parseEvery reads --every: a period, and after @ an offset under it.
@@ -338,7 +361,7 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (scor
 		// measurement holds every probe; the alerts are then scored probe
 		// by probe.
 		in := filepath.Join(dir, "traces.atlas.jsonl")
-		traces, err := writeAtlasResults(paths, in, noise)
+		traces, err := writeAtlasResults(paths, in, grid, noise)
 		if err != nil {
 			return score.Row{}, err
 		}
@@ -428,7 +451,7 @@ const atlasDestination = "192.0.2.1"
 // writeAtlasResults writes labelled RTT traces as RIPE Atlas ping results,
 // one result a sample (prb_id from the file name), in time order, with
 // noise's noise on column rtt.
-func writeAtlasResults(paths []string, dst string, noise *noiser) ([]atlasTrace, error) {
+func writeAtlasResults(paths []string, dst string, grid rowGrid, noise *noiser) ([]atlasTrace, error) {
 	type line struct {
 		t   int64
 		txt string
@@ -440,6 +463,7 @@ func writeAtlasResults(paths []string, dst string, noise *noiser) ([]atlasTrace,
 		if err != nil {
 			return nil, err
 		}
+		ss = grid.thin(ss)
 		probe, err := atlasProbe(p)
 		if err != nil {
 			return nil, err

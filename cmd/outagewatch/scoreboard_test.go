@@ -177,7 +177,7 @@ func TestScoreboardNoiseOnAtlasRTT(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(dir, "out.jsonl")
-	if _, err := writeAtlasResults([]string{src}, dst, n.seeded(1)); err != nil {
+	if _, err := writeAtlasResults([]string{src}, dst, rowGrid{}, n.seeded(1)); err != nil {
 		t.Fatal(err)
 	}
 	out, err := os.ReadFile(dst)
