@@ -59,6 +59,11 @@ type DNSFailure struct {
 	// failing at the baseline's rate p, the share that fails varies by
 	// √(p(1−p)/n) by chance (binomial). 0 turns it off.
 	Noise float64 `yaml:"noise"`
+	// KeepFiringFor is the hold after a resolve inside which a new rise
+	// is the same alert, with the start it had (see flapHold): a
+	// resolver that recovers for a quarter of an hour and fails again is
+	// one incident. 0 has none.
+	KeepFiringFor Duration `yaml:"keep_firing_for"`
 }
 
 // DefaultDNSFailure returns the defaults that ship; Noise is the control
@@ -68,6 +73,7 @@ func DefaultDNSFailure() *DNSFailure {
 		Floor: 0.2, Multiple: 3, Delta: 0.1, For: Duration(10 * 60e9), MinQueries: 20,
 		ResolveBelow: 0.1, ResolveMultiple: 1.5, ResolveFor: Duration(15 * 60e9),
 		BaselineWindow: Duration(24 * 3600e9), MinHistory: Duration(3600e9), Noise: countSigmas,
+		KeepFiringFor: Duration(3600e9),
 	}
 }
 
@@ -90,6 +96,8 @@ func (p *DNSFailure) Validate() error {
 		return errors.New("resolve_multiple: must be between 1 and multiple")
 	case p.ResolveFor < 0:
 		return errors.New("resolve_for: must not be negative")
+	case p.KeepFiringFor < 0:
+		return errors.New("keep_firing_for: must not be negative")
 	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
 		return errors.New("noise: must be a finite number of standard deviations, at least 0")
 	}
@@ -128,6 +136,8 @@ type failState struct {
 	// FireBase is the baseline the alert fired against; Peak the highest
 	// ratio seen while firing.
 	FireBase, Peak float64
+	// Hold is the hold after a resolve (KeepFiringFor).
+	Hold flapHold
 	// Base caches the baseline, recomputed hourly (BaseAt).
 	Base   float64
 	BaseOK bool
@@ -190,8 +200,13 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			if st.Firing {
 				st.Peak = max(st.Peak, v)
 			} else if st.Run >= forN {
-				st.Firing, st.FireStart, st.FireBase, st.Peak = true, st.RunStart, base, v
-				emit(d.finding(Firing, c, pt, st, base))
+				start, reopened := st.Hold.fire(st.RunStart, st.FireStart, c.Start)
+				st.Firing, st.FireStart, st.FireBase, st.Peak = true, start, base, v
+				f := d.finding(Firing, c, pt, st, base)
+				if reopened {
+					st.Hold.mark(&f)
+				}
+				emit(f)
 			}
 			continue
 		}
@@ -209,6 +224,7 @@ func (d *dnsFailure) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 			f := d.finding(Resolved, c, pt, st, base)
 			f.End = c.Start - int64(resolveN-1)*w
 			emit(f)
+			st.Hold.resolved(c.End, d.p.KeepFiringFor)
 			st.Firing, st.Recovered, st.FireBase, st.Peak = false, 0, 0, 0
 			st.BaseOK = false // the episode's buckets are excluded: recompute now
 		}

@@ -1,6 +1,7 @@
 package detectors
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"strings"
@@ -186,8 +187,9 @@ func TestDNSFailureBaselineSkipsEpisodes(t *testing.T) {
 	first := r.t
 	// Fourteen hours of 50 % failures: more than half of the baseline
 	// window. Were those buckets used, the median would be 50 % and the
-	// next episode would pass unseen.
-	r.feed(14*12+12, failZones, func(e string, t int64) failCell {
+	// next episode would pass unseen. It comes two hours later, past the
+	// first's hold.
+	r.feed(14*12+24, failZones, func(e string, t int64) failCell {
 		if e == "zone:a.example" && t < first+14*12*w5 {
 			return failCell{100, 50}
 		}
@@ -205,6 +207,38 @@ func TestDNSFailureBaselineSkipsEpisodes(t *testing.T) {
 	}
 	if f := r.findings[2]; f.Status != Firing || f.Start != second || math.Abs(f.Baseline-0.01) > 0.0003 {
 		t.Fatalf("second episode %+v", f)
+	}
+}
+
+// Failures that stop for a quarter of an hour and come back within the
+// hold (an hour) are one alert: the return keeps the first start and says
+// it was reopened. Back after the hold, they are a new alert.
+func TestDNSFailureReturnWithinTheHold(t *testing.T) {
+	r := newFailRun(DefaultDNSFailure())
+	r.feed(288, failZones, normalFail)
+	var starts []int64
+	failing := func(n int) {
+		starts = append(starts, r.t)
+		r.feed(n, failZones, func(e string, t int64) failCell {
+			if e == "zone:a.example" {
+				return failCell{100, 40}
+			}
+			return normalFail(e, t)
+		})
+	}
+	failing(6)
+	r.feed(6, failZones, normalFail) // resolves after 15 minutes
+	failing(6)
+	r.feed(24, failZones, normalFail) // resolves, and the hold runs out
+	failing(6)
+	var got []string
+	for _, f := range r.findings {
+		got = append(got, fmt.Sprintf("%s %d %v", f.Status, (f.Start-starts[0])/w5, f.Details["reopened"]))
+	}
+	third := (starts[2] - starts[0]) / w5
+	want := []string{"firing 0 <nil>", "resolved 0 <nil>", "firing 0 1", "resolved 0 <nil>", fmt.Sprintf("firing %d <nil>", third)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
 
@@ -293,6 +327,7 @@ func TestDNSFailureValidate(t *testing.T) {
 		{func(p *DNSFailure) { p.ResolveBelow = 0.2 }, "resolve_below: "},
 		{func(p *DNSFailure) { p.ResolveMultiple = 4 }, "resolve_multiple: "},
 		{func(p *DNSFailure) { p.ResolveFor = -1 }, "resolve_for: "},
+		{func(p *DNSFailure) { p.KeepFiringFor = -1 }, "keep_firing_for: "},
 		{func(p *DNSFailure) { p.MinHistory = 0 }, "min_history: "},
 		{func(p *DNSFailure) { p.BaselineWindow = Duration(60e9) }, "baseline_window: "},
 	}
