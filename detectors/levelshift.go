@@ -227,9 +227,9 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		held := d.p.BaselineWindow.buckets(w) + d.p.For.buckets(w) + d.p.ResolveFor.buckets(w) + 1
 		r := &st.RTT
 		// A probe measured less often than its grid (an Atlas ping every
-		// 15 minutes on 5-minute buckets, whose gaps make the grid 5
-		// minutes) has fewer readings in a window than the grid has
-		// buckets: what is enough data is counted in its readings.
+		// 16 minutes on 5-minute buckets lands 15 and 20 minutes apart,
+		// a grid of 5 minutes) has fewer readings in a window than the
+		// grid has buckets: what is enough data is counted in readings.
 		d.spacing = max(pt.Series.Spacing(), w)
 		if pt.Missing || pt.Count < d.p.MinSamples || math.IsNaN(pt.Value) || pt.Value <= 0 {
 			r.put(c.Start, w, math.NaN(), held)
