@@ -24,7 +24,7 @@ import (
 )
 
 func scoreboardCmd() *cobra.Command {
-	var data, rulesOverride, every string
+	var data, rulesOverride, every, sampleEvery string
 	var noiseSpecs []string
 	var seeds int
 	var asJSON, verbose bool
@@ -54,9 +54,10 @@ the same way. Atlas traces are scored by their labelled upward level shifts.
 --every D keeps one row of each IODA export every D (--every 1h, or
 1h@30m for the rows at half past): the same outages at a coarser step, as
 an export of a longer range or another observatory's gives them. A method
-chosen on principle holds there too. Each Atlas trace keeps the first
-sample of every D (--every 16m: a probe measured every 16 minutes), a
-change point on a sample left out moving to the next one kept.
+chosen on principle holds there too. --sample-every D keeps the first
+sample of each Atlas trace in every D (--sample-every 16m: a probe
+measured every 16 minutes), a change point on a sample left out moving
+to the next one kept.
 
 --noise COLUMN=lognormal:SIGMA multiplies each value of that column of
 an IODA export by log-normal noise of SIGMA (on the log scale), and
@@ -71,7 +72,11 @@ scores each set N times, seeds 1 to N, and adds the rows up: the
 outages a method finds, and the false alerts it adds, when the series
 it meets is noisier than the one it was written beside.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			grid, err := parseEvery(every)
+			grid, err := parseEvery("--every", every)
+			if err != nil {
+				return err
+			}
+			samples, err := parseEvery("--sample-every", sampleEvery)
 			if err != nil {
 				return err
 			}
@@ -103,7 +108,7 @@ it meets is noisier than the one it was written beside.`,
 				}
 				row := score.Row{Set: s.Name}
 				for seed := range uint64(seeds) {
-					r, err := scoreSet(s, data, grid, noise.seeded(seed+1))
+					r, err := scoreSet(s, data, grid, samples, noise.seeded(seed+1))
 					if err != nil {
 						return err
 					}
@@ -124,7 +129,8 @@ it meets is noisier than the one it was written beside.`,
 	c.Flags().StringVar(&rulesOverride, "rules", "", "score these rules on every set instead of each set's own")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the rows as JSON")
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
-	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export, and the first sample of each Atlas trace, every `D[@OFFSET]` (1h, 1h@30m, 16m)")
+	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export every `D[@OFFSET]` (1h, 1h@30m)")
+	c.Flags().StringVar(&sampleEvery, "sample-every", "", "keep the first sample of each Atlas trace in every `D` (16m)")
 	c.Flags().StringArrayVar(&noiseSpecs, "noise", nil, "add noise to a column of each IODA export: `COLUMN=lognormal:SIGMA` or COLUMN=poisson (repeatable)")
 	c.Flags().IntVar(&seeds, "seeds", 1, "with --noise, score each set with seeds 1 to N and add the rows up")
 	return c
@@ -252,8 +258,9 @@ func (g rowGrid) thin(ss []score.Sample) []score.Sample {
 	return out
 }
 
-// parseEvery reads --every: a period, and after @ an offset under it.
-func parseEvery(s string) (rowGrid, error) {
+// parseEvery reads --every (or --sample-every, named flag): a period,
+// and after @ an offset under it.
+func parseEvery(flag, s string) (rowGrid, error) {
 	if s == "" {
 		return rowGrid{}, nil
 	}
@@ -261,11 +268,11 @@ func parseEvery(s string) (rowGrid, error) {
 	var g rowGrid
 	var err error
 	if g.period, err = time.ParseDuration(p); err != nil || g.period <= 0 {
-		return g, fmt.Errorf("--every %q: want a positive duration, optionally @ an offset under it (1h, 1h@30m)", s)
+		return g, fmt.Errorf("%s %q: want a positive duration, optionally @ an offset under it (1h, 1h@30m)", flag, s)
 	}
 	if o != "" {
 		if g.offset, err = time.ParseDuration(o); err != nil || g.offset < 0 || g.offset >= g.period {
-			return g, fmt.Errorf("--every %q: the offset must be a duration from 0 to under %s", s, g.period)
+			return g, fmt.Errorf("%s %q: the offset must be a duration from 0 to under %s", flag, s, g.period)
 		}
 	}
 	return g, nil
@@ -315,7 +322,7 @@ func loadSets(args []string) ([]*score.BoardSet, error) {
 }
 
 // scoreSet replays one labelled set through its rules and scores it.
-func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (score.Row, error) {
+func scoreSet(s *score.BoardSet, data string, grid, samples rowGrid, noise *noiser) (score.Row, error) {
 	paths, err := s.Paths(data)
 	if err != nil {
 		return score.Row{}, err
@@ -361,7 +368,7 @@ func scoreSet(s *score.BoardSet, data string, grid rowGrid, noise *noiser) (scor
 		// measurement holds every probe; the alerts are then scored probe
 		// by probe.
 		in := filepath.Join(dir, "traces.atlas.jsonl")
-		traces, err := writeAtlasResults(paths, in, grid, noise)
+		traces, err := writeAtlasResults(paths, in, samples, noise)
 		if err != nil {
 			return score.Row{}, err
 		}

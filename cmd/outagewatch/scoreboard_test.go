@@ -36,7 +36,7 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 		"30m@15m": {"22:15,503", "22:45,509"},
 		"20m@5m":  {"22:05,501", "22:25,505", "22:45,509"},
 	} {
-		grid, err := parseEvery(every)
+		grid, err := parseEvery("--every", every)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +59,7 @@ func TestScoreboardEveryKeepsTheRowsOnItsGrid(t *testing.T) {
 		}
 	}
 	for _, bad := range []string{"0s", "-1h", "1h@1h", "1h@-5m", "hourly", "1h@x"} {
-		if _, err := parseEvery(bad); err == nil {
+		if _, err := parseEvery("--every", bad); err == nil {
 			t.Errorf("--every %q accepted", bad)
 		}
 	}
@@ -223,7 +223,7 @@ func TestScoreboardGoogleNightsOnNoisierCopies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	grid, err := parseEvery("30m")
+	grid, err := parseEvery("--every", "30m")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func TestScoreboardGoogleNightsOnNoisierCopies(t *testing.T) {
 	}
 	row := score.Row{Set: s.Name}
 	for seed := range uint64(10) {
-		r, err := scoreSet(s, data, grid, noise.seeded(seed+1))
+		r, err := scoreSet(s, data, grid, rowGrid{}, noise.seeded(seed+1))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -273,11 +273,11 @@ func TestScoreboardBareFilesScoreAsTheirSets(t *testing.T) {
 	}
 	// Both in the same order: Iraq, Gaza, Zhytomyr, then the traces.
 	for i := range bare {
-		got, err := scoreSet(bare[i], data, rowGrid{}, nil)
+		got, err := scoreSet(bare[i], data, rowGrid{}, rowGrid{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := scoreSet(named[i], data, rowGrid{}, nil)
+		want, err := scoreSet(named[i], data, rowGrid{}, rowGrid{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
