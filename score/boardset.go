@@ -218,8 +218,7 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 			return nil, fmt.Errorf("%s:%d: timestamp %d again (line %d): which row's values and label hold?", path, line, sec, before)
 		}
 		lines[sec] = line
-		label := strings.TrimSpace(rec[lab])
-		row := IODARow{Time: time.Unix(sec, 0).UTC(), Values: map[string]float64{}, Label: label == "1" || label == "1.0" || strings.EqualFold(label, "true")}
+		row := IODARow{Time: time.Unix(sec, 0).UTC(), Values: map[string]float64{}, Label: marked(rec[lab])}
 		for i, h := range head {
 			if i == ts || i == lab {
 				continue
@@ -239,6 +238,13 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 
 // nonName is what an entity made of a file's name leaves out.
 var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// marked reports whether a hand label's cell marks its row (an outage's
+// LABEL, a trace's change point): 1, 1.0 or true, as labels are written.
+func marked(cell string) bool {
+	cell = strings.TrimSpace(cell)
+	return cell == "1" || cell == "1.0" || strings.EqualFold(cell, "true")
+}
 
 // isLabelColumn reports whether a column of an IODA export is its hand
 // label: LABEL, or label in any case.
@@ -293,8 +299,8 @@ func (s *BoardSet) ForIODAFile(path string, rows []IODARow) (IODAFile, error) {
 	if len(f.Columns) == 0 && len(rows) > 0 {
 		f.Columns = map[string]string{}
 		_, merit := rows[0].Values["merit-nt"]
-		for c, sig := range obsfile.IODASources {
-			if _, ok := rows[0].Values[c]; ok && (c != "ucsd-nt" || !merit) {
+		for c := range rows[0].Values {
+			if sig, ok := obsfile.IODASignal(c, merit); ok {
 				f.Columns[c] = sig
 			}
 		}
@@ -386,8 +392,7 @@ func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: rtt: %w", path, line, err)
 		}
-		cp := strings.TrimSpace(parts[col[2]])
-		out = append(out, Sample{Time: t.UTC(), RTT: rtt, CP: cp == "1" || strings.EqualFold(cp, "true") || cp == "1.0"})
+		out = append(out, Sample{Time: t.UTC(), RTT: rtt, CP: marked(parts[col[2]])})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)

@@ -43,6 +43,18 @@ var IODASources = map[string]string{
 	"ucsd-nt":      "telescope_sources",
 }
 
+// IODASignal is the signal IODA's source replays as, where merit says
+// whether Merit's telescope (merit-nt) is among the sources of the same
+// entity: UCSD's (ucsd-nt) then gives way to it. ok is false for a
+// source that does not replay.
+func IODASignal(source string, merit bool) (signal string, ok bool) {
+	if source == "ucsd-nt" && merit {
+		return "", false
+	}
+	signal, ok = IODASources[source]
+	return signal, ok
+}
+
 // Reasons an IODA file's values are left out before decoding.
 const (
 	// SkipSource is a value of a source with no signal (IODASources), or
@@ -266,10 +278,7 @@ func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) 
 	for i, s := range series {
 		entity := s.EntityType + ":" + s.EntityCode
 		placed := s.EntityType != "" && s.EntityCode != "" && s.Step > 0 && s.Step < maxSeconds && s.From > 0 && s.From < maxSeconds
-		signal, ok := IODASources[s.Datasource]
-		if s.Datasource == "ucsd-nt" && merit[entity] {
-			ok = false
-		}
+		signal, ok := IODASignal(s.Datasource, merit[entity])
 		for k, raw := range s.Values {
 			raw = bytes.TrimSpace(raw)
 			if bytes.Equal(raw, []byte("null")) {
@@ -330,17 +339,16 @@ func ReadIODACSV(r io.Reader, entity string, fn func(ingest.Record) error) (IODA
 		return st, fmt.Errorf("line 1: header %.80q: want an IODA export's (timestamp and at least one of %s)", strings.Join(head, ","), strings.Join(slices.Sorted(maps.Keys(IODASources)), ", "))
 	}
 	ts := slices.Index(head, "timestamp")
+	merit := slices.Contains(head, "merit-nt")
 	signals := make([]string, len(head))
 	skipped := make([]bool, len(head))
 	for i, h := range head {
-		switch {
-		case i == ts || strings.EqualFold(h, "label") || strings.EqualFold(h, "datetime"):
-		case h == "ucsd-nt" && slices.Contains(head, "merit-nt"):
-			skipped[i] = true
-		default:
-			signals[i] = IODASources[h]
-			skipped[i] = signals[i] == ""
+		if i == ts || strings.EqualFold(h, "label") || strings.EqualFold(h, "datetime") {
+			continue
 		}
+		var ok bool
+		signals[i], ok = IODASignal(h, merit)
+		skipped[i] = !ok
 	}
 	for line := 2; ; line++ {
 		rec, err := cr.Read()
