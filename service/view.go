@@ -64,11 +64,15 @@ func newDeploymentView(s *Staged) *deploymentView {
 		keys: map[string][]string{}, wake: make(chan struct{}, 1)}
 }
 
-// viewKey is the record key of a notification: its alert or event and the
-// start of its episode.
+// viewKey is the record key of a notification: its alert or event
+// (viewID) and the start of its episode.
 func viewKey(ev *alerting.Event) string {
-	return ev.Kind + "/" + ev.ID + "/" + strconv.FormatInt(ev.Start.UnixNano(), 10)
+	return viewID(ev) + "/" + strconv.FormatInt(ev.Start.UnixNano(), 10)
 }
+
+// viewID names a notification's alert or event, kind/ID: what the keys
+// of its episodes are kept by.
+func viewID(ev *alerting.Event) string { return ev.Kind + "/" + ev.ID }
 
 // publish queues a notification raised here for the topic.
 func (v *deploymentView) publish(ev *alerting.Event) {
@@ -159,7 +163,7 @@ func (v *deploymentView) add(ev alerting.Event, key string) {
 	if ev.IsEvent() {
 		into = v.events
 	}
-	id := ev.Kind + "/" + ev.ID
+	id := viewID(&ev)
 	if !slices.Contains(v.keys[id], key) {
 		v.keys[id] = append(v.keys[id], key)
 	}
@@ -188,7 +192,7 @@ func (v *deploymentView) sweep() {
 		for id, ev := range m {
 			if ev.Status == alerting.Resolved && v.newest.Sub(ev.At) > viewKeep {
 				delete(m, id)
-				kid := ev.Kind + "/" + id
+				kid := viewID(&ev)
 				for _, k := range v.keys[kid] {
 					dead = append(dead, kafka.Record{Key: kafka.NewBytes([]byte(k))})
 				}
