@@ -203,3 +203,37 @@ func TestMadBoundShrinksSmoothly(t *testing.T) {
 		t.Fatalf("madBound(73)/madBound(72) = %v: a step where the approximation takes over", r)
 	}
 }
+
+// rankNeeded's j is the least for which the lowest of k exchangeable
+// values lies above the j lowest of m with probability C(m+k−j, k)/C(m+k, k)
+// at most alpha, worked out here by counting orders.
+func TestRankNeeded(t *testing.T) {
+	chance := func(m, k, j int) float64 {
+		lc := func(n, r int) float64 {
+			a, _ := math.Lgamma(float64(n + 1))
+			b, _ := math.Lgamma(float64(r + 1))
+			c, _ := math.Lgamma(float64(n - r + 1))
+			return a - b - c
+		}
+		return math.Exp(lc(m+k-j, k) - lc(m+k, k))
+	}
+	for _, c := range []struct {
+		m, k  int
+		alpha float64
+		want  int
+	}{
+		{3, 1, 0.5, 2},                      // one new value above two of three: 2 of 4 places
+		{3, 1, 0.25, 3},                     // above all three: 1 of 4
+		{3, 1, 0.1, 3},                      // out of reach: all of them
+		{72, 7, 30.0 / (365 * 24 * 60), 58}, // the shipped rule on six hours of 5-minute buckets
+		{24, 7, 30.0 / (365 * 24 * 60), 21}, // on its two hours of min_history
+	} {
+		got := rankNeeded(c.m, c.k, c.alpha)
+		if got != c.want {
+			t.Errorf("rankNeeded(%d, %d, %g) = %d, want %d", c.m, c.k, c.alpha, got, c.want)
+		}
+		if got < c.m && (chance(c.m, c.k, got) > c.alpha*(1+1e-9) || got > 1 && chance(c.m, c.k, got-1) <= c.alpha) {
+			t.Errorf("rankNeeded(%d, %d, %g) = %d: chance %g there, %g one lower", c.m, c.k, c.alpha, got, chance(c.m, c.k, got), chance(c.m, c.k, got-1))
+		}
+	}
+}

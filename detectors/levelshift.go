@@ -251,7 +251,7 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 				continue
 			}
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
-			if floor, fsigma, ok := d.floor(r, from, winStart, w, n, level); ok && level-floor >= d.gate(floor, fsigma) {
+			if floor, fsigma, ok := d.floor(r, from, winStart, w, n, level); ok && level-floor >= d.gate(floor, fsigma) && d.outranks(r, from, winStart, c.Start, w, level) {
 				sigma := d.spread(r, from, winStart, w, base)
 				st.Firing, st.Base, st.Sigma, st.Floor, st.FloorSigma = true, base, sigma, floor, fsigma
 				start, reopened := st.Hold.fire(d.onset(r, from, winStart, c.Start, w, base, sigma), st.FireStart, c.Start)
@@ -483,6 +483,66 @@ func (d *levelShift) onset(r *recentRTT, from, winStart, t, w int64, base, sigma
 		on = ts[slices.IndexFunc(ts, func(x int64) bool { return x >= winStart })]
 	}
 	return on
+}
+
+// outranks tells whether level, the lowest of the k buckets of the level
+// window [winStart, t], lies above so many of the m buckets of the
+// baseline window [from, winStart) that chance would put it there in
+// about one window of For a year (chancePerYear). It is a rank test and
+// assumes nothing of the noise's shape: were the k and the m drawn alike,
+// every order of the m+k would be equally likely, and the lowest of the k
+// would lie above the j lowest of the m with probability
+// C(m+k−j, k)/C(m+k, k).
+//
+// The floor's noise cannot bar chance on its own. It is read from the
+// history's windows of For, of which six hours hold about ten that do
+// not overlap, and the lowest of a window is a skewed statistic, tight
+// below and long above, whose robust spread says little of the upper tail
+// a false alarm comes from. On a path that queues (a sample in two 20 %
+// late or more), the lowest of a half hour climbs 20 % over the floor in
+// one window of a few hundred, and four of that spread did not stop it:
+// a page every few days a probe. The rank bar reads the same path from each of
+// its buckets, and asks of the window what chance gives once a year.
+//
+// A probe read too sparsely to reach that chance (three readings a
+// window) must lie above every bucket of the baseline: the most its
+// readings can say.
+func (d *levelShift) outranks(r *recentRTT, from, winStart, t, w int64, level float64) bool {
+	k := 0
+	for x := winStart; x <= t; x += w {
+		if _, ok := r.Get(x); ok {
+			k++
+		}
+	}
+	vs, _ := d.buckets(r, from, winStart, w)
+	if k == 0 || len(vs) == 0 {
+		return false
+	}
+	j := rankNeeded(len(vs), k, float64(d.p.For)/float64(chancePerYear))
+	slices.Sort(vs)
+	return level > vs[j-1]
+}
+
+// chancePerYear is the time in which a path whose level never moved may
+// page once by chance: a year. One window of For in a year is the chance
+// outranks allows, 5.7·10⁻⁵ for the shipped 30 minutes: the lowest of
+// seven buckets must lie above 58 of the six hours' 72.
+const chancePerYear = Duration(365 * 24 * 3600e9)
+
+// rankNeeded is the fewest of m values, j ≥ 1, that the lowest of k more
+// drawn alike lies above with probability at most alpha, or m when none
+// does.
+func rankNeeded(m, k int, alpha float64) int {
+	for j := 1; j < m; j++ {
+		p := 1.0
+		for i := range k {
+			p *= float64(m+k-j-i) / float64(m+k-i)
+		}
+		if p <= alpha {
+			return j
+		}
+	}
+	return m
 }
 
 // gate is the smallest rise over base that fires.

@@ -67,7 +67,10 @@ outages. A value repeated on consecutive rows keeps its draw, as an
 export holds a value on the rows of its round (a column that stays
 constant moves as one). For Atlas traces the column is rtt: each RTT
 multiplied by log-normal noise, a jitterier path's view of the same
-shifts (scored against the labelled traces as they are). --seeds N
+shifts (scored against the labelled traces as they are), or with
+rtt=late:SIGMA by e to the SIGMA·|z|, only ever later: a path whose
+samples queue, as a real path's do (nothing makes a packet faster than
+its path). --seeds N
 scores each set N times, seeds 1 to N, and adds the rows up: the
 outages a method finds, and the false alerts it adds, when the series
 it meets is noisier than the one it was written beside.`,
@@ -131,38 +134,50 @@ it meets is noisier than the one it was written beside.`,
 	c.Flags().BoolVarP(&verbose, "verbose", "v", false, "also list each missed window and false alert")
 	c.Flags().StringVar(&every, "every", "", "keep one row of each IODA export every `D[@OFFSET]` (1h, 1h@30m)")
 	c.Flags().StringVar(&sampleEvery, "sample-every", "", "keep the first sample of each Atlas trace in every `D` (16m)")
-	c.Flags().StringArrayVar(&noiseSpecs, "noise", nil, "add noise to a column of each IODA export: `COLUMN=lognormal:SIGMA` or COLUMN=poisson (repeatable)")
+	c.Flags().StringArrayVar(&noiseSpecs, "noise", nil, "add noise to a column of each IODA export: `COLUMN=lognormal:SIGMA`, COLUMN=late:SIGMA or COLUMN=poisson (repeatable)")
 	c.Flags().IntVar(&seeds, "seeds", 1, "with --noise, score each set with seeds 1 to N and add the rows up")
 	return c
 }
 
-// noiseSpec is the noise --noise adds to the columns of an IODA export,
-// by column: a log-normal σ, or 0 for a Poisson draw.
-type noiseSpec map[string]float64
+// noiseSpec is the noise --noise adds to the columns of an IODA export
+// (or an Atlas trace's rtt), by column.
+type noiseSpec map[string]noiseDraw
 
-// parseNoise reads --noise: COLUMN=lognormal:SIGMA or COLUMN=poisson.
+// noiseDraw is one column's noise: log-normal of Sigma on the log scale,
+// only ever upwards where Late (a sample that queued: e to the σ·|z|), or
+// for Sigma 0 a Poisson draw.
+type noiseDraw struct {
+	Sigma float64
+	Late  bool
+}
+
+const noiseUsage = "want COLUMN=lognormal:SIGMA, COLUMN=late:SIGMA or COLUMN=poisson"
+
+// parseNoise reads --noise: COLUMN=lognormal:SIGMA, COLUMN=late:SIGMA or
+// COLUMN=poisson.
 func parseNoise(specs []string) (noiseSpec, error) {
 	n := noiseSpec{}
 	for _, s := range specs {
 		col, kind, _ := strings.Cut(s, "=")
-		sigma := 0.0
+		var d noiseDraw
+		name, sigma, hasSigma := strings.Cut(kind, ":")
 		switch {
 		case col == "":
-			return nil, fmt.Errorf("--noise %q: want COLUMN=lognormal:SIGMA or COLUMN=poisson", s)
+			return nil, fmt.Errorf("--noise %q: %s", s, noiseUsage)
 		case kind == "poisson":
-		case strings.HasPrefix(kind, "lognormal:"):
-			v, err := strconv.ParseFloat(strings.TrimPrefix(kind, "lognormal:"), 64)
+		case hasSigma && (name == "lognormal" || name == "late"):
+			v, err := strconv.ParseFloat(sigma, 64)
 			if err != nil || !(v > 0) || math.IsInf(v, 0) {
 				return nil, fmt.Errorf("--noise %q: SIGMA must be a positive number (0.2)", s)
 			}
-			sigma = v
+			d = noiseDraw{Sigma: v, Late: name == "late"}
 		default:
-			return nil, fmt.Errorf("--noise %q: want COLUMN=lognormal:SIGMA or COLUMN=poisson", s)
+			return nil, fmt.Errorf("--noise %q: %s", s, noiseUsage)
 		}
 		if _, dup := n[col]; dup {
 			return nil, fmt.Errorf("--noise %q: column %s given twice", s, col)
 		}
-		n[col] = sigma
+		n[col] = d
 	}
 	return n, nil
 }
@@ -203,25 +218,28 @@ func (n *noiser) noisy(c string, v float64, hold bool) float64 {
 	if n == nil {
 		return v
 	}
-	sigma, ok := n.spec[c]
+	d, ok := n.spec[c]
 	if !ok {
 		return v
 	}
 	if h, ok := n.held[c]; hold && ok && h[0] == v {
 		return h[1]
 	}
-	out := n.draw(sigma, v)
+	out := n.draw(d, v)
 	if hold {
 		n.held[c] = [2]float64{v, out}
 	}
 	return out
 }
 
-// draw is v with log-normal noise of sigma, or for sigma 0 a Poisson
-// count of mean v.
-func (n *noiser) draw(sigma, v float64) float64 {
-	if sigma > 0 {
-		return v * math.Exp(sigma*n.rng.NormFloat64())
+// draw is v with the noise of d.
+func (n *noiser) draw(d noiseDraw, v float64) float64 {
+	if d.Sigma > 0 {
+		z := n.rng.NormFloat64()
+		if d.Late {
+			z = math.Abs(z)
+		}
+		return v * math.Exp(d.Sigma*z)
 	}
 	if v <= 0 {
 		return 0

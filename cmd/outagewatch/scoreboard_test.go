@@ -145,7 +145,7 @@ func TestScoreboardNoise(t *testing.T) {
 	if m, sd := stat.MeanStdDev(logs, nil); math.Abs(m) > 0.01 || math.Abs(sd-0.1) > 0.01 {
 		t.Errorf("log-normal noise of mean %.3f and σ %.3f on the log scale, want 0 and 0.1", m, sd)
 	}
-	for _, bad := range []string{"bgp", "=poisson", "bgp=lognormal", "bgp=lognormal:0", "bgp=lognormal:-1", "bgp=gauss:1"} {
+	for _, bad := range []string{"bgp", "=poisson", "bgp=lognormal", "bgp=lognormal:0", "bgp=lognormal:-1", "bgp=gauss:1", "bgp=late", "bgp=late:0", "bgp=poisson:1"} {
 		if _, err := parseNoise([]string{bad}); err == nil {
 			t.Errorf("--noise %q accepted", bad)
 		}
@@ -204,6 +204,35 @@ func TestScoreboardNoiseOnAtlasRTT(t *testing.T) {
 	}
 	if m, sd := stat.MeanStdDev(logs, nil); lost != 200 || len(logs) != 1800 || math.Abs(m) > 0.005 || math.Abs(sd-0.05) > 0.005 {
 		t.Errorf("%d lost, %d answered with log-RTT of mean %.4f and σ %.4f; want 200, 1800, 0 and 0.05", lost, len(logs), m, sd)
+	}
+	// rtt=late:SIGMA only ever delays: the log-RTT is half-normal, its
+	// mean σ·√(2/π) and none under the path's own 100 ms.
+	n, err = parseNoise([]string{"rtt=late:0.05"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := writeAtlasResults([]string{src}, dst, rowGrid{}, n.seeded(1)); err != nil {
+		t.Fatal(err)
+	}
+	if out, err = os.ReadFile(dst); err != nil {
+		t.Fatal(err)
+	}
+	logs = logs[:0]
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var r struct {
+			Result []struct {
+				RTT *float64 `json:"rtt"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(l), &r); err != nil {
+			t.Fatal(err)
+		}
+		if r.Result[0].RTT != nil {
+			logs = append(logs, math.Log(*r.Result[0].RTT/100))
+		}
+	}
+	if m := stat.Mean(logs, nil); len(logs) != 1800 || slices.Min(logs) < 0 || math.Abs(m-0.05*math.Sqrt(2/math.Pi)) > 0.003 {
+		t.Errorf("late noise: %d answered, least log-RTT %.4f, mean %.4f; want 1800, ≥ 0, and %.4f", len(logs), slices.Min(logs), m, 0.05*math.Sqrt(2/math.Pi))
 	}
 }
 
