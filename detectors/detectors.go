@@ -51,7 +51,8 @@ type Finding struct {
 // Unjudgeable is implemented by the detectors that know which series
 // they cannot judge at their rule's threshold (too small, or too noisy,
 // for any change to pass both the threshold and the noise bar, or usually
-// so far off that the threshold is out of reach). The
+// so far off that the threshold is out of reach; for a rise, which has
+// no ceiling, too noisy for a change of the threshold to pass). The
 // pipeline reports them, so that a silent series is known to be
 // unwatched rather than fine.
 type Unjudgeable interface {

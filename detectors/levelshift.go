@@ -148,7 +148,14 @@ type levelShift struct {
 	// spacing is the series being judged's mean gap between readings,
 	// at least its grid's step (aggregate.Series.Spacing).
 	spacing int64
+	// unjudgeable holds the probes whose noise bars lie above the
+	// rule's threshold (see judgeable).
+	unjudgeable unjudged[*aggregate.Series]
 }
+
+// Unjudgeable returns the probes too jittery to be judged at the rule's
+// threshold, as of the last hour each was looked at.
+func (d *levelShift) Unjudgeable() []string { return seriesNames(d.unjudgeable) }
 
 // levelState is one series' state; exported fields are checkpointed.
 type levelState struct {
@@ -251,6 +258,9 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 				continue
 			}
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
+			if c.Start%judgeableEvery == 0 {
+				d.judgeable(pt.Series, r, from, winStart, c.Start, w, n)
+			}
 			if floor, fsigma, ok := d.floor(r, from, winStart, w, n, level); ok && level-floor >= d.gate(floor, fsigma) && d.outranks(r, from, winStart, c.Start, w, level) {
 				sigma := d.spread(r, from, winStart, w, base)
 				st.Firing, st.Base, st.Sigma, st.Floor, st.FloorSigma = true, base, sigma, floor, fsigma
@@ -400,6 +410,22 @@ func (d *levelShift) floor(r *recentRTT, from, to, w int64, n int, level float64
 	if level-lo < max(d.p.Threshold*lo, d.p.MinDeltaMs) {
 		return 0, 0, false
 	}
+	vs, ok := d.minima(r, start, to, w, n)
+	if !ok {
+		return 0, 0, false
+	}
+	floor = median(vs)
+	if level-floor < max(d.p.Threshold*floor, d.p.MinDeltaMs) {
+		return floor, sigmaFloor, true
+	}
+	return floor, logSpread(vs, floor), true
+}
+
+// minima returns, in d.scratch, the lowest of the n buckets ending with
+// each bucket of [start, to) that holds at least half the readings a
+// window should (as window asks of the level); ok is false with less
+// than MinHistory of them.
+func (d *levelShift) minima(r *recentRTT, start, to, w int64, n int) ([]float64, bool) {
 	vs := d.scratch[:0]
 	for x := start; x < to; x += w {
 		lo, k := math.Inf(1), 0
@@ -413,14 +439,34 @@ func (d *levelShift) floor(r *recentRTT, from, to, w int64, n int, level float64
 		}
 	}
 	d.scratch = vs
-	if int64(len(vs))*w < int64(d.p.MinHistory) {
-		return 0, 0, false
+	return vs, int64(len(vs))*w >= int64(d.p.MinHistory)
+}
+
+// judgeableEvery is how often a probe's judgeability is looked at: an
+// hour, so that the n-fold pass over its history costs a probe one pass
+// an hour, not one a bucket, for a report that moves with its jitter.
+const judgeableEvery = int64(3600e9)
+
+// judgeable records whether a shift of the rule's threshold from the
+// probe's floor would pass its noise bars, for the level window
+// [winStart, t] and the history [from, winStart): a probe whose rank bar
+// or four robust standard deviations lie above it is judged only for
+// larger shifts, and is named as too jittery for the threshold (the
+// replay's summary, outagewatch_unjudgeable_series) instead of being
+// silently watched at a bar its operator did not set.
+func (d *levelShift) judgeable(s *aggregate.Series, r *recentRTT, from, winStart, t, w int64, n int) {
+	vs, ok := d.minima(r, max(from, r.Oldest()), winStart, w, n)
+	if !ok {
+		return
 	}
-	floor = median(vs)
-	if level-floor < max(d.p.Threshold*floor, d.p.MinDeltaMs) {
-		return floor, sigmaFloor, true
+	floor := median(vs)
+	sigma := logSpread(vs, floor)
+	shift := max(d.p.Threshold*floor, d.p.MinDeltaMs)
+	why := judgeableNow
+	if floor*math.Expm1(d.p.Noise*sigma) > shift || !d.outranks(r, from, winStart, t, w, floor+shift) {
+		why = unjudgeableNoise
 	}
-	return floor, logSpread(vs, floor), true
+	d.unjudgeable.set(s, why)
 }
 
 // onset dates the beginning of the shift that fires at t (the window of

@@ -31,6 +31,13 @@ func probeRunRestored(t *testing.T, rtt func(min int) float64, hours, restoreAt 
 // (from minute two).
 func probeRunEvery(t *testing.T, rtt func(min int) float64, hours, restoreAt, every int) []string {
 	t.Helper()
+	got, _ := probeDetector(t, rtt, hours, restoreAt, every)
+	return got
+}
+
+// probeDetector is probeRunEvery, and the detector as it ends.
+func probeDetector(t *testing.T, rtt func(min int) float64, hours, restoreAt, every int) ([]string, detectors.Detector) {
+	t.Helper()
 	const entity = "probe:1>192.0.2.0/24"
 	p := detectors.DefaultLatencyShift()
 	if err := p.Validate(); err != nil {
@@ -66,7 +73,7 @@ func probeRunEvery(t *testing.T, rtt func(min int) float64, hours, restoreAt, ev
 		agg.Advance(ts, judge)
 	}
 	agg.Advance(t0+int64(hours+1)*int64(time.Hour), judge)
-	return got
+	return got, d
 }
 
 // jitter is a deterministic ±0.6 ms wobble around a flat path's RTT.
@@ -317,6 +324,31 @@ func TestLatencyShiftJitteryPathPagesNobody(t *testing.T) {
 	want := []string{"firing 1440 1475", "resolved 1440 1560 baseline_adapted 1560"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("re-route: got %q\nwant %q", got, want)
+	}
+}
+
+// A probe whose jitter puts its noise bars above the rule's threshold is
+// named as too jittery to be judged at it, and one as steady as most
+// paths is not: the queueing path above (a 20 % shift of its lowest RTT
+// lies under three buckets in ten of its own), a path whose buckets
+// queue two in three, and a flat one.
+func TestLatencyShiftNamesAPathTooJitteryForItsThreshold(t *testing.T) {
+	const name = "latency_p50 probe:1>192.0.2.0/24"
+	rng := rand.New(rand.NewPCG(1, 1))
+	for _, c := range []struct {
+		name string
+		rtt  func(int) float64
+		want []string
+	}{
+		{"queueing", func(int) float64 { return 100 * math.Exp(0.3*math.Abs(rng.NormFloat64())) }, []string{name}},
+		{"two in three queued", func(m int) float64 { return 140 - queued(m, 0, 3) + 100 - 40 }, []string{name}},
+		{"one in eight queued", func(m int) float64 { return queued(m, 100, 8) }, nil},
+		{"flat", func(m int) float64 { return 100 + jitter(m) }, nil},
+	} {
+		findings, d := probeDetector(t, c.rtt, 12, -1, 4)
+		if got := d.(detectors.Unjudgeable).Unjudgeable(); len(findings) != 0 || fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: unjudgeable %q, findings %q; want %q and none", c.name, got, findings, c.want)
+		}
 	}
 }
 
