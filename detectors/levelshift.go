@@ -175,6 +175,9 @@ type levelState struct {
 	Recent evidenceLog
 	// Hold is the hold after a shift recovered (KeepFiringFor).
 	Hold flapHold
+	// looked is when the probe was last looked at for judgeable; not
+	// kept, a restored detector looks again at its first reading.
+	looked int64
 }
 
 // recentRTT holds a series' last buckets as measured. The shared history
@@ -258,7 +261,8 @@ func (d *levelShift) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 				continue
 			}
 			st.Recent.add(Evidence{Time: c.Start, Value: pt.Value, Baseline: base})
-			if c.Start%judgeableEvery == 0 {
+			if c.Start-st.looked >= judgeableEvery {
+				st.looked = c.Start
 				d.judgeable(pt.Series, r, from, winStart, c.Start, w, n)
 			}
 			if floor, fsigma, ok := d.floor(r, from, winStart, w, n, level); ok && level-floor >= d.gate(floor, fsigma) && d.outranks(r, from, winStart, c.Start, w, level) {
@@ -442,9 +446,10 @@ func (d *levelShift) minima(r *recentRTT, start, to, w int64, n int) ([]float64,
 	return vs, int64(len(vs))*w >= int64(d.p.MinHistory)
 }
 
-// judgeableEvery is how often a probe's judgeability is looked at: an
-// hour, so that the n-fold pass over its history costs a probe one pass
-// an hour, not one a bucket, for a report that moves with its jitter.
+// judgeableEvery is how often a probe's judgeability is looked at (at
+// its first reading an hour or more after the last look): the n-fold
+// pass over its history costs a probe one pass an hour, not one a
+// bucket, for a report that moves with its jitter.
 const judgeableEvery = int64(3600e9)
 
 // judgeable records whether a shift of the rule's threshold from the
@@ -547,8 +552,9 @@ func (d *levelShift) onset(r *recentRTT, from, winStart, t, w int64, base, sigma
 // a false alarm comes from. On a path that queues (a sample in two 20 %
 // late or more), the lowest of a half hour climbs 20 % over the floor in
 // one window of a few hundred, and four of that spread did not stop it:
-// a page every few days a probe. The rank bar reads the same path from each of
-// its buckets, and asks of the window what chance gives once a year.
+// a page every few days a probe. The rank bar reads the same path from
+// each of its buckets, and asks of the window what chance gives once a
+// year.
 //
 // A probe read too sparsely to reach that chance (three readings a
 // window) must lie above every bucket of the baseline: the most its
