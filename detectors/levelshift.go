@@ -453,22 +453,23 @@ func (d *levelShift) minima(r *recentRTT, start, to, w int64, n int) ([]float64,
 const judgeableEvery = int64(3600e9)
 
 // judgeable records whether a shift of the rule's threshold from the
-// probe's floor would pass its noise bars, for the level window
-// [winStart, t] and the history [from, winStart): a probe whose rank bar
-// or four robust standard deviations lie above it is judged only for
-// larger shifts, and is named as too jittery for the threshold (the
-// replay's summary, outagewatch_unjudgeable_series) instead of being
-// silently watched at a bar its operator did not set.
+// probe's floor would pass its rank bar, for the level window
+// [winStart, t] and the history [from, winStart): a probe whose own
+// buckets lie above that shift too often for chance to be ruled out is
+// judged only for larger shifts, and is named as too jittery for the
+// threshold (the replay's summary, outagewatch_unjudgeable_series)
+// instead of being silently watched at a bar its operator did not set.
+// The floor's spread is not asked: in the hours after a path moved
+// between two levels it reads the move as noise, and a steady path
+// would be named for a while after every re-route.
 func (d *levelShift) judgeable(s *aggregate.Series, r *recentRTT, from, winStart, t, w int64, n int) {
 	vs, ok := d.minima(r, max(from, r.Oldest()), winStart, w, n)
 	if !ok {
 		return
 	}
 	floor := median(vs)
-	sigma := logSpread(vs, floor)
-	shift := max(d.p.Threshold*floor, d.p.MinDeltaMs)
 	why := judgeableNow
-	if floor*math.Expm1(d.p.Noise*sigma) > shift || !d.outranks(r, from, winStart, t, w, floor+shift) {
+	if !d.outranks(r, from, winStart, t, w, floor+max(d.p.Threshold*floor, d.p.MinDeltaMs)) {
 		why = unjudgeableNoise
 	}
 	d.unjudgeable.set(s, why)
