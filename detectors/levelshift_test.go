@@ -264,6 +264,15 @@ func queued(m int, base float64, every int) float64 {
 	return base + jitter(m)
 }
 
+// clearIn is a path whose samples queue 40 ms over its lowest RTT, base,
+// but in one five-minute bucket of every `every`.
+func clearIn(m int, base float64, every int) float64 {
+	if (m/5)%every == 0 {
+		return base + jitter(m)
+	}
+	return base + 40 + jitter(m)
+}
+
 func TestLatencyShiftJudgesTheLowestAgainstTheLowest(t *testing.T) {
 	// The path's lowest RTT moves from 100 to 125 ms (+25 %) while one
 	// sample in eight queues 40 ms on top: the level is the lowest of the
@@ -289,9 +298,9 @@ func TestLatencyShiftJudgesTheLowestAgainstTheLowest(t *testing.T) {
 	// random: the same move is not told from it, and pages nobody.
 	if got := probeRun(t, func(m int) float64 {
 		if m >= 240 {
-			return 140 - queued(m, 0, 3) + 125 - 40
+			return clearIn(m, 125, 3)
 		}
-		return 140 - queued(m, 0, 3) + 100 - 40
+		return clearIn(m, 100, 3)
 	}, 12); len(got) != 0 {
 		t.Errorf("two in three queued: got %q, want no finding", got)
 	}
@@ -341,7 +350,7 @@ func TestLatencyShiftNamesAPathTooJitteryForItsThreshold(t *testing.T) {
 		want []string
 	}{
 		{"queueing", func(int) float64 { return 100 * math.Exp(0.3*math.Abs(rng.NormFloat64())) }, []string{name}},
-		{"two in three queued", func(m int) float64 { return 140 - queued(m, 0, 3) + 100 - 40 }, []string{name}},
+		{"two in three queued", func(m int) float64 { return clearIn(m, 100, 3) }, []string{name}},
 		{"one in eight queued", func(m int) float64 { return queued(m, 100, 8) }, nil},
 		{"flat", func(m int) float64 { return 100 + jitter(m) }, nil},
 	} {
