@@ -593,16 +593,23 @@ audit() {
 	note "(deploy/actions.yaml is dry-run: its shutdowns, undo and override change no session, so gobgpd at gobgp:50051 is dialled lazily and never called)"
 }
 
-# scoreboard --data DIR, or DIR/...: DIR is ../shared/testdata, the
-# labelled sets beside the clone.
-scoreboard() {
+# ondata LINE: runs a documented line with DIR the labelled sets'
+# directory (../shared/testdata, beside the clone), its output in
+# $tmp/out and its log in $tmp/err; 2 (not run) where there is none.
+ondata() {
 	local data=../shared/testdata
 	if [ ! -d "$data" ]; then
 		note "not run here: no $data (the labelled sets' directory)"
 		return 2
 	fi
 	note "with: DIR=$data"
-	(timeout 120 bash -c "${2//DIR/$data}") >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
+	(timeout 120 bash -c "${1//DIR/$data}") >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(tail -3 "$tmp/err")"
+}
+
+# scoreboard --data DIR, or DIR/...: the board must score the sets the
+# line names.
+scoreboard() {
+	ondata "$2" || return
 	# A line that names its sets must score them; one that names none
 	# scores every set, Gaza's among them; IODA's exports given bare are
 	# rows named for their files, Atlas traces one row.
@@ -617,13 +624,7 @@ scoreboard() {
 # labelled: a replay of one of the labelled sets' files as it comes; it
 # must raise alerts.
 labelled() {
-	local data=../shared/testdata
-	if [ ! -d "$data" ]; then
-		note "not run here: no $data (the labelled sets' directory)"
-		return 2
-	fi
-	note "with: DIR=$data"
-	(timeout 120 bash -c "${2//DIR/$data}") >"$tmp/out" 2>"$tmp/err" || fail "exit $?: $(tail -3 "$tmp/err")" || return 1
+	ondata "$2" || return
 	grep -q '"kind":"alert"' "$tmp/out" || fail "no alert in its output" || return 1
 	note "checked: $(grep -c '"kind":"alert"' "$tmp/out") alert lines"
 }
