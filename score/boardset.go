@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/csv"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -205,13 +204,9 @@ func ParseIODACSV(path string, in io.Reader) ([]IODARow, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		// Unix seconds, written by some exports as a float.
-		f, err := strconv.ParseFloat(strings.TrimSpace(rec[ts]), 64)
-		if err == nil && !(f > 0 && f < 1<<33) {
-			err = errors.New("not a Unix time in seconds")
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s:%d: timestamp %q: %w", path, line, rec[ts], err)
+		f, ok := unixSeconds(strings.TrimSpace(rec[ts]))
+		if !ok {
+			return nil, fmt.Errorf("%s:%d: timestamp %q: not a Unix time in seconds", path, line, rec[ts])
 		}
 		sec := int64(f)
 		if before, dup := lines[sec]; dup {
@@ -421,10 +416,18 @@ func rttHeader(line string) (sep string, col [3]int, ok bool) {
 	return sep, col, true
 }
 
+// unixSeconds reads s as Unix seconds, which some files write as a
+// float: ok only between 1970 and 2242 (2³³ seconds), so that a time in
+// milliseconds is not read as one.
+func unixSeconds(s string) (float64, bool) {
+	f, err := strconv.ParseFloat(s, 64)
+	return f, err == nil && f > 0 && f < 1<<33
+}
+
 // rttTime reads a trace's epoch: Unix seconds, or a date in one of the
 // layouts labelled traces are written in, UTC.
 func rttTime(s string) (time.Time, error) {
-	if sec, err := strconv.ParseFloat(s, 64); err == nil && sec > 0 && sec < 1<<33 {
+	if sec, ok := unixSeconds(s); ok {
 		return time.Unix(0, int64(sec*1e9)).UTC(), nil
 	}
 	for _, layout := range []string{"02/01/2006 15:04", "02/01/2006 15:04:05", time.DateTime, "2006-01-02 15:04", time.RFC3339} {
