@@ -244,6 +244,37 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 	}
 }
 
+// A count whose level wanders slowly (a few blocks over hours, a
+// deviation that carries from round to round) but less than its Poisson
+// sampling noise is judged at that sampling noise, which is independent
+// from round to round: the wander's carry is a small share of the larger
+// variance. Two rounds 2.1σ of the Poisson noise down (78 against the median, 98) are
+// as rare as one past 3σ, and fire; judged as if the whole noise carried
+// over as the wander does (rho near 1), each round would have to be
+// nearly 3σ down, and they paged nobody.
+func TestIODARulesPoissonNoiseDoesNotCarryOver(t *testing.T) {
+	set, sig := iodaRules(t, "active_probing_slash24")
+	step := time.Duration(sig.Def().Cadence)
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	n := int(2 * 24 * time.Hour / step)
+	vs := make([]float64, n)
+	for i := range vs {
+		// ±3 blocks over six hours: σ about 2, well under √100.
+		vs[i] = math.Round(100 + 3*math.Sin(2*math.Pi*float64(i)*step.Hours()/6))
+	}
+	outage := n - int(3*time.Hour/step)
+	vs[outage], vs[outage+1] = 78, 78
+	f := judgeSeries(t, set, sig, "region:XX-5", from, step, vs)
+	start := from.Add(time.Duration(outage) * step)
+	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != start.UnixNano() {
+		t.Fatalf("two rounds at 78 of 100 from %s: findings %+v, want a firing from then", start, f)
+	}
+	vs[outage+1] = 100
+	if f := judgeSeries(t, set, sig, "region:XX-5", from, step, vs); len(f) != 0 {
+		t.Fatalf("one round at 78: %+v", f[0])
+	}
+}
+
 // The same rounds exported every 15 minutes: on the signal's 10-minute
 // buckets they land 10 and 20 minutes apart, one bucket in three empty.
 // Each reading counts as the 15 minutes it stands for, so a day of them

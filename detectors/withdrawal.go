@@ -418,10 +418,14 @@ func (d *prefixWithdrawal) seriesNoise(s *aggregate.Series, st *spaceState, t, w
 	} else {
 		sigma = max(sigma, float64(st.Sigma))
 	}
-	if s.Signal.Def().Poisson && level > 0 {
+	if s.Signal.Def().Poisson && level > 0 && level > sigma*sigma {
 		// A Poisson count's sampling noise is √level whatever the
-		// window shows.
-		sigma = max(sigma, math.Sqrt(level))
+		// window shows. It is independent from round to round: raised
+		// to it, the noise carries over from one bucket to the next
+		// only the covariance the window showed (rho·sigma²), a smaller
+		// share of the larger variance.
+		rho *= sigma * sigma / level
+		sigma = math.Sqrt(level)
 	}
 	return level, sigma, rho
 }
