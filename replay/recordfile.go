@@ -1,6 +1,9 @@
 package replay
 
 import (
+	"fmt"
+	"log/slog"
+
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/ingest/recordfile"
 )
@@ -9,7 +12,9 @@ import (
 // ingest/recordfile). Records of one file are replayed in file order; a
 // file recorded from several partitions is sorted by time first (in
 // bounded memory, see FromFile) so the merge sees it in order. Its summary
-// counts what the pipeline made of the records.
+// counts what the pipeline made of the records, and the lines that were
+// no record (damage, or the torn end of a recording cut short), skipped
+// so that a recorder killed mid-line still leaves a file that replays.
 type RecordFileSource struct {
 	*FileSource
 }
@@ -17,7 +22,8 @@ type RecordFileSource struct {
 // OpenRecordFile reads a record file into a time-ordered source.
 func OpenRecordFile(path string) (*RecordFileSource, error) {
 	so := newSorter(path)
-	if err := recordfile.ReadFile(path, func(rec *ingest.Record) error { return so.add(rec) }); err != nil {
+	st, err := recordfile.ReadFile(path, func(rec *ingest.Record) error { return so.add(rec) })
+	if err != nil {
 		so.close()
 		return nil, err
 	}
@@ -28,6 +34,15 @@ func OpenRecordFile(path string) (*RecordFileSource, error) {
 		return nil, err
 	}
 	fs := &FileSource{Source: src, n: n,
-		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(n)}}
+		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(n) + st.Bad}}
+	// A line that is no record has no topic, partition or offset to be
+	// named by: the summary names its line.
+	if st.Bad > 0 {
+		fs.sum.skip("json", st.Bad, 0, fmt.Sprintf("line %d: %s", st.FirstBad, st.FirstErr))
+	}
+	if st.Torn {
+		slog.Warn("record file ends torn: the recording was cut short; replaying what was read up to the cut",
+			"file", path, "records", n)
+	}
 	return &RecordFileSource{fs}, nil
 }

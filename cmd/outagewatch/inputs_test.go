@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -92,5 +93,35 @@ func TestReplayOfARecordingThatDoesNotDecodeFails(t *testing.T) {
 		`first bad record: ioda[2]@7: observations/obs-csv record: signal: unknown signal "no_such_signal"`
 	if err == nil || err.Error() != want {
 		t.Fatalf("error\n got  %v\n want %s", err, want)
+	}
+}
+
+// A recording with a damaged line and a torn last line (the recorder
+// killed mid-write) replays every whole record; the summary counts the
+// two lines and names the first by its line, as they have no topic,
+// partition or offset to be named by.
+func TestReplayOfARecordingCutShort(t *testing.T) {
+	logs := captureLog(t)
+	f := filepath.Join(t.TempDir(), "cut.owrec")
+	var b bytes.Buffer
+	for i := range 3 {
+		v := fmt.Sprintf("2021-01-13T00:%02d:00Z,country:UG,traffic_bytes,%d", 5*i, 100+i)
+		rec := &ingest.Record{Stream: "observations", Format: "obs-csv", Topic: "ioda", Partition: 0, Offset: int64(i),
+			Time: int64(1610496000+300*i) * 1e9, Value: []byte(v)}
+		if err := recordfile.Write(&b, rec); err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 {
+			b.WriteString("{\"stream\":\"observ\x00\n")
+		}
+	}
+	b.Truncate(b.Len() - 40)
+	os.WriteFile(f, b.Bytes(), 0o644)
+	if _, _, err := run(t, "replay", f); err != nil {
+		t.Fatal(err)
+	}
+	want := "input: " + f + ": 4 records read, 2 replayed, 2 skipped (json 2), first bad record: line 2: "
+	if !strings.Contains(logs.String(), want) {
+		t.Fatalf("log has no summary %q:\n%s", want, logs)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -59,18 +60,39 @@ func Write(w io.Writer, r *ingest.Record) error {
 // limit of 1 MB by far, so a longer line is damage, not data.
 const maxLine = 64 << 20
 
+// Stats is what Read made of a file.
+type Stats struct {
+	// Lines is the number of lines read, bad ones included.
+	Lines int64
+	// Bad counts the lines that are no record, skipped; FirstBad is the
+	// number (from 1) of the first of them, and FirstErr why.
+	Bad      int64
+	FirstBad int64
+	FirstErr string
+	// Torn is set when a gzipped file ends before its compressed stream
+	// does: a recording cut short (the recorder killed, the disk full).
+	// What was read up to the cut was delivered.
+	Torn bool
+}
+
 // Read calls fn with each record of a record file read from r, in file
-// order, and stops at the first line that is not a record, or the first
-// error fn returns. A bad line's error names its line number (from 1).
-func Read(r io.Reader, fn func(*ingest.Record) error) error {
+// order, until the end of r or the first error fn returns, which comes
+// back as it is. A line that is not a record (damage, or the torn last
+// line of a recording cut short) is counted in the stats and skipped:
+// the records after it are still delivered.
+func Read(r io.Reader, fn func(*ingest.Record) error) (Stats, error) {
+	var st Stats
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), maxLine)
-	line := 0
 	for sc.Scan() {
-		line++
+		st.Lines++
 		var fr fileRecord
 		if err := json.Unmarshal(sc.Bytes(), &fr); err != nil {
-			return &LineError{Line: line, Err: err}
+			st.Bad++
+			if st.FirstBad == 0 {
+				st.FirstBad, st.FirstErr = st.Lines, err.Error()
+			}
+			continue
 		}
 		rec := &ingest.Record{Stream: fr.Stream, Format: fr.Format, Topic: fr.Topic, Partition: fr.Partition,
 			Offset: fr.Offset, Time: fr.Time, Key: fr.Key, Value: fr.Value}
@@ -78,46 +100,46 @@ func Read(r io.Reader, fn func(*ingest.Record) error) error {
 			rec.Headers = append(rec.Headers, ingest.Header{Key: h.Key, Value: h.Value})
 		}
 		if err := fn(rec); err != nil {
-			return err
+			return st, err
 		}
 	}
-	return sc.Err()
+	if err := sc.Err(); err != nil {
+		return st, fmt.Errorf("line %d: %w", st.Lines+1, err)
+	}
+	return st, nil
 }
-
-// LineError is a line of a record file that is not a record.
-type LineError struct {
-	Line int
-	Err  error
-}
-
-func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
-
-func (e *LineError) Unwrap() error { return e.Err }
 
 // ReadFile is Read of the file at path, gunzipped when path ends in
-// ".gz". Errors name the file, and the line for a bad line
-// ("flows.owrec:12: ...").
-func ReadFile(path string, fn func(*ingest.Record) error) error {
+// ".gz". Errors name the file ("flows.owrec: line 12: ...").
+func ReadFile(path string, fn func(*ingest.Record) error) (Stats, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return Stats{}, err
 	}
 	defer f.Close()
 	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
+	gzipped := strings.HasSuffix(path, ".gz")
+	if gzipped {
 		gz, err := gzip.NewReader(f)
 		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return Stats{}, fmt.Errorf("%s: %w", path, err)
 		}
 		defer gz.Close()
 		r = gz
 	}
-	err = Read(r, fn)
-	if le, ok := err.(*LineError); ok {
-		return fmt.Errorf("%s:%d: %w", path, le.Line, le.Err)
+	var fnErr error
+	st, err := Read(r, func(rec *ingest.Record) error {
+		fnErr = fn(rec)
+		return fnErr
+	})
+	if gzipped && fnErr == nil && errors.Is(err, io.ErrUnexpectedEOF) {
+		// The compressed stream stops short: everything up to the cut
+		// was read, and the torn line at the cut counted as bad.
+		st.Torn = true
+		return st, nil
 	}
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return st, fmt.Errorf("%s: %w", path, err)
 	}
-	return nil
+	return st, nil
 }
