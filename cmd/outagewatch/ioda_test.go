@@ -67,7 +67,7 @@ func TestReplayIODAFilesAsTheyCome(t *testing.T) {
 		"2023-10-31T02:00:00Z feed-health feed:ioda-telescope",
 		"2023-11-01T01:00:00Z ioda-active-probing region:1226",
 		"2023-11-05T05:00:00Z feed-health feed:ioda-telescope",
-		"2023-11-05T16:40:00Z ioda-active-probing region:1226",
+		"2023-11-05T16:30:00Z ioda-active-probing region:1226",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("alerts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
