@@ -64,6 +64,19 @@ func (e *Error) Unwrap() error { return e.Err }
 // other, but no sign of a broken input.
 const ReasonNoValue = "no_value"
 
+// TornError is a file that ends inside a record: an archive still being
+// written or downloaded, a capture cut short. The records before it are
+// whole; a reader hands them on and returns this at the cut, so that the
+// caller can keep them and count the torn one.
+type TornError struct {
+	// Record is the number (from 0) of the record the file ends in.
+	Record int64
+	Err    error
+}
+
+func (e *TornError) Error() string { return fmt.Sprintf("record %d: %v", e.Record, e.Err) }
+func (e *TornError) Unwrap() error { return e.Err }
+
 // Errorf returns an *Error with the given reason.
 func Errorf(reason, format string, args ...any) error {
 	return &Error{Reason: reason, Err: fmt.Errorf(format, args...)}

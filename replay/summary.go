@@ -198,12 +198,16 @@ func newFileSource(src Source, path, unit string, st ReadStats, n int) *FileSour
 		fs.sum.skip(r, st.Skipped[r], st.FirstBad, "")
 	}
 	if st.FirstBad > 0 && fs.sum.FirstErr == "" {
-		fs.sum.FirstErr = "left out before decoding (" + strings.Join(slices.Sorted(maps.Keys(st.Skipped)), ", ") + ")"
-		if len(st.Skipped) == 1 && st.Skipped["time"] > 0 {
+		switch {
+		case len(st.Skipped) == 1 && st.Skipped["time"] > 0:
 			fs.sum.FirstErr = "no readable time"
 			if st.FirstErr != "" {
 				fs.sum.FirstErr += ": " + st.FirstErr
 			}
+		case st.FirstErr != "":
+			fs.sum.FirstErr = st.FirstErr
+		default:
+			fs.sum.FirstErr = "left out before decoding (" + strings.Join(slices.Sorted(maps.Keys(st.Skipped)), ", ") + ")"
 		}
 	}
 	return fs

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -31,6 +32,28 @@ func TestReplayMRTArchives(t *testing.T) {
 		if bad*100 > st.Records["bgp/mrt"] {
 			t.Fatalf("%s: decode errors %v of %d records", f, st.DecodeErrors, st.Records["bgp/mrt"])
 		}
+	}
+}
+
+// An archive cut short (still being written or fetched) replays the
+// records before the cut, and its summary warns of the torn one.
+func TestReplayMRTArchiveCutShort(t *testing.T) {
+	logs := captureLog(t)
+	b, err := os.ReadFile("../../ingest/bgp/testdata/ris-updates.20160811.1600.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "cut.gz")
+	os.WriteFile(f, b[:len(b)*2/3], 0o644)
+	p, err := runReplay([]string{f}, replayOpts{}, func(*alerting.Event) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := p.Stats().Records["bgp/mrt"]
+	want := fmt.Sprintf("level=WARN msg=\"input: %s: %d records read, %d replayed, 1 skipped (truncated 1), first bad record %d: the file ends inside its ",
+		f, n+1, n, n+1)
+	if n < 1000 || !strings.Contains(logs.String(), want) {
+		t.Fatalf("%d records; log has no %q:\n%s", n, want, logs)
 	}
 }
 

@@ -120,7 +120,9 @@ func (d *BMP) peer(h *bmp.BMPPeerHeader) (rib.PeerID, int64, error) {
 
 // ReadBMPFile splits a file of concatenated BMP messages (plain, gzip or
 // bzip2), as a BMP station records them, into records, with Time from the
-// per-peer header where there is one, and calls fn for each in order.
+// per-peer header where there is one, and calls fn for each in order. A
+// file that ends inside a message returns an *ingest.TornError after the
+// messages before it.
 func ReadBMPFile(path string, fn func(ingest.Record) error) error {
 	r, c, err := openMaybeCompressed(path)
 	if err != nil {
@@ -134,7 +136,7 @@ func ReadBMPFile(path string, fn func(ingest.Record) error) error {
 			if err == io.EOF {
 				return nil
 			}
-			return fmt.Errorf("%s: message %d header: %w", path, n, err)
+			return fmt.Errorf("%s: %w", path, torn(n, "header", err))
 		}
 		l := binary.BigEndian.Uint32(hdr[1:])
 		if hdr[0] != bmp.BMP_VERSION || l < bmp.BMP_HEADER_SIZE || l > maxBMPMessage {
@@ -143,7 +145,7 @@ func ReadBMPFile(path string, fn func(ingest.Record) error) error {
 		rec := make([]byte, l)
 		copy(rec, hdr[:])
 		if _, err := io.ReadFull(r, rec[bmp.BMP_HEADER_SIZE:]); err != nil {
-			return fmt.Errorf("%s: message %d body: %w", path, n, err)
+			return fmt.Errorf("%s: %w", path, torn(n, "body", err))
 		}
 		// Per-peer header: type(1) flags(1) distinguisher(8) address(16)
 		// AS(4) BGP ID(4) seconds(4) microseconds(4).

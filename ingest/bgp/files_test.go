@@ -3,6 +3,7 @@ package bgp
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -49,8 +50,34 @@ func TestReadMRTFilePlainAndTruncated(t *testing.T) {
 			t.Fatalf("record %d = %+v", i, r)
 		}
 	}
-	if err := ReadMRTFile(writeFile(t, "cut.mrt", data[:len(data)-5], false), func(ingest.Record) error { return nil }); err == nil {
-		t.Fatal("a truncated file read without error")
+	// Cut short, plain or gzipped (an update file still being written or
+	// fetched): the whole records come first, then the cut, as an
+	// *ingest.TornError naming the record it fell in. Plain and five bytes
+	// short, that is the eleventh; gzipped and cut in its last block,
+	// whatever the decompressor had whole before it found the cut.
+	var b bytes.Buffer
+	w := gzip.NewWriter(&b)
+	w.Write(data)
+	w.Close()
+	for _, c := range []struct {
+		name string
+		cut  []byte
+		want int
+	}{
+		{"cut.mrt", data[:len(data)-5], 10},
+		{"cut.mrt.gz", b.Bytes()[:b.Len()*3/4], -1},
+	} {
+		n := 0
+		err := ReadMRTFile(writeFile(t, c.name, c.cut, false), func(ingest.Record) error { n++; return nil })
+		var torn *ingest.TornError
+		if !errors.As(err, &torn) || torn.Record != int64(n) || n > 10 || (c.want >= 0 && n != c.want) {
+			t.Fatalf("%s: %d records, then %v: want the whole ones, then the one cut torn", c.name, n, err)
+		}
+	}
+	// An error that is no end of file is no torn record.
+	var te *ingest.TornError
+	if err := torn(7, "body", errors.New("disk")); errors.As(err, &te) || err.Error() != "record 7 body: disk" {
+		t.Fatalf("a read error came back as %v", err)
 	}
 }
 

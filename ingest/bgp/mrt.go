@@ -290,7 +290,9 @@ func openMaybeCompressed(path string) (io.Reader, io.Closer, error) {
 
 // ReadMRTFile splits an MRT file (plain, gzip or bzip2) into records, one
 // per MRT record, with Time from the record's header, and calls fn for each
-// in file order; fn may keep the record. It stops at fn's first error.
+// in file order; fn may keep the record. It stops at fn's first error. A
+// file that ends inside a record (an update file still being written or
+// fetched) returns an *ingest.TornError after the records before it.
 func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 	r, c, err := openMaybeCompressed(path)
 	if err != nil {
@@ -303,7 +305,7 @@ func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 			if err == io.EOF {
 				return nil
 			}
-			return fmt.Errorf("%s: record %d header: %w", path, n, err)
+			return fmt.Errorf("%s: %w", path, torn(n, "header", err))
 		}
 		l := binary.BigEndian.Uint32(hdr[8:])
 		if l > maxMRTRecord {
@@ -312,11 +314,20 @@ func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 		rec := make([]byte, mrt.MRT_COMMON_HEADER_LEN+int(l))
 		copy(rec, hdr[:])
 		if _, err := io.ReadFull(r, rec[mrt.MRT_COMMON_HEADER_LEN:]); err != nil {
-			return fmt.Errorf("%s: record %d body: %w", path, n, err)
+			return fmt.Errorf("%s: %w", path, torn(n, "body", err))
 		}
 		ts, _ := MRTTime(rec)
 		if err := fn(ingest.Record{Stream: Stream, Format: FormatMRT, Offset: n, Time: ts, Value: rec}); err != nil {
 			return err
 		}
 	}
+}
+
+// torn is the error of reading part (a header or a body) of record n:
+// an *ingest.TornError where the file ends there, err itself otherwise.
+func torn(n int64, part string, err error) error {
+	if err == io.ErrUnexpectedEOF || err == io.EOF {
+		return &ingest.TornError{Record: n, Err: fmt.Errorf("the file ends inside its %s: %w", part, io.ErrUnexpectedEOF)}
+	}
+	return fmt.Errorf("record %d %s: %w", n, part, err)
 }

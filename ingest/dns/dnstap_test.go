@@ -582,7 +582,8 @@ func TestReadFrameStreamEnds(t *testing.T) {
 		t.Errorf("cut before STOP: %d records, %v", n, err)
 	}
 	// Cut inside the second data frame.
-	if n, err := count(b[:len(b)-40]); n != 1 || err == nil || !strings.Contains(err.Error(), "truncated") {
+	var torn *ingest.TornError
+	if n, err := count(b[:len(b)-40]); n != 1 || !errors.As(err, &torn) || torn.Record != 1 || !strings.Contains(err.Error(), "truncated") {
 		t.Errorf("cut inside a frame: %d records, %v", n, err)
 	}
 	// Another content type.

@@ -31,8 +31,9 @@ const arenaSize = 256 << 10
 // it later. Each record's Value is its own copy and may be kept.
 //
 // The stream ends at a STOP control frame or at the end of input between
-// frames (a capture cut short); an end inside a frame is an error. An error
-// returned by fn stops the reading and is returned.
+// frames (a capture cut short); an end inside a frame returns an
+// *ingest.TornError after the frames before it. An error returned by fn
+// stops the reading and is returned.
 func ReadFrameStream(r io.Reader, fn func(ingest.Record) error) error {
 	fr, err := framestream.NewReader(r, &framestream.ReaderOptions{
 		ContentTypes: [][]byte{[]byte(ContentType)},
@@ -56,7 +57,7 @@ func ReadFrameStream(r io.Reader, fn func(ingest.Record) error) error {
 			off++
 			continue
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return fmt.Errorf("dnstap frame stream: truncated after %d frames: %w", off, err)
+			return &ingest.TornError{Record: off, Err: fmt.Errorf("dnstap frame stream: the file ends inside this frame (truncated): %w", err)}
 		case err != nil:
 			return fmt.Errorf("dnstap frame stream: after %d frames: %w", off, err)
 		}
