@@ -69,12 +69,14 @@ const ReasonNoValue = "no_value"
 // whole; a reader hands them on and returns this at the cut, so that the
 // caller can keep them and count the torn one.
 type TornError struct {
-	// Record is the number (from 0) of the record the file ends in.
+	// Record is the number (from 0) of the record the file ends in: the
+	// count of whole ones before it.
 	Record int64
-	Err    error
+	// Err says where, counting from 1 as a person does.
+	Err error
 }
 
-func (e *TornError) Error() string { return fmt.Sprintf("record %d: %v", e.Record, e.Err) }
+func (e *TornError) Error() string { return e.Err.Error() }
 func (e *TornError) Unwrap() error { return e.Err }
 
 // Errorf returns an *Error with the given reason.

@@ -1,8 +1,8 @@
 package replay
 
 import (
+	"errors"
 	"fmt"
-	"log/slog"
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/ingest/recordfile"
@@ -23,6 +23,10 @@ type RecordFileSource struct {
 func OpenRecordFile(path string) (*RecordFileSource, error) {
 	so := newSorter(path)
 	st, err := recordfile.ReadFile(path, func(rec *ingest.Record) error { return so.add(rec) })
+	var torn *ingest.TornError
+	if errors.As(err, &torn) {
+		err = nil
+	}
 	if err != nil {
 		so.close()
 		return nil, err
@@ -40,9 +44,8 @@ func OpenRecordFile(path string) (*RecordFileSource, error) {
 	if st.Bad > 0 {
 		fs.sum.skip("json", st.Bad, 0, fmt.Sprintf("line %d: %s", st.FirstBad, st.FirstErr))
 	}
-	if st.Torn {
-		slog.Warn("record file ends torn: the recording was cut short; replaying what was read up to the cut",
-			"file", path, "records", n)
+	if torn != nil {
+		fs.sum.Torn = torn.Error()
 	}
 	return &RecordFileSource{fs}, nil
 }

@@ -2,7 +2,6 @@ package replay
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -36,18 +35,9 @@ func init() {
 // FromCallback collects the records a reader yields into a sorted source
 // that keeps a summary of the file (records of a binary format); readers of
 // line formats that skip lines use FromFile to report them.
-//
-// A file that ends inside a record (an archive still being written or
-// downloaded, a capture cut short: read reports ingest.TornError) replays
-// the records before the cut, and the torn one is counted as skipped.
 func FromCallback(name string, read func(fn func(ingest.Record) error) error) (Source, error) {
 	return FromFile(name, "record", func(fn func(ingest.Record) error) (ReadStats, error) {
-		var torn *ingest.TornError
-		if err := read(fn); !errors.As(err, &torn) {
-			return ReadStats{}, err
-		}
-		return ReadStats{Lines: torn.Record + 1, Skipped: map[string]int64{"truncated": 1},
-			FirstBad: torn.Record + 1, FirstErr: torn.Err.Error()}, nil
+		return ReadStats{}, read(fn)
 	})
 }
 

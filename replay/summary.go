@@ -22,6 +22,9 @@ type ReadStats struct {
 	// FirstErr why, when the reader knows.
 	FirstBad int64
 	FirstErr string
+	// Torn says where the file ends inside a record, when it was cut
+	// short: what came before the cut was read.
+	Torn string
 }
 
 // FileSummary says what became of one input file: how much was read, how
@@ -41,12 +44,19 @@ type FileSummary struct {
 	Skipped  map[string]int64 `json:"skipped,omitempty"`
 	FirstBad int64            `json:"first_bad,omitempty"`
 	FirstErr string           `json:"first_error,omitempty"`
+	// Torn says where the file ends inside a record (a download or a
+	// recording cut short), whose whole records before it were read.
+	Torn string `json:"torn,omitempty"`
 }
 
 // Faults is SkippedTotal less the gaps (ingest.ReasonNoValue): lines that
 // say no more than that a value is missing are no fault of the file.
 func (s *FileSummary) Faults() int64 {
-	return s.SkippedTotal() - s.Skipped[ingest.ReasonNoValue]
+	n := s.SkippedTotal() - s.Skipped[ingest.ReasonNoValue]
+	if s.Torn != "" {
+		n++
+	}
+	return n
 }
 
 // SkippedTotal is the number of lines skipped for any reason.
@@ -115,6 +125,9 @@ func (s *FileSummary) String() string {
 			fmt.Fprintf(&b, ", first bad %s: %s", s.Unit, s.FirstErr)
 		}
 	}
+	if s.Torn != "" {
+		fmt.Fprintf(&b, "; cut short: %s", s.Torn)
+	}
 	return b.String()
 }
 
@@ -158,7 +171,13 @@ type Summarized interface {
 // as it is replayed. unit is "line" for text formats and "record" for
 // binary ones. read may be called twice and must read the whole file each
 // time.
+//
+// A file that ends inside a record (an archive still being written or
+// fetched, a capture or a download cut short: read reports an
+// ingest.TornError) replays the whole records before the cut, and its
+// summary says where it was cut.
 func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadStats, error)) (*FileSource, error) {
+	read = keepTorn(read)
 	if rereadable(path) {
 		ordered, st, n, err := checkOrder(read)
 		if err != nil {
@@ -190,7 +209,7 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 
 // newFileSource wraps the n records of src with the summary of the file.
 func newFileSource(src Source, path, unit string, st ReadStats, n int) *FileSource {
-	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines}, n: n}
+	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines, Torn: st.Torn}, n: n}
 	if fs.sum.Read == 0 {
 		fs.sum.Read = int64(n)
 	}
@@ -230,4 +249,18 @@ func Summaries(srcs []Source) ([]FileSummary, error) {
 		}
 	}
 	return out, errors.Join(errs...)
+}
+
+// keepTorn is read that takes a file cut short for what it holds before
+// the cut, noting the cut in the stats.
+func keepTorn(read func(fn func(ingest.Record) error) (ReadStats, error)) func(fn func(ingest.Record) error) (ReadStats, error) {
+	return func(fn func(ingest.Record) error) (ReadStats, error) {
+		st, err := read(fn)
+		var torn *ingest.TornError
+		if !errors.As(err, &torn) {
+			return st, err
+		}
+		st.Torn = torn.Error()
+		return st, nil
+	}
 }

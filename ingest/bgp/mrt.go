@@ -327,7 +327,7 @@ func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 // an *ingest.TornError where the file ends there, err itself otherwise.
 func torn(n int64, part string, err error) error {
 	if err == io.ErrUnexpectedEOF || err == io.EOF {
-		return &ingest.TornError{Record: n, Err: fmt.Errorf("the file ends inside its %s: %w", part, io.ErrUnexpectedEOF)}
+		return &ingest.TornError{Record: n, Err: fmt.Errorf("the file ends inside the %s of record %d: %w", part, n+1, io.ErrUnexpectedEOF)}
 	}
 	return fmt.Errorf("record %d %s: %w", n, part, err)
 }

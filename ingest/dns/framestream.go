@@ -57,7 +57,7 @@ func ReadFrameStream(r io.Reader, fn func(ingest.Record) error) error {
 			off++
 			continue
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			return &ingest.TornError{Record: off, Err: fmt.Errorf("dnstap frame stream: the file ends inside this frame (truncated): %w", err)}
+			return &ingest.TornError{Record: off, Err: fmt.Errorf("dnstap frame stream: the file ends inside frame %d (truncated): %w", off+1, err)}
 		case err != nil:
 			return fmt.Errorf("dnstap frame stream: after %d frames: %w", off, err)
 		}

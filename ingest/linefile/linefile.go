@@ -8,15 +8,23 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/outagewatch/outagewatch/ingest"
 )
 
 // ReadFile opens path, gunzips it when gz is set, and hands the reader to
 // read. Errors are prefixed with prefix (the package reading) and, once the
 // file is open, with path; the cause stays wrapped for errors.Is.
-func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, error)) (S, error) {
+//
+// A gzipped file cut short (a download or a recording cut off) is read to
+// its last whole line, and the error is then an *ingest.TornError naming
+// the line the cut fell in, with the stats read returned: a caller keeps
+// what was read, as it was whole.
+func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, error)) (st S, err error) {
 	var zero S
 	f, err := os.Open(path)
 	if err != nil {
@@ -25,18 +33,69 @@ func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, erro
 	defer f.Close()
 	var r io.Reader = bufio.NewReaderSize(f, 64<<10)
 	if gz {
-		zr, err := gzip.NewReader(r)
-		if err != nil {
-			return zero, fmt.Errorf("%s: %s: %w", prefix, path, err)
+		zr, zerr := gzip.NewReader(r)
+		if zerr != nil {
+			return zero, fmt.Errorf("%s: %s: %w", prefix, path, zerr)
 		}
 		defer zr.Close()
-		r = zr
+		tr := &tornReader{r: zr, buf: make([]byte, 64<<10)}
+		r = tr
+		defer func() {
+			if tr.torn && err == nil {
+				// What read took in ends at the last whole line.
+				err = fmt.Errorf("%s: %s: %w", prefix, path, &ingest.TornError{Record: tr.lines,
+					Err: fmt.Errorf("the compressed file ends inside line %d: %w", tr.lines+1, io.ErrUnexpectedEOF)})
+			}
+		}()
 	}
-	st, err := read(r)
+	st, err = read(r)
 	if err != nil {
 		return st, fmt.Errorf("%s: %s: %w", prefix, path, err)
 	}
 	return st, nil
+}
+
+// tornReader passes a decompressed stream on a whole line at a time, so
+// that a stream cut short (a download or a recording cut off: the
+// decompressor's io.ErrUnexpectedEOF) ends at its last whole line. The
+// part of a line before the cut is never handed on: a CSV row cut inside
+// its last number still parses, as another number. At the cut it reports
+// io.EOF and sets torn; lines counts the whole lines handed on.
+type tornReader struct {
+	r       io.Reader
+	buf     []byte
+	pending []byte // read past the last newline handed on
+	out     []byte // whole lines not yet handed on
+	torn    bool
+	lines   int64
+	done    bool
+}
+
+func (t *tornReader) Read(p []byte) (int, error) {
+	for len(t.out) == 0 {
+		if t.done {
+			return 0, io.EOF
+		}
+		n, err := t.r.Read(t.buf)
+		t.pending = append(t.pending, t.buf[:n]...)
+		if i := bytes.LastIndexByte(t.pending, '\n'); i >= 0 {
+			t.out = append(t.out[:0], t.pending[:i+1]...)
+			t.pending = append(t.pending[:0], t.pending[i+1:]...)
+		}
+		switch {
+		case err == io.EOF:
+			// A whole stream: its last line needs no newline.
+			t.out, t.pending, t.done = append(t.out, t.pending...), nil, true
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			t.pending, t.done, t.torn = nil, true, true
+		case err != nil:
+			return 0, err
+		}
+	}
+	n := copy(p, t.out)
+	t.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
+	t.out = t.out[n:]
+	return n, nil
 }
 
 // Scan calls fn with the number (from 1) of each line of r and the line

@@ -4,12 +4,16 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/outagewatch/outagewatch/ingest"
 )
 
 func TestScan(t *testing.T) {
@@ -71,5 +75,53 @@ func TestReadFile(t *testing.T) {
 	_, err = ReadFile("test", plain, false, func(io.Reader) (int, error) { return 0, boom })
 	if !errors.Is(err, boom) || err.Error() != "test: "+plain+": boom" {
 		t.Errorf("error from read: %v", err)
+	}
+}
+
+// A gzipped file cut short is read to its last whole line: the part of
+// the line the cut fell in is never handed on (a CSV row cut inside its
+// last number would parse as another number), and the error names that
+// line as an *ingest.TornError with the stats read returned. A whole
+// file whose last line has no newline keeps that line.
+func TestReadFileCutShort(t *testing.T) {
+	var text strings.Builder
+	for i := range 5000 {
+		fmt.Fprintf(&text, "1698336000,region:1226,active_probing_slash24,%d\n", 1000+i)
+	}
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(text.String()))
+	zw.Close()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cut.csv.gz")
+	if err := os.WriteFile(path, zb.Bytes()[:zb.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	n, err := ReadFile("test", path, true, func(r io.Reader) (int, error) {
+		err := Scan(r, 1<<10, func(_ int64, l []byte) error { lines = append(lines, string(l)); return nil })
+		return len(lines), err
+	})
+	var torn *ingest.TornError
+	if !errors.As(err, &torn) || n != len(lines) || torn.Record != int64(len(lines)) || len(lines) < 100 || len(lines) >= 5000 ||
+		!strings.Contains(err.Error(), fmt.Sprintf("the compressed file ends inside line %d", len(lines)+1)) {
+		t.Fatalf("%d lines, stats %d, err %v: want the whole lines, then the cut named", len(lines), n, err)
+	}
+	if want := strings.Split(text.String(), "\n")[:len(lines)]; !slices.Equal(lines, want) {
+		t.Fatalf("the lines read are not the file's first %d", len(lines))
+	}
+
+	zb.Reset()
+	zw = gzip.NewWriter(&zb)
+	zw.Write([]byte("a\nb"))
+	zw.Close()
+	whole := filepath.Join(dir, "whole.gz")
+	os.WriteFile(whole, zb.Bytes(), 0o644)
+	s, err := ReadFile("test", whole, true, func(r io.Reader) (string, error) {
+		b, err := io.ReadAll(r)
+		return string(b), err
+	})
+	if err != nil || s != "a\nb" {
+		t.Fatalf("whole file without a last newline: %q, %v", s, err)
 	}
 }

@@ -9,15 +9,13 @@ package recordfile
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/linefile"
 )
 
 // Ext is the extension of record files; Ext+".gz" is a gzipped one.
@@ -69,10 +67,6 @@ type Stats struct {
 	Bad      int64
 	FirstBad int64
 	FirstErr string
-	// Torn is set when a gzipped file ends before its compressed stream
-	// does: a recording cut short (the recorder killed, the disk full).
-	// What was read up to the cut was delivered.
-	Torn bool
 }
 
 // Read calls fn with each record of a record file read from r, in file
@@ -110,36 +104,11 @@ func Read(r io.Reader, fn func(*ingest.Record) error) (Stats, error) {
 }
 
 // ReadFile is Read of the file at path, gunzipped when path ends in
-// ".gz". Errors name the file ("flows.owrec: line 12: ...").
+// ".gz". Errors name the file. A gzipped recording cut short (the
+// recorder killed before it closed the file) is read to its last whole
+// line, and the error is then an *ingest.TornError (see linefile).
 func ReadFile(path string, fn func(*ingest.Record) error) (Stats, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Stats{}, err
-	}
-	defer f.Close()
-	var r io.Reader = f
-	gzipped := strings.HasSuffix(path, ".gz")
-	if gzipped {
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return Stats{}, fmt.Errorf("%s: %w", path, err)
-		}
-		defer gz.Close()
-		r = gz
-	}
-	var fnErr error
-	st, err := Read(r, func(rec *ingest.Record) error {
-		fnErr = fn(rec)
-		return fnErr
+	return linefile.ReadFile("recordfile", path, strings.HasSuffix(path, ".gz"), func(r io.Reader) (Stats, error) {
+		return Read(r, fn)
 	})
-	if gzipped && fnErr == nil && errors.Is(err, io.ErrUnexpectedEOF) {
-		// The compressed stream stops short: everything up to the cut
-		// was read, and the torn line at the cut counted as bad.
-		st.Torn = true
-		return st, nil
-	}
-	if err != nil {
-		return st, fmt.Errorf("%s: %w", path, err)
-	}
-	return st, nil
 }
