@@ -225,6 +225,9 @@ func openPlayback(arg string) (*playback, error) {
 		if err != nil {
 			return nil, err
 		}
+		if sum, ok := s.(replay.Summarized); ok && sum.Summary().Torn != "" {
+			slog.Warn("input cut short: playing the records before the cut", "file", arg, "cut", sum.Summary().Torn)
+		}
 		srcs = []replay.Source{s}
 	}
 	recs, err := replay.Collect(srcs...)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -379,5 +380,39 @@ func TestProduceWithConfig(t *testing.T) {
 	}
 	if err := produce("--config", cfg, "--topic-prefix", "x."); err == nil || !strings.Contains(err.Error(), "--topic-prefix names topics without a config") {
 		t.Fatalf("--topic-prefix with --config: err %v", err)
+	}
+}
+
+// A gzipped recording cut short plays the records before the cut into
+// Kafka, and says it was cut.
+func TestProduceARecordingCutShort(t *testing.T) {
+	logs := captureLog(t)
+	var b bytes.Buffer
+	for i := range 400 {
+		r := &ingest.Record{Stream: "flows", Format: "goflow2-pb", Topic: "old-flows", Offset: int64(i),
+			Time: 1610496000e9 + int64(i)*1e9, Value: fmt.Appendf(nil, "flow %d with some padding to fill the compressed stream", i)}
+		if err := recordfile.Write(&b, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write(b.Bytes())
+	zw.Close()
+	path := filepath.Join(t.TempDir(), "cut"+recordfile.Ext+".gz")
+	if err := os.WriteFile(path, z.Bytes()[:z.Len()/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var whole int
+	if _, err := recordfile.ReadFile(path, func(*ingest.Record) error { whole++; return nil }); err == nil || whole < 10 || whole >= 400 {
+		t.Fatalf("the cut file reads %d records, then %v", whole, err)
+	}
+	addr := startKfake(t)
+	runProduce(t, path, "--brokers", addr)
+	if got := consumeAll(t, addr, []string{"flows"}, whole)["flows"]; len(got) != whole {
+		t.Fatalf("%d records in Kafka, want the %d before the cut", len(got), whole)
+	}
+	if want := fmt.Sprintf("input cut short: playing the records before the cut\" file=%s cut=\"the compressed file ends inside line %d", path, whole+1); !strings.Contains(logs.String(), want) {
+		t.Fatalf("log has no %q:\n%s", want, logs)
 	}
 }
