@@ -125,3 +125,45 @@ func TestReadFileCutShort(t *testing.T) {
 		t.Fatalf("whole file without a last newline: %q, %v", s, err)
 	}
 }
+
+// FuzzTornReader: whatever the text and wherever its compressed stream
+// is cut, what comes through is a prefix of the text made of whole lines;
+// and all of it when the stream is whole.
+func FuzzTornReader(f *testing.F) {
+	f.Add([]byte("a,1\nb,22\nc,333\n"), uint16(20))
+	f.Add([]byte("no newline at all"), uint16(10))
+	f.Add([]byte("x\n"), uint16(0xffff))
+	f.Fuzz(func(t *testing.T, text []byte, cut uint16) {
+		var zb bytes.Buffer
+		zw := gzip.NewWriter(&zb)
+		zw.Write(text)
+		zw.Close()
+		z := zb.Bytes()
+		whole := int(cut) >= len(z)
+		if !whole {
+			z = z[:cut]
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(z))
+		if err != nil {
+			return // cut inside the gzip header
+		}
+		tr := &tornReader{r: zr, buf: make([]byte, 7)}
+		got, err := io.ReadAll(tr)
+		if err != nil {
+			if whole {
+				t.Fatalf("whole stream: %v", err)
+			}
+			return // a damaged stream, not a cut one
+		}
+		switch {
+		case !bytes.HasPrefix(text, got):
+			t.Fatalf("read %q, not a prefix of %q", got, text)
+		case whole && (!bytes.Equal(got, text) || tr.torn):
+			t.Fatalf("whole stream: read %q of %q, torn %v", got, text, tr.torn)
+		case tr.torn && len(got) > 0 && got[len(got)-1] != '\n':
+			t.Fatalf("cut stream: read %q, which ends inside a line", got)
+		case tr.lines != int64(bytes.Count(got, []byte{'\n'})):
+			t.Fatalf("counted %d lines in %q", tr.lines, got)
+		}
+	})
+}
