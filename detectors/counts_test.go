@@ -248,10 +248,11 @@ func TestIODARulesJudgeARunOfRounds(t *testing.T) {
 // deviation that carries from round to round) but less than its Poisson
 // sampling noise is judged at that sampling noise, which is independent
 // from round to round: the wander's carry is a small share of the larger
-// variance. Two rounds 2.1σ of the Poisson noise down (78 against the median, 98) are
-// as rare as one past 3σ, and fire; judged as if the whole noise carried
-// over as the wander does (rho near 1), each round would have to be
-// nearly 3σ down, and they paged nobody.
+// variance. Two rounds at 78 against a median of 98 (2.1σ of the Poisson
+// noise down, each past the 1.8σ or so that makes two in a row as rare
+// as one round past 3σ) fire; judged as if the whole noise carried over
+// as the wander does (rho near 1), each round had to be nearly 3σ down,
+// and they paged nobody. One round at 78 pages nobody.
 func TestIODARulesPoissonNoiseDoesNotCarryOver(t *testing.T) {
 	set, sig := iodaRules(t, "active_probing_slash24")
 	step := time.Duration(sig.Def().Cadence)
