@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/outagewatch/outagewatch/ingest/linefile"
 	"github.com/outagewatch/outagewatch/ingest/obsfile"
 )
 
@@ -145,23 +146,26 @@ func (s *BoardSet) Paths(data string) ([]string, error) {
 	return out, nil
 }
 
+// openMaybeGzip opens path, gunzipped when it ends in .gz, past a leading
+// byte order mark (linefile.SkipBOM).
 func openMaybeGzip(path string) (io.ReadCloser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
-	if !strings.HasSuffix(path, ".gz") {
-		return f, nil
-	}
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			f.Close()
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = zr
 	}
 	return struct {
 		io.Reader
 		io.Closer
-	}{zr, f}, nil
+	}{linefile.SkipBOM(r), f}, nil
 }
 
 // IODARow is one row of an IODA CSV: its time, the value of each source

@@ -3,6 +3,7 @@ package main
 import (
 	"compress/gzip"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -118,5 +119,52 @@ func writeIODAResponse(t *testing.T, path, kind, code string, rows []score.IODAR
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// An export saved by a spreadsheet begins with a byte order mark: it
+// replays exactly as the file without one (the mark is no part of the
+// header's first column), and a labelled trace so saved scores as the
+// trace does.
+func TestFilesSavedWithAByteOrderMark(t *testing.T) {
+	withBOM := func(src, name string) string {
+		t.Helper()
+		f, err := os.Open(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(p, append([]byte("\ufeff"), b...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	rules := "../../examples/ioda/ioda.yaml"
+	plain, _, err := run(t, "replay", "--rules", rules, "../../examples/ioda/uganda-2021-01-13.csv.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, _, err := run(t, "replay", "--rules", rules, withBOM("../../examples/ioda/uganda-2021-01-13.csv.gz", "uganda.csv"))
+	if err != nil || marked != plain || !strings.Contains(plain, `"status":"firing"`) {
+		t.Fatalf("with a byte order mark (err %v): the replay differs from the file's without one", err)
+	}
+
+	trace := "../../detectors/testdata/atlas-rtt-labelled/11180.csv.gz"
+	plain, _, err = run(t, "scoreboard", "--json", trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	marked, _, err = run(t, "scoreboard", "--json", withBOM(trace, "11180.csv"))
+	if err != nil || marked != plain || !strings.Contains(plain, `"detected": 2`) {
+		t.Fatalf("a trace with a byte order mark (err %v) scores\n%s\nwhere the trace scores\n%s", err, marked, plain)
 	}
 }

@@ -21,6 +21,8 @@ func run(t *testing.T, args ...string) (string, string, error) {
 		c = scoreCmd()
 	case "rules":
 		c = rulesCmd()
+	case "scoreboard":
+		c = scoreboardCmd()
 	}
 	c.SetArgs(args[1:])
 	c.SetOut(&out)

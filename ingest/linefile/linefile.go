@@ -17,7 +17,7 @@ import (
 )
 
 // ReadFile opens path, gunzips it when gz is set, and hands the reader to
-// read. Errors are prefixed with prefix (the package reading) and, once the
+// read, past a leading UTF-8 byte order mark (SkipBOM). Errors are prefixed with prefix (the package reading) and, once the
 // file is open, with path; the cause stays wrapped for errors.Is.
 //
 // A gzipped file cut short (a download or a recording cut off) is read to
@@ -48,11 +48,30 @@ func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, erro
 			}
 		}()
 	}
-	st, err = read(r)
+	st, err = read(SkipBOM(r))
 	if err != nil {
 		return st, fmt.Errorf("%s: %s: %w", prefix, path, err)
 	}
 	return st, nil
+}
+
+// utf8BOM is the byte order mark some programs write at the head of a
+// UTF-8 text file.
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
+
+// SkipBOM returns r without a leading UTF-8 byte order mark, which
+// spreadsheets write at the head of a CSV they save ("CSV UTF-8"). Read
+// as text it is part of the first column's name (a header of
+// "\ufefftimestamp" is no IODA export) or of the first value.
+func SkipBOM(r io.Reader) io.Reader {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(r)
+	}
+	if b, _ := br.Peek(len(utf8BOM)); bytes.Equal(b, utf8BOM) {
+		br.Discard(len(utf8BOM))
+	}
+	return br
 }
 
 // tornReader passes a decompressed stream on a whole line at a time, so

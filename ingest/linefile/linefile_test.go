@@ -167,3 +167,33 @@ func FuzzTornReader(f *testing.F) {
 		}
 	})
 }
+
+// A leading byte order mark (a spreadsheet's "CSV UTF-8") is not part of
+// the text, plain or gzipped; one anywhere else is left alone.
+func TestReadFileSkipsAByteOrderMark(t *testing.T) {
+	dir := t.TempDir()
+	text := "\ufefftimestamp,bgp\n1698336000,560\n\ufeff\n"
+	var zb bytes.Buffer
+	zw := gzip.NewWriter(&zb)
+	zw.Write([]byte(text))
+	zw.Close()
+	plain, zipped := filepath.Join(dir, "a.csv"), filepath.Join(dir, "a.csv.gz")
+	os.WriteFile(plain, []byte(text), 0o644)
+	os.WriteFile(zipped, zb.Bytes(), 0o644)
+	for _, c := range []struct {
+		path string
+		gz   bool
+	}{{plain, false}, {zipped, true}} {
+		s, err := ReadFile("test", c.path, c.gz, func(r io.Reader) (string, error) {
+			b, err := io.ReadAll(r)
+			return string(b), err
+		})
+		if err != nil || s != text[3:] {
+			t.Errorf("%s: %q, %v", c.path, s, err)
+		}
+	}
+	b, _ := io.ReadAll(SkipBOM(strings.NewReader("ab")))
+	if string(b) != "ab" {
+		t.Errorf("two bytes without a mark: %q", b)
+	}
+}
