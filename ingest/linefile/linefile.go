@@ -17,8 +17,9 @@ import (
 )
 
 // ReadFile opens path, gunzips it when gz is set, and hands the reader to
-// read, past a leading UTF-8 byte order mark (SkipBOM). Errors are prefixed with prefix (the package reading) and, once the
-// file is open, with path; the cause stays wrapped for errors.Is.
+// read, past a leading UTF-8 byte order mark (SkipBOM). Errors are
+// prefixed with prefix (the package reading) and, once the file is open,
+// with path; the cause stays wrapped for errors.Is.
 //
 // A gzipped file cut short (a download or a recording cut off) is read to
 // its last whole line, and the error is then an *ingest.TornError naming
