@@ -48,8 +48,12 @@ func IsFixture(path string) bool {
 
 // OpenFile returns a source for a recorded or exported file.
 func OpenFile(path string) (Source, error) {
-	if _, err := os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return nil, err
+	}
+	if fi.IsDir() {
+		return nil, fmt.Errorf("%s: a directory: name its files (%s)", path, filepath.Join(path, "*.gz"))
 	}
 	// Longest matching extension wins (".owrec.gz" over ".gz").
 	best := ""

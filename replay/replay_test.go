@@ -196,3 +196,11 @@ func BenchmarkReplayUganda(b *testing.B) {
 	}
 	b.ReportMetric(float64(total)/b.Elapsed().Seconds(), "records/s")
 }
+
+// A directory is not an input: the error says to name its files.
+func TestOpenFileOfADirectory(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := replay.OpenFile(dir); err == nil || err.Error() != dir+": a directory: name its files ("+dir+"/*.gz)" {
+		t.Fatalf("OpenFile of a directory: %v", err)
+	}
+}
