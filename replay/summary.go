@@ -181,7 +181,7 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 	if rereadable(path) {
 		ordered, st, n, err := checkOrder(read)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, namePath(path, err)
 		}
 		if ordered {
 			return newFileSource(newStreamSource(path, n, read), path, unit, st, n), nil
@@ -196,7 +196,7 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 	})
 	if err != nil {
 		so.close()
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, namePath(path, err)
 	}
 	n := so.n
 	src, err := so.source()
@@ -263,4 +263,13 @@ func keepTorn(read func(fn func(ingest.Record) error) (ReadStats, error)) func(f
 		st.Torn = torn.Error()
 		return st, nil
 	}
+}
+
+// namePath is err naming path, which readers that open the file
+// themselves already do.
+func namePath(path string, err error) error {
+	if strings.Contains(err.Error(), path) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }

@@ -307,6 +307,9 @@ func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 			}
 			return fmt.Errorf("%s: %w", path, torn(n, "header", err))
 		}
+		if t := binary.BigEndian.Uint16(hdr[4:]); n == 0 && !mrtType(t) {
+			return fmt.Errorf("%s: record 0: type %d is no MRT type (RFC 6396): not an MRT file (it begins %q)", path, t, hdr[:])
+		}
 		l := binary.BigEndian.Uint32(hdr[8:])
 		if l > maxMRTRecord {
 			return fmt.Errorf("%s: record %d: length %d exceeds %d", path, n, l, maxMRTRecord)
@@ -322,6 +325,13 @@ func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 		}
 	}
 }
+
+// mrtType reports whether t is a type of MRT record (RFC 6396: the
+// deprecated 0 to 10, OSPFv2, TABLE_DUMP, TABLE_DUMP_V2, BGP4MP and their
+// extended-time, IS-IS and OSPFv3 forms). A file whose first record has
+// another is no MRT file: a text dump (bgpdump's output) or a download
+// that is a web page.
+func mrtType(t uint16) bool { return t <= 17 || t == 32 || t == 33 || t == 48 || t == 49 }
 
 // torn is the error of reading part (a header or a body) of record n:
 // an *ingest.TornError where the file ends there, err itself otherwise.
