@@ -39,13 +39,14 @@ func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, erro
 			return zero, fmt.Errorf("%s: %s: %w", prefix, path, zerr)
 		}
 		defer zr.Close()
-		tr := &tornReader{r: zr, buf: make([]byte, 64<<10)}
-		r = tr
+		wl := NewWholeLines(zr)
+		r = wl
 		defer func() {
-			if tr.torn && err == nil {
+			if err == nil {
 				// What read took in ends at the last whole line.
-				err = fmt.Errorf("%s: %s: %w", prefix, path, &ingest.TornError{Record: tr.lines,
-					Err: fmt.Errorf("the compressed file ends inside line %d: %w", tr.lines+1, io.ErrUnexpectedEOF)})
+				if terr := wl.Torn(); terr != nil {
+					err = fmt.Errorf("%s: %s: %w", prefix, path, terr)
+				}
 			}
 		}()
 	}
@@ -75,23 +76,38 @@ func SkipBOM(r io.Reader) io.Reader {
 	return br
 }
 
-// tornReader passes a decompressed stream on a whole line at a time, so
+// WholeLines passes a decompressed stream on a whole line at a time, so
 // that a stream cut short (a download or a recording cut off: the
 // decompressor's io.ErrUnexpectedEOF) ends at its last whole line. The
 // part of a line before the cut is never handed on: a CSV row cut inside
 // its last number still parses, as another number. At the cut it reports
-// io.EOF and sets torn; lines counts the whole lines handed on.
-type tornReader struct {
+// io.EOF, and Torn says where the stream was cut.
+type WholeLines struct {
 	r       io.Reader
 	buf     []byte
 	pending []byte // read past the last newline handed on
 	out     []byte // whole lines not yet handed on
 	torn    bool
-	lines   int64
+	lines   int64 // whole lines handed on
 	done    bool
 }
 
-func (t *tornReader) Read(p []byte) (int, error) {
+// NewWholeLines reads the decompressed stream r a whole line at a time.
+func NewWholeLines(r io.Reader) *WholeLines {
+	return &WholeLines{r: r, buf: make([]byte, 64<<10)}
+}
+
+// Torn is nil while the stream has not been found cut, and once it has,
+// an *ingest.TornError naming the line the cut fell in.
+func (t *WholeLines) Torn() error {
+	if !t.torn {
+		return nil
+	}
+	return &ingest.TornError{Record: t.lines,
+		Err: fmt.Errorf("the compressed file ends inside line %d: %w", t.lines+1, io.ErrUnexpectedEOF)}
+}
+
+func (t *WholeLines) Read(p []byte) (int, error) {
 	for len(t.out) == 0 {
 		if t.done {
 			return 0, io.EOF

@@ -129,7 +129,7 @@ func TestReadFileCutShort(t *testing.T) {
 // FuzzTornReader: whatever the text and wherever its compressed stream
 // is cut, what comes through is a prefix of the text made of whole lines;
 // and all of it when the stream is whole.
-func FuzzTornReader(f *testing.F) {
+func FuzzWholeLines(f *testing.F) {
 	f.Add([]byte("a,1\nb,22\nc,333\n"), uint16(20))
 	f.Add([]byte("no newline at all"), uint16(10))
 	f.Add([]byte("x\n"), uint16(0xffff))
@@ -147,7 +147,8 @@ func FuzzTornReader(f *testing.F) {
 		if err != nil {
 			return // cut inside the gzip header
 		}
-		tr := &tornReader{r: zr, buf: make([]byte, 7)}
+		tr := NewWholeLines(zr)
+		tr.buf = make([]byte, 7)
 		got, err := io.ReadAll(tr)
 		if err != nil {
 			if whole {
