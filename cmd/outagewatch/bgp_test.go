@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,25 +13,28 @@ import (
 )
 
 // Collector archives replay by their usual names: RIS updates (gzip) and
-// RouteViews updates (bzip2), with every record decoded into the table.
+// RouteViews updates (bzip2), with every record decoded into the table;
+// and `bgpdump -m`'s text of an archive, told by its content.
 func TestReplayMRTArchives(t *testing.T) {
 	for _, f := range []string{
 		"../../ingest/bgp/testdata/ris-updates.20160811.1600.gz",
 		"../../ingest/bgp/testdata/routeviews-jinx-updates.1427846400.bz2",
+		"../../ingest/bgp/testdata/ris-updates.20160811.1600.bgpdump-m.txt.gz",
 	} {
 		p, err := runReplay([]string{f}, replayOpts{}, func(*alerting.Event) {})
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}
 		st := p.Stats()
-		if st.Records["bgp/mrt"] < 100 || st.Series == 0 {
+		recs := st.Records["bgp/mrt"] + st.Records["bgp/bgpdump-m"]
+		if recs < 100 || st.Series == 0 {
 			t.Fatalf("%s: records %v, %d series", f, st.Records, st.Series)
 		}
 		var bad int64
 		for _, n := range st.DecodeErrors {
 			bad += n
 		}
-		if bad*100 > st.Records["bgp/mrt"] {
+		if bad*100 > recs {
 			t.Fatalf("%s: decode errors %v of %d records", f, st.DecodeErrors, st.Records["bgp/mrt"])
 		}
 	}
@@ -59,11 +64,15 @@ func TestReplayMRTArchiveCutShort(t *testing.T) {
 
 // A compressed file that is not MRT says so instead of replaying garbage.
 func TestReplayRejectsNonMRTGzip(t *testing.T) {
-	// bgpdump's text, gzipped as the archive is: named once, said to be
-	// no MRT.
-	f := "../../ingest/bgp/testdata/ris-updates.long_withdrawal.bgpdump-m.txt.gz"
+	// A web page saved as the archive: named once, said to be no MRT.
+	var z bytes.Buffer
+	zw := gzip.NewWriter(&z)
+	zw.Write([]byte("<!DOCTYPE html><title>404 Not Found</title>\n"))
+	zw.Close()
+	f := filepath.Join(t.TempDir(), "updates.20250428.1200.gz")
+	os.WriteFile(f, z.Bytes(), 0o644)
 	_, _, err := run(t, "replay", f)
-	if err == nil || !strings.HasPrefix(err.Error(), f+": record 0: type 19792 is no MRT type (RFC 6396): not an MRT file (it begins \"BGP4MP|") {
+	if err == nil || err.Error() != f+`: record 0: type 17236 is no MRT type (RFC 6396): not an MRT file (it begins "<!DOCTYPE ht")` {
 		t.Fatalf("err %v", err)
 	}
 	empty := filepath.Join(t.TempDir(), "empty.bmp")

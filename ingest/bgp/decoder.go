@@ -42,6 +42,9 @@ func init() {
 	ingest.RegisterFormat(Stream, FormatMRT, func(env *ingest.Env) (ingest.Decoder, error) {
 		return NewMRT(SharedTable(env), ""), nil
 	})
+	ingest.RegisterFormat(Stream, FormatBgpdump, func(env *ingest.Env) (ingest.Decoder, error) {
+		return NewBgpdump(SharedTable(env), ""), nil
+	})
 	ingest.RegisterFormat(Stream, FormatBMP, func(env *ingest.Env) (ingest.Decoder, error) {
 		return NewBMP(SharedTable(env), ""), nil
 	})
