@@ -151,17 +151,16 @@ func (d *Bgpdump) Decode(value []byte, sink obs.Sink) error {
 	return nil
 }
 
-// parsePath appends the ASes of a bgpdump AS path to path, an AS_SET
-// ("{64500,64501}") flattened in place, and returns the origin: the
-// last AS, 0 when the path is empty or ends in a set of several, as for
-// MRT.
+// parsePath appends the ASes of a bgpdump AS path to path, sets
+// ("{64500,64501}", a confederation's "[64512,64513]") and a
+// confederation's sequence ("(64512 64513)") flattened in place as MRT's
+// segments are, and returns the origin: the last AS, 0 when the path is
+// empty or ends in a set of several, as for MRT.
 func parsePath(path []uint32, s string) ([]uint32, uint32, error) {
 	lastSet := 0
 	for tok := range strings.FieldsSeq(s) {
 		set := strings.HasPrefix(tok, "{") || strings.HasPrefix(tok, "[")
-		if set {
-			tok = strings.Trim(tok, "{}[]")
-		}
+		tok = strings.Trim(tok, "{}[]()")
 		n := 0
 		for a := range strings.SplitSeq(tok, ",") {
 			v, err := strconv.ParseUint(a, 10, 32)

@@ -106,7 +106,7 @@ func TestBgpdumpLines(t *testing.T) {
 			t.Errorf("%s: %v, want reason %q", line, err, reason)
 		}
 	}
-	for s, want := range map[string]uint32{"1 2 3": 3, "1 {2,3}": 0, "1 {3}": 3, "": 0, "1 [2,3] 4": 4} {
+	for s, want := range map[string]uint32{"1 2 3": 3, "1 {2,3}": 0, "1 {3}": 3, "": 0, "1 [2,3] 4": 4, "(65001 65002) 7": 7, "1 (65001)": 65001} {
 		if _, got, err := parsePath(nil, s); err != nil || got != want {
 			t.Errorf("path %q: origin %d, %v; want %d", s, got, err, want)
 		}
