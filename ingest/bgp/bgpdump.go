@@ -1,9 +1,9 @@
 package bgp
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -197,35 +197,27 @@ func isBgpdump(b []byte) bool {
 
 // ReadBGPFile reads a file of BGP updates, plain, gzip or bzip2: MRT, or
 // the `bgpdump -m` text printed of MRT, told apart by the first bytes,
-// whatever the file's name. See ReadMRTFile and ReadBgpdumpFile.
+// whatever the file's name. See ReadMRTFile and readBgpdump.
 func ReadBGPFile(path string, fn func(ingest.Record) error) error {
 	r, c, err := openMaybeCompressed(path)
 	if err != nil {
 		return err
 	}
-	br := bufio.NewReaderSize(r, 64<<10)
-	head, _ := br.Peek(16)
-	text := isBgpdump(head)
-	c.Close()
-	if text {
-		return ReadBgpdumpFile(path, fn)
+	defer c.Close()
+	if head, _ := r.Peek(16); isBgpdump(head) {
+		return readBgpdump(path, r, fn)
 	}
-	return ReadMRTFile(path, fn)
+	return readMRT(path, r, fn)
 }
 
-// ReadBgpdumpFile splits a `bgpdump -m` file (plain, gzip or bzip2) into
+// readBgpdump splits the `bgpdump -m` file at path, opened as r, into
 // records of one line each, with Time from the line, and calls fn for
 // each in file order. A compressed file cut short is read to its last
 // whole line and returns an *ingest.TornError (see linefile.WholeLines).
-func ReadBgpdumpFile(path string, fn func(ingest.Record) error) error {
-	r, c, err := openMaybeCompressed(path)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
+func readBgpdump(path string, r io.Reader, fn func(ingest.Record) error) error {
 	wl := linefile.NewWholeLines(r)
 	var n, last int64
-	err = linefile.Scan(wl, 1<<20, func(_ int64, line []byte) error {
+	err := linefile.Scan(wl, 1<<20, func(_ int64, line []byte) error {
 		if len(line) == 0 {
 			return nil
 		}

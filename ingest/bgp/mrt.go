@@ -266,8 +266,9 @@ func (d *MRT) tableDump(h *mrt.MRTHeader, body []byte, at int64, sink obs.Sink) 
 }
 
 // openMaybeCompressed opens path, unwrapping gzip or bzip2 by their magic
-// bytes rather than by the file's name.
-func openMaybeCompressed(path string) (io.Reader, io.Closer, error) {
+// bytes rather than by the file's name. What it reads is buffered, so
+// that a reader may peek at what the file holds.
+func openMaybeCompressed(path string) (*bufio.Reader, io.Closer, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
@@ -299,6 +300,11 @@ func ReadMRTFile(path string, fn func(ingest.Record) error) error {
 		return err
 	}
 	defer c.Close()
+	return readMRT(path, r, fn)
+}
+
+// readMRT is ReadMRTFile of the file at path, opened as r.
+func readMRT(path string, r io.Reader, fn func(ingest.Record) error) error {
 	var hdr [mrt.MRT_COMMON_HEADER_LEN]byte
 	for n := int64(0); ; n++ {
 		if _, err := io.ReadFull(r, hdr[:]); err != nil {
