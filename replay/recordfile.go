@@ -1,7 +1,6 @@
 package replay
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/outagewatch/outagewatch/ingest"
@@ -23,10 +22,7 @@ type RecordFileSource struct {
 func OpenRecordFile(path string) (*RecordFileSource, error) {
 	so := newSorter(path)
 	st, err := recordfile.ReadFile(path, func(rec *ingest.Record) error { return so.add(rec) })
-	var torn *ingest.TornError
-	if errors.As(err, &torn) {
-		err = nil
-	}
+	torn, err := cutShort(err)
 	if err != nil {
 		so.close()
 		return nil, err
@@ -38,14 +34,11 @@ func OpenRecordFile(path string) (*RecordFileSource, error) {
 		return nil, err
 	}
 	fs := &FileSource{Source: src, n: n,
-		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(n) + st.Bad}}
+		sum: FileSummary{File: path, Unit: "record", Recorded: true, Read: int64(n) + st.Bad, Torn: torn}}
 	// A line that is no record has no topic, partition or offset to be
 	// named by: the summary names its line.
 	if st.Bad > 0 {
 		fs.sum.skip("json", st.Bad, 0, fmt.Sprintf("line %d: %s", st.FirstBad, st.FirstErr))
-	}
-	if torn != nil {
-		fs.sum.Torn = torn.Error()
 	}
 	return &RecordFileSource{fs}, nil
 }

@@ -256,13 +256,20 @@ func Summaries(srcs []Source) ([]FileSummary, error) {
 func keepTorn(read func(fn func(ingest.Record) error) (ReadStats, error)) func(fn func(ingest.Record) error) (ReadStats, error) {
 	return func(fn func(ingest.Record) error) (ReadStats, error) {
 		st, err := read(fn)
-		var torn *ingest.TornError
-		if !errors.As(err, &torn) {
-			return st, err
-		}
-		st.Torn = torn.Error()
-		return st, nil
+		st.Torn, err = cutShort(err)
+		return st, err
 	}
+}
+
+// cutShort splits a reader's error: where it is an ingest.TornError (the
+// file ends inside a record, and what came before was read), where the
+// file was cut and no error; otherwise err as it is.
+func cutShort(err error) (torn string, rest error) {
+	var t *ingest.TornError
+	if errors.As(err, &t) {
+		return t.Error(), nil
+	}
+	return "", err
 }
 
 // namePath is err naming path, which readers that open the file
