@@ -426,12 +426,12 @@ func (d *levelShift) floor(r *recentRTT, from, to, w int64, n int, level float64
 }
 
 // minima returns, in d.scratch, the lowest of the n buckets ending with
-// each bucket of [start, to) that holds at least half the readings a
-// window should (as window asks of the level); ok is false with less
-// than MinHistory of them.
-func (d *levelShift) minima(r *recentRTT, start, to, w int64, n int) ([]float64, bool) {
+// each bucket of [from, to) that the history holds and that holds at
+// least half the readings a window should (as window asks of the level);
+// ok is false with less than MinHistory of them.
+func (d *levelShift) minima(r *recentRTT, from, to, w int64, n int) ([]float64, bool) {
 	vs := d.scratch[:0]
-	for x := start; x < to; x += w {
+	for x := max(from, r.Oldest()); x < to; x += w {
 		lo, k := math.Inf(1), 0
 		for y := x - int64(n-1)*w; y <= x; y += w {
 			if v, ok := r.Get(y); ok {
@@ -463,7 +463,7 @@ const judgeableEvery = int64(3600e9)
 // between two levels it reads the move as noise, and a steady path
 // would be named for a while after every re-route.
 func (d *levelShift) judgeable(s *aggregate.Series, r *recentRTT, from, winStart, t, w int64, n int) {
-	vs, ok := d.minima(r, max(from, r.Oldest()), winStart, w, n)
+	vs, ok := d.minima(r, from, winStart, w, n)
 	if !ok {
 		return
 	}
