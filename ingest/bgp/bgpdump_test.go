@@ -2,7 +2,6 @@ package bgp
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	rib "github.com/outagewatch/outagewatch/bgp"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -124,12 +124,9 @@ func TestBgpdumpFileCutShort(t *testing.T) {
 	for i := range 3000 {
 		fmt.Fprintf(&text, "BGP4MP|1470931200|A|37.49.236.123|198290|10.%d.%d.0/24|198290 6661 %d|IGP|37.49.236.123|0|0||NAG||\n", i/256, i%256, 64500+i%7)
 	}
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(text.Bytes())
-	zw.Close()
+	z := gztest.Gzip(text.Bytes())
 	path := filepath.Join(t.TempDir(), "updates.gz")
-	if err := os.WriteFile(path, z.Bytes()[:z.Len()/2], 0o644); err != nil {
+	if err := os.WriteFile(path, z[:len(z)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	lines := bytes.Split(text.Bytes(), []byte("\n"))

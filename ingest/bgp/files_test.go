@@ -2,7 +2,6 @@ package bgp
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"net/netip"
 	"os"
@@ -14,16 +13,13 @@ import (
 
 	rib "github.com/outagewatch/outagewatch/bgp"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 )
 
 func writeFile(t *testing.T, name string, data []byte, gz bool) string {
 	t.Helper()
 	if gz {
-		var b bytes.Buffer
-		w := gzip.NewWriter(&b)
-		w.Write(data)
-		w.Close()
-		data = b.Bytes()
+		data = gztest.Gzip(data)
 	}
 	p := filepath.Join(t.TempDir(), name)
 	if err := os.WriteFile(p, data, 0o644); err != nil {
@@ -55,17 +51,14 @@ func TestReadMRTFilePlainAndTruncated(t *testing.T) {
 	// *ingest.TornError naming the record it fell in. Plain and five bytes
 	// short, that is the eleventh; gzipped and cut in its last block,
 	// whatever the decompressor had whole before it found the cut.
-	var b bytes.Buffer
-	w := gzip.NewWriter(&b)
-	w.Write(data)
-	w.Close()
+	z := gztest.Gzip(data)
 	for _, c := range []struct {
 		name string
 		cut  []byte
 		want int
 	}{
 		{"cut.mrt", data[:len(data)-5], 10},
-		{"cut.mrt.gz", b.Bytes()[:b.Len()*3/4], -1},
+		{"cut.mrt.gz", z[:len(z)*3/4], -1},
 	} {
 		n := 0
 		err := ReadMRTFile(writeFile(t, c.name, c.cut, false), func(ingest.Record) error { n++; return nil })

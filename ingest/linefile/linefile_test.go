@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 )
 
 func TestScan(t *testing.T) {
@@ -44,12 +45,8 @@ func TestReadFile(t *testing.T) {
 	if err := os.WriteFile(plain, []byte("x\ny\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var zb bytes.Buffer
-	zw := gzip.NewWriter(&zb)
-	zw.Write([]byte("x\ny\n"))
-	zw.Close()
 	zipped := filepath.Join(dir, "a.jsonl.gz")
-	if err := os.WriteFile(zipped, zb.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(zipped, gztest.Gzip([]byte("x\ny\n")), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	readAll := func(r io.Reader) (string, error) {
@@ -88,13 +85,10 @@ func TestReadFileCutShort(t *testing.T) {
 	for i := range 5000 {
 		fmt.Fprintf(&text, "1698336000,region:1226,active_probing_slash24,%d\n", 1000+i)
 	}
-	var zb bytes.Buffer
-	zw := gzip.NewWriter(&zb)
-	zw.Write([]byte(text.String()))
-	zw.Close()
+	z := gztest.Gzip([]byte(text.String()))
 	dir := t.TempDir()
 	path := filepath.Join(dir, "cut.csv.gz")
-	if err := os.WriteFile(path, zb.Bytes()[:zb.Len()/2], 0o644); err != nil {
+	if err := os.WriteFile(path, z[:len(z)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
@@ -111,12 +105,8 @@ func TestReadFileCutShort(t *testing.T) {
 		t.Fatalf("the lines read are not the file's first %d", len(lines))
 	}
 
-	zb.Reset()
-	zw = gzip.NewWriter(&zb)
-	zw.Write([]byte("a\nb"))
-	zw.Close()
 	whole := filepath.Join(dir, "whole.gz")
-	os.WriteFile(whole, zb.Bytes(), 0o644)
+	os.WriteFile(whole, gztest.Gzip([]byte("a\nb")), 0o644)
 	s, err := ReadFile("test", whole, true, func(r io.Reader) (string, error) {
 		b, err := io.ReadAll(r)
 		return string(b), err
@@ -126,7 +116,7 @@ func TestReadFileCutShort(t *testing.T) {
 	}
 }
 
-// FuzzTornReader: whatever the text and wherever its compressed stream
+// FuzzWholeLines: whatever the text and wherever its compressed stream
 // is cut, what comes through is a prefix of the text made of whole lines;
 // and all of it when the stream is whole.
 func FuzzWholeLines(f *testing.F) {
@@ -134,11 +124,7 @@ func FuzzWholeLines(f *testing.F) {
 	f.Add([]byte("no newline at all"), uint16(10))
 	f.Add([]byte("x\n"), uint16(0xffff))
 	f.Fuzz(func(t *testing.T, text []byte, cut uint16) {
-		var zb bytes.Buffer
-		zw := gzip.NewWriter(&zb)
-		zw.Write(text)
-		zw.Close()
-		z := zb.Bytes()
+		z := gztest.Gzip(text)
 		whole := int(cut) >= len(z)
 		if !whole {
 			z = z[:cut]
@@ -174,13 +160,9 @@ func FuzzWholeLines(f *testing.F) {
 func TestReadFileSkipsAByteOrderMark(t *testing.T) {
 	dir := t.TempDir()
 	text := "\ufefftimestamp,bgp\n1698336000,560\n\ufeff\n"
-	var zb bytes.Buffer
-	zw := gzip.NewWriter(&zb)
-	zw.Write([]byte(text))
-	zw.Close()
 	plain, zipped := filepath.Join(dir, "a.csv"), filepath.Join(dir, "a.csv.gz")
 	os.WriteFile(plain, []byte(text), 0o644)
-	os.WriteFile(zipped, zb.Bytes(), 0o644)
+	os.WriteFile(zipped, gztest.Gzip([]byte(text)), 0o644)
 	for _, c := range []struct {
 		path string
 		gz   bool

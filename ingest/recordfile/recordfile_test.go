@@ -2,7 +2,6 @@ package recordfile
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 )
 
 func sample() []*ingest.Record {
@@ -40,11 +40,7 @@ func TestRoundTrip(t *testing.T) {
 
 	dir := t.TempDir()
 	gzPath := filepath.Join(dir, "x"+Ext+".gz")
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(b.Bytes())
-	zw.Close()
-	if err := os.WriteFile(gzPath, z.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(gzPath, gztest.Gzip(b.Bytes()), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	got = nil
@@ -98,14 +94,11 @@ func TestRecordingCutShort(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(b.Bytes())
-	zw.Close()
+	z := gztest.Gzip(b.Bytes())
 	dir := t.TempDir()
 
 	path := filepath.Join(dir, "cut"+Ext+".gz")
-	if err := os.WriteFile(path, z.Bytes()[:z.Len()*2/3], 0o644); err != nil {
+	if err := os.WriteFile(path, z[:len(z)*2/3], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var got []*ingest.Record
