@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"compress/gzip"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 )
 
 // Collector archives replay by their usual names: RIS updates (gzip) and
@@ -65,12 +64,8 @@ func TestReplayMRTArchiveCutShort(t *testing.T) {
 // A compressed file that is not MRT says so instead of replaying garbage.
 func TestReplayRejectsNonMRTGzip(t *testing.T) {
 	// A web page saved as the archive: named once, said to be no MRT.
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write([]byte("<!DOCTYPE html><title>404 Not Found</title>\n"))
-	zw.Close()
 	f := filepath.Join(t.TempDir(), "updates.20250428.1200.gz")
-	os.WriteFile(f, z.Bytes(), 0o644)
+	os.WriteFile(f, gztest.Gzip([]byte("<!DOCTYPE html><title>404 Not Found</title>\n")), 0o644)
 	_, _, err := run(t, "replay", f)
 	if err == nil || err.Error() != f+`: record 0: type 17236 is no MRT type (RFC 6396): not an MRT file (it begins "<!DOCTYPE ht")` {
 		t.Fatalf("err %v", err)

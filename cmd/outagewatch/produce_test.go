@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/ingest/recordfile"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 	"github.com/outagewatch/outagewatch/replay"
 )
 
@@ -395,12 +395,9 @@ func TestProduceARecordingCutShort(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	var z bytes.Buffer
-	zw := gzip.NewWriter(&z)
-	zw.Write(b.Bytes())
-	zw.Close()
+	z := gztest.Gzip(b.Bytes())
 	path := filepath.Join(t.TempDir(), "cut"+recordfile.Ext+".gz")
-	if err := os.WriteFile(path, z.Bytes()[:z.Len()/2], 0o644); err != nil {
+	if err := os.WriteFile(path, z[:len(z)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var whole int
