@@ -3,7 +3,6 @@ package main
 import (
 	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outagewatch/outagewatch/internal/gztest"
 	"github.com/outagewatch/outagewatch/score"
 )
 
@@ -129,21 +129,8 @@ func writeIODAResponse(t *testing.T, path, kind, code string, rows []score.IODAR
 func TestFilesSavedWithAByteOrderMark(t *testing.T) {
 	withBOM := func(src, name string) string {
 		t.Helper()
-		f, err := os.Open(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer f.Close()
-		zr, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(zr)
-		if err != nil {
-			t.Fatal(err)
-		}
 		p := filepath.Join(t.TempDir(), name)
-		if err := os.WriteFile(p, append([]byte("\ufeff"), b...), 0o644); err != nil {
+		if err := os.WriteFile(p, append([]byte("\ufeff"), gztest.ReadFile(t, src)...), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return p

@@ -2,14 +2,14 @@ package bgp
 
 import (
 	"bufio"
-	"compress/gzip"
+	"bytes"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
 	rib "github.com/outagewatch/outagewatch/bgp"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -18,18 +18,9 @@ type counts struct{ A, W int }
 // bgpdumpCounts reads `bgpdump -m` output: per "peer address|peer AS", the
 // number of A and W lines.
 func bgpdumpCounts(t *testing.T, path string) (map[string]*counts, counts) {
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[string]*counts{}
 	var total counts
-	sc := bufio.NewScanner(zr)
+	sc := bufio.NewScanner(bytes.NewReader(gztest.ReadFile(t, path)))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		fs := strings.Split(sc.Text(), "|")

@@ -2,7 +2,6 @@ package mapdata
 
 import (
 	"bufio"
-	"compress/gzip"
 	"encoding/json"
 	"net/netip"
 	"os"
@@ -12,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/outagewatch/outagewatch/internal/gztest"
 	"github.com/outagewatch/outagewatch/netmap"
 )
 
@@ -262,17 +262,8 @@ func TestDelegatedOddCounts(t *testing.T) {
 // mmdbSource reads a *.source.json.gz: a list of {prefix: record} objects.
 func mmdbSource(t *testing.T, file string) map[string]map[string]any {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var list []map[string]map[string]any
-	if err := json.NewDecoder(zr).Decode(&list); err != nil {
+	if err := json.Unmarshal(gztest.ReadFile(t, filepath.Join("testdata", file)), &list); err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]map[string]any{}
