@@ -25,7 +25,21 @@ import (
 // its last whole line, and the error is then an *ingest.TornError naming
 // the line the cut fell in, with the stats read returned: a caller keeps
 // what was read, as it was whole.
-func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, error)) (st S, err error) {
+func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, error)) (S, error) {
+	return readFile(prefix, path, gz, true, read)
+}
+
+// ReadDocument is ReadFile for a file that is one document rather than
+// lines (a JSON array of results, an API's response), which is often a
+// single line: cut to its last whole line, a cut one would be nothing. A
+// gzipped one cut short is handed on to the cut, where the reader fails
+// with io.ErrUnexpectedEOF; read keeps the whole parts before it and says
+// so with an *ingest.TornError.
+func ReadDocument[S any](prefix, path string, gz bool, read func(io.Reader) (S, error)) (S, error) {
+	return readFile(prefix, path, gz, false, read)
+}
+
+func readFile[S any](prefix, path string, gz, lines bool, read func(io.Reader) (S, error)) (st S, err error) {
 	var zero S
 	f, err := os.Open(path)
 	if err != nil {
@@ -39,16 +53,23 @@ func ReadFile[S any](prefix, path string, gz bool, read func(io.Reader) (S, erro
 			return zero, fmt.Errorf("%s: %s: %w", prefix, path, zerr)
 		}
 		defer zr.Close()
-		wl := NewWholeLines(zr)
-		r = wl
-		defer func() {
-			if err == nil {
-				// What read took in ends at the last whole line.
-				if terr := wl.Torn(); terr != nil {
+		r = zr
+		if lines {
+			wl := NewWholeLines(zr)
+			r = wl
+			defer func() {
+				terr := wl.Torn()
+				switch {
+				case terr == nil:
+				case err == nil:
+					// What read took in ends at the last whole line.
 					err = fmt.Errorf("%s: %s: %w", prefix, path, terr)
+				default:
+					// Nothing whole enough was read: the cut is why.
+					err = fmt.Errorf("%w; cut short: %v", err, terr)
 				}
-			}
-		}()
+			}()
+		}
 	}
 	st, err = read(SkipBOM(r))
 	if err != nil {
@@ -83,13 +104,14 @@ func SkipBOM(r io.Reader) io.Reader {
 // its last number still parses, as another number. At the cut it reports
 // io.EOF, and Torn says where the stream was cut.
 type WholeLines struct {
-	r       io.Reader
-	buf     []byte
-	pending []byte // read past the last newline handed on
-	out     []byte // whole lines not yet handed on
-	torn    bool
-	lines   int64 // whole lines handed on
-	done    bool
+	r io.Reader
+	// buf[start:ready] is whole lines not yet handed on, buf[ready:end]
+	// the part of a line read past them: each byte is copied in once and
+	// out once, and only a part line moves to the head.
+	buf               []byte
+	start, ready, end int
+	torn, done        bool
+	lines             int64 // whole lines handed on
 }
 
 // NewWholeLines reads the decompressed stream r a whole line at a time.
@@ -108,29 +130,34 @@ func (t *WholeLines) Torn() error {
 }
 
 func (t *WholeLines) Read(p []byte) (int, error) {
-	for len(t.out) == 0 {
+	for t.start == t.ready {
 		if t.done {
 			return 0, io.EOF
 		}
-		n, err := t.r.Read(t.buf)
-		t.pending = append(t.pending, t.buf[:n]...)
-		if i := bytes.LastIndexByte(t.pending, '\n'); i >= 0 {
-			t.out = append(t.out[:0], t.pending[:i+1]...)
-			t.pending = append(t.pending[:0], t.pending[i+1:]...)
+		t.end = copy(t.buf, t.buf[t.ready:t.end])
+		t.start, t.ready = 0, 0
+		if t.end == len(t.buf) {
+			// A line longer than the buffer.
+			t.buf = append(t.buf, make([]byte, max(len(t.buf), 4<<10))...)
 		}
+		n, err := t.r.Read(t.buf[t.end:])
+		if i := bytes.LastIndexByte(t.buf[t.end:t.end+n], '\n'); i >= 0 {
+			t.ready = t.end + i + 1
+		}
+		t.end += n
 		switch {
 		case err == io.EOF:
 			// A whole stream: its last line needs no newline.
-			t.out, t.pending, t.done = append(t.out, t.pending...), nil, true
+			t.ready, t.done = t.end, true
 		case errors.Is(err, io.ErrUnexpectedEOF):
-			t.pending, t.done, t.torn = nil, true, true
+			t.end, t.done, t.torn = t.ready, true, true
 		case err != nil:
 			return 0, err
 		}
 	}
-	n := copy(p, t.out)
+	n := copy(p, t.buf[t.start:t.ready])
 	t.lines += int64(bytes.Count(p[:n], []byte{'\n'}))
-	t.out = t.out[n:]
+	t.start += n
 	return n, nil
 }
 

@@ -105,6 +105,22 @@ func TestReadFileCutShort(t *testing.T) {
 		t.Fatalf("the lines read are not the file's first %d", len(lines))
 	}
 
+	// A file of one line cut short has no whole line: the reader's
+	// error says the cut is why.
+	one := filepath.Join(dir, "one.json.gz")
+	z = gztest.Gzip([]byte(strings.Repeat(`{"values":[560,560]}`, 2000)))
+	os.WriteFile(one, z[:len(z)/2], 0o644)
+	_, err = ReadFile("test", one, true, func(r io.Reader) (int, error) {
+		b, err := io.ReadAll(r)
+		if err == nil && len(b) == 0 {
+			err = io.EOF
+		}
+		return 0, err
+	})
+	if err == nil || !strings.HasSuffix(err.Error(), "one.json.gz: EOF; cut short: the compressed file ends inside line 1: unexpected EOF") {
+		t.Fatalf("one line cut short: %v", err)
+	}
+
 	whole := filepath.Join(dir, "whole.gz")
 	os.WriteFile(whole, gztest.Gzip([]byte("a\nb")), 0o644)
 	s, err := ReadFile("test", whole, true, func(r io.Reader) (string, error) {
@@ -178,5 +194,32 @@ func TestReadFileSkipsAByteOrderMark(t *testing.T) {
 	b, _ := io.ReadAll(SkipBOM(strings.NewReader("ab")))
 	if string(b) != "ab" {
 		t.Errorf("two bytes without a mark: %q", b)
+	}
+}
+
+// BenchmarkWholeLines reads text a whole line at a time, through a
+// buffer the size bufio.Scanner asks with, against the same text read
+// as it is (BenchmarkPlainRead): what keeping to whole lines costs.
+func BenchmarkWholeLines(b *testing.B) {
+	benchRead(b, func(r io.Reader) io.Reader { return NewWholeLines(r) })
+}
+
+func BenchmarkPlainRead(b *testing.B) { benchRead(b, func(r io.Reader) io.Reader { return r }) }
+
+func benchRead(b *testing.B, wrap func(io.Reader) io.Reader) {
+	var text bytes.Buffer
+	for i := 0; text.Len() < 8<<20; i++ {
+		fmt.Fprintf(&text, "%d,region:1226,active_probing_slash24,%d\n", 1698336000+300*i, 1000+i%97)
+	}
+	p := make([]byte, 4096)
+	b.SetBytes(int64(text.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		r := wrap(bytes.NewReader(text.Bytes()))
+		for {
+			if _, err := r.Read(p); err != nil {
+				break
+			}
+		}
 	}
 }

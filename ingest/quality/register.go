@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -64,8 +65,17 @@ const maxLine = 1 << 20
 // element) in file order. The event time of each
 // record is the measurement's own time, read by the decoder's parser. An
 // error from fn stops the reading and is returned.
+//
+// A file named .json (.json.gz) is read as the one document the API's
+// download is (linefile.ReadDocument), so that one cut short, often a
+// single line, still replays the results before the cut.
 func ReadFile(path, format string, fn func(ingest.Record) error) (ReadStats, error) {
-	return linefile.ReadFile("quality", path, strings.HasSuffix(path, ".gz"), func(r io.Reader) (ReadStats, error) {
+	gz := strings.HasSuffix(path, ".gz")
+	open := linefile.ReadFile[ReadStats]
+	if strings.HasSuffix(strings.TrimSuffix(path, ".gz"), ".json") {
+		open = linefile.ReadDocument[ReadStats]
+	}
+	return open("quality", path, gz, func(r io.Reader) (ReadStats, error) {
 		return Read(r, format, fn)
 	})
 }
@@ -125,6 +135,12 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 	return st, err
 }
 
+// arrayUnclosed is the cut of an array that ends after its n-th
+// element, before its closing bracket.
+func arrayUnclosed(n int64) error {
+	return &ingest.TornError{Record: n, Err: fmt.Errorf("the file ends after result %d of the array, before its closing bracket: %w", n, io.ErrUnexpectedEOF)}
+}
+
 // startsArray tells whether r's first byte past white space opens a JSON
 // array: the RIPE Atlas API's results come as one array unless asked for
 // lines (format=txt).
@@ -146,7 +162,8 @@ func startsArray(r *bufio.Reader) bool {
 // scanArray is linefile.Scan for a file that is one JSON array: fn gets
 // each element as a line, numbered from 1. An element that is not JSON
 // ends the reading with an error naming it, as nothing after it can be
-// told apart.
+// told apart. An array that ends before its closing bracket (a download
+// cut short) ends with an *ingest.TornError after the whole elements.
 func scanArray(r io.Reader, maxElem int, fn func(n int64, elem []byte) error) error {
 	dec := json.NewDecoder(r)
 	if _, err := dec.Token(); err != nil {
@@ -157,6 +174,12 @@ func scanArray(r io.Reader, maxElem int, fn func(n int64, elem []byte) error) er
 		n++
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
+			if err == io.EOF {
+				return arrayUnclosed(n - 1)
+			}
+			if errors.Is(err, io.ErrUnexpectedEOF) {
+				return &ingest.TornError{Record: n - 1, Err: fmt.Errorf("the file ends inside result %d of the array: %w", n, err)}
+			}
 			return fmt.Errorf("result %d of the array: %w", n, err)
 		}
 		if len(raw) > maxElem {
@@ -167,6 +190,9 @@ func scanArray(r io.Reader, maxElem int, fn func(n int64, elem []byte) error) er
 		}
 	}
 	if _, err := dec.Token(); err != nil {
+		if err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF) {
+			return arrayUnclosed(n)
+		}
 		return fmt.Errorf("reading the results array past result %d: %w", n, err)
 	}
 	return nil

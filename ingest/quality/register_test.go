@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -141,4 +143,44 @@ func FuzzRead(f *testing.F) {
 			t.Fatalf("stats do not add up: %+v", st)
 		}
 	})
+}
+
+// A download of results cut short, plain or gzipped, on one line as the
+// API gives it: the results before the cut are read, and the cut is an
+// ingest.TornError naming where it fell.
+func TestReadFileAtlasArrayCutShort(t *testing.T) {
+	data, err := os.ReadFile("testdata/ping-results.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	array := "[" + strings.Join(lines, ",") + "]"
+	cut := strings.Index(array, lines[3]) + len(lines[3])/2 // inside the fourth result
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name string
+		body []byte
+		want string
+	}{
+		{"cut.atlas.json", []byte(array[:cut]), "the file ends inside result 4 of the array"},
+		{"between.atlas.json", []byte(array[:strings.Index(array, lines[3])]), "the file ends after result 3 of the array, before its closing bracket"},
+		{"cut.atlas.json.gz", gztest.Gzip([]byte(array))[:len(gztest.Gzip([]byte(array[:cut])))-30], "the file ends inside result"},
+	} {
+		path := filepath.Join(dir, c.name)
+		if err := os.WriteFile(path, c.body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var recs []ingest.Record
+		st, err := ReadFile(path, FormatAtlas, func(r ingest.Record) error { recs = append(recs, r); return nil })
+		var torn *ingest.TornError
+		if !errors.As(err, &torn) || !strings.Contains(err.Error(), c.want) || torn.Record != int64(len(recs)) ||
+			st.Records != int64(len(recs)) || len(recs) < 3 {
+			t.Fatalf("%s: %d records %+v, %v: want the whole results before the cut, and %q", c.name, len(recs), st, err, c.want)
+		}
+		for i, r := range recs {
+			if string(r.Value) != lines[i] {
+				t.Fatalf("%s: result %d is %.60s, want %.60s", c.name, i+1, r.Value, lines[i])
+			}
+		}
+	}
 }
