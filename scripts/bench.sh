@@ -84,6 +84,7 @@ pair ./ingest/dns DnstapDecode DnstapFullUnmarshal ns/op
 pair ./ingest/bgp MRTUpdates MRTBareParse records/s
 pair ./ingest/bgp RISLive RISLiveStdlibParse ns/op
 pair ./quantile Summary/sketch/bucket=1024/add Summary/p2/bucket=1024/add ns/op
+pair ./ingest/linefile WholeLines PlainRead ns/op
 # The service benchmarks hold a broker and a service each run: one
 # iteration a run, flows only (the high-volume stream). The staged
 # runtime pays per record and per input partition and bucket, so it runs
