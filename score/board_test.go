@@ -223,7 +223,8 @@ func TestParseIODACSVLayouts(t *testing.T) {
 // A labelled trace reads the same however its columns are written out:
 // ";" or ",", in any order, its epoch a date in either layout (with or
 // without seconds) or Unix seconds, CR LF ends, blank lines, cp as 1 or
-// true.
+// true, a lost ping as a negative number or a missing value (empty,
+// NaN, NA, null: lost, at -1).
 func TestParseAtlasRTTLayouts(t *testing.T) {
 	want := []score.Sample{
 		{Time: time.Date(2016, 10, 14, 21, 17, 0, 0, time.UTC), RTT: 178.9},
@@ -242,10 +243,20 @@ func TestParseAtlasRTTLayouts(t *testing.T) {
 			t.Errorf("%q:\n%+v, %v\nwant %+v", body, got, err, want)
 		}
 	}
+	lost, err := score.ParseAtlasRTT("x.csv", strings.NewReader("epoch,rtt,cp\n1476479820,,0\n1476480060,NaN,1\n1476480300, NA ,0\n1476480540,null,0\n1476480780,None,0\n"))
+	if err != nil || len(lost) != 5 || !lost[1].CP {
+		t.Fatalf("missing RTTs: %+v, %v", lost, err)
+	}
+	for _, s := range lost {
+		if s.RTT != -1 {
+			t.Errorf("missing RTT at %v read as %v, want -1 (lost)", s.Time, s.RTT)
+		}
+	}
 	for body, why := range map[string]string{
 		"epoch;rtt\n":                        "want the columns epoch, rtt and cp",
 		"epoch;rtt;cp\n14/10/2016;178.9;0\n": `x.csv:2: epoch "14/10/2016"`,
-		"epoch;rtt;cp\n1476479820;NaN;0\n":   "x.csv:2: rtt:",
+		"epoch;rtt;cp\n1476479820;+Inf;0\n":  "x.csv:2: rtt:",
+		"epoch;rtt;cp\n1476479820;12ms;0\n":  "x.csv:2: rtt:",
 		"epoch;rtt;cp\n1476479820;1;0;4\n":   "x.csv:2: want 3 fields",
 	} {
 		if _, err := score.ParseAtlasRTT("x.csv", strings.NewReader(body)); err == nil || !strings.Contains(err.Error(), why) {

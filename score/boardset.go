@@ -384,10 +384,7 @@ func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
-		rtt, err := strconv.ParseFloat(strings.TrimSpace(parts[col[1]]), 64)
-		if err == nil && (math.IsNaN(rtt) || math.IsInf(rtt, 0)) {
-			err = fmt.Errorf("%q is not a number of milliseconds", parts[col[1]])
-		}
+		rtt, err := rttValue(parts[col[1]])
 		if err != nil {
 			return nil, fmt.Errorf("%s:%d: rtt: %w", path, line, err)
 		}
@@ -397,6 +394,24 @@ func ParseAtlasRTT(path string, in io.Reader) ([]Sample, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return out, nil
+}
+
+// rttValue reads an RTT in milliseconds. A sample with no RTT is a lost
+// ping, however the program that wrote the trace says nothing: a
+// negative number (Atlas' -1, the labelled traces' -3), an empty cell,
+// or NaN, NA, null or None as data-frame libraries write a missing
+// value. Anything else that is not a finite number is the file's error.
+func rttValue(field string) (float64, error) {
+	field = strings.TrimSpace(field)
+	switch strings.ToLower(field) {
+	case "", "nan", "na", "null", "none":
+		return -1, nil
+	}
+	rtt, err := strconv.ParseFloat(field, 64)
+	if err == nil && (math.IsNaN(rtt) || math.IsInf(rtt, 0)) {
+		err = fmt.Errorf("%q is not a number of milliseconds", field)
+	}
+	return rtt, err
 }
 
 // rttHeader reads a labelled trace's header: its separator and where
