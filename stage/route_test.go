@@ -1,6 +1,7 @@
 package stage
 
 import (
+	"fmt"
 	"hash/fnv"
 	"reflect"
 	"testing"
@@ -63,5 +64,29 @@ func TestSplitGroupsAndSorts(t *testing.T) {
 		if rb.Partition != r.Partition(rb.Batch.Key) || rb.Batch.Source != "src" || rb.Batch.Start != 0 || rb.Batch.End != 300 {
 			t.Errorf("batch %d: %+v", i, rb)
 		}
+	}
+}
+
+// BenchmarkSplit cuts flushed buckets of a fixture's size (a few dozen
+// entries over 3 places) and of a busy collector's (thousands over 40
+// places), entries in signal and entity order as the aggregator flushes
+// them.
+func BenchmarkSplit(b *testing.B) {
+	for _, c := range []struct{ entries, places int }{{32, 3}, {4096, 40}} {
+		b.Run(fmt.Sprintf("entries=%d/places=%d", c.entries, c.places), func(b *testing.B) {
+			r := NewRouter(netmap.New(), nil, 12)
+			es := make([]partial.Entry, c.entries)
+			for i := range es {
+				p := i % c.places
+				es[i] = partial.Entry{Signal: []string{"traffic_bytes", "traffic_packets"}[i%2],
+					Entity: fmt.Sprintf("country:%c%c", 'A'+p/26, 'A'+p%26), Start: 0, Sum: 1, Count: 1}
+			}
+			partial.SortEntries(es)
+			f := &aggregate.Flushed{Start: 0, End: 300, Entries: es}
+			b.ReportAllocs()
+			for b.Loop() {
+				Split("src", f, r)
+			}
+		})
 	}
 }
