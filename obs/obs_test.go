@@ -93,3 +93,15 @@ func TestParseAggregation(t *testing.T) {
 		t.Error("custom accepted")
 	}
 }
+
+// BenchmarkLookup finds a signal by name from every core at once, as
+// stage-two tasks do for each partial entry.
+func BenchmarkLookup(b *testing.B) {
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if _, ok := Lookup("traffic_bytes"); !ok {
+				b.Fatal("traffic_bytes not found")
+			}
+		}
+	})
+}

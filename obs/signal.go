@@ -2,6 +2,7 @@ package obs
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"sync"
@@ -144,14 +145,22 @@ type SignalDef struct {
 	Declared bool
 }
 
-// The registry is read on every observation (Def) and written only while
-// signals are registered or declared, so readers load an immutable slice
-// and writers, under mu, publish a copy.
+// The registry is read on every observation (Def) and every partial
+// entry (Lookup) and written only while signals are registered or
+// declared, so readers load an immutable slice and map, without a lock,
+// and writers, under mu, publish copies.
 var (
 	mu     sync.Mutex
 	table  = newTable()
-	byName = map[string]Signal{}
+	byName atomic.Pointer[map[string]Signal]
 )
+
+func names() map[string]Signal {
+	if m := byName.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
 
 func newTable() *atomic.Pointer[[]SignalDef] {
 	var p atomic.Pointer[[]SignalDef]
@@ -169,8 +178,13 @@ func add(d SignalDef) Signal {
 	copy(t, old)
 	t = append(t, d)
 	s := Signal(len(old))
-	byName[d.Name] = s
+	m := maps.Clone(names())
+	if m == nil {
+		m = map[string]Signal{}
+	}
+	m[d.Name] = s
 	table.Store(&t)
+	byName.Store(&m)
 	return s
 }
 
@@ -186,7 +200,7 @@ func Register(d SignalDef) Signal {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if _, dup := byName[d.Name]; dup {
+	if _, dup := names()[d.Name]; dup {
 		panic("obs.Register: signal " + d.Name + " registered twice")
 	}
 	return add(d)
@@ -212,7 +226,7 @@ func Declare(d SignalDef) (Signal, error) {
 	d.Declared = true
 	mu.Lock()
 	defer mu.Unlock()
-	if s, ok := byName[d.Name]; ok {
+	if s, ok := names()[d.Name]; ok {
 		old := defsNow()[s]
 		if !old.Declared {
 			return 0, fmt.Errorf("signal %s is built in (%s, feed %s): declare another name", d.Name, old.Unit, old.Feed)
@@ -251,18 +265,15 @@ func (s Signal) String() string {
 
 // Lookup returns the signal with the given name.
 func Lookup(name string) (Signal, bool) {
-	mu.Lock()
-	defer mu.Unlock()
-	s, ok := byName[name]
+	s, ok := names()[name]
 	return s, ok
 }
 
 // Names returns the names of all registered signals, sorted.
 func Names() []string {
-	mu.Lock()
-	defer mu.Unlock()
-	out := make([]string, 0, len(byName))
-	for n := range byName {
+	m := names()
+	out := make([]string, 0, len(m))
+	for n := range m {
 		out = append(out, n)
 	}
 	sort.Strings(out)
