@@ -176,7 +176,9 @@ func ReadIODAFile(path string, fn func(ingest.Record) error) (IODAStats, error) 
 	name := strings.TrimSuffix(strings.ToLower(path), ".gz")
 	gz := name != strings.ToLower(path)
 	if strings.HasSuffix(name, ".json") {
-		return linefile.ReadFile("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODAJSON(r, fn) })
+		// One document, often one line: read to the cut, not to the
+		// last whole line.
+		return linefile.ReadDocument("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODAJSON(r, fn) })
 	}
 	entity, err := IODAEntity(path)
 	if err != nil {
@@ -230,44 +232,21 @@ type iodaSeries struct {
 // data is a list (one per entity asked for) of lists of series, or, as
 // some clients save it, the list of series alone. The envelope's error, if
 // any, is the file's error.
+//
+// The response is read a series at a time, so that one cut short (a
+// download cut off) replays the series before the cut and ends with an
+// *ingest.TornError; the series are all read before any is replayed, as
+// whether an entity has Merit's telescope decides UCSD's.
 func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) {
 	var st IODAStats
-	var env struct {
-		Type  string          `json:"type"`
-		Error json.RawMessage `json:"error"`
-		Data  json.RawMessage `json:"data"`
-	}
 	br := bufio.NewReader(r)
 	if b, err := peekNonSpace(br); err == nil && b == '[' {
 		return st, errors.New("a JSON array, not IODA's signals response: a .json file is read as IODA's; name a RIPE Atlas download *.atlas.json")
 	}
-	if err := json.NewDecoder(br).Decode(&env); err != nil {
-		return st, fmt.Errorf("not an IODA signals response (JSON): %w", err)
-	}
-	if e := bytes.TrimSpace(env.Error); len(e) > 0 && !bytes.Equal(e, []byte("null")) {
-		return st, fmt.Errorf("the response is IODA's error: %s", e)
-	}
-	if len(env.Data) == 0 {
-		return st, errors.New(`not an IODA signals response: no "data" (want the body of GET /v2/signals/raw/{entityType}/{entityCode})`)
-	}
-	var groups []json.RawMessage
-	if err := json.Unmarshal(env.Data, &groups); err != nil {
-		return st, fmt.Errorf(`not an IODA signals response: "data" is not a list: %w`, err)
-	}
-	var series []iodaSeries
-	for i, g := range groups {
-		g = bytes.TrimSpace(g)
-		var ss []iodaSeries
-		if len(g) > 0 && g[0] == '{' {
-			ss = make([]iodaSeries, 1)
-			err := json.Unmarshal(g, &ss[0])
-			if err != nil {
-				return st, fmt.Errorf("data[%d]: %w", i, err)
-			}
-		} else if err := json.Unmarshal(g, &ss); err != nil {
-			return st, fmt.Errorf("data[%d]: %w", i, err)
-		}
-		series = append(series, ss...)
+	series, err := decodeIODAResponse(json.NewDecoder(br))
+	var torn *ingest.TornError
+	if err != nil && !errors.As(err, &torn) {
+		return st, err
 	}
 	merit := map[string]bool{}
 	for _, s := range series {
@@ -303,7 +282,140 @@ func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) 
 			}
 		}
 	}
+	if torn != nil {
+		return st, torn
+	}
 	return st, nil
+}
+
+// decodeIODAResponse reads the series of a signals response from dec, in
+// order. A response that ends early returns the whole series before the
+// cut with an *ingest.TornError.
+func decodeIODAResponse(dec *json.Decoder) ([]iodaSeries, error) {
+	notResponse := func(err error) error { return fmt.Errorf("not an IODA signals response (JSON): %w", err) }
+	if t, err := dec.Token(); err != nil {
+		return nil, notResponse(err)
+	} else if t != json.Delim('{') {
+		return nil, notResponse(fmt.Errorf("it begins with %v, not an object", t))
+	}
+	var series []iodaSeries
+	cut := func(err error) ([]iodaSeries, error) {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			return series, &ingest.TornError{Record: int64(len(series)),
+				Err: fmt.Errorf("the response ends inside series %d: %w", len(series)+1, io.ErrUnexpectedEOF)}
+		}
+		return nil, err
+	}
+	data := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return cut(err)
+		}
+		switch t {
+		case "error":
+			var e json.RawMessage
+			if err := dec.Decode(&e); err != nil {
+				return cut(err)
+			}
+			if e = bytes.TrimSpace(e); len(e) > 0 && !bytes.Equal(e, []byte("null")) {
+				return nil, fmt.Errorf("the response is IODA's error: %s", e)
+			}
+		case "data":
+			data = true
+			t, err := dec.Token()
+			if err != nil {
+				return cut(err)
+			}
+			if t == nil {
+				continue // "data": null
+			}
+			if t != json.Delim('[') {
+				return nil, fmt.Errorf(`not an IODA signals response: "data" is not a list (it begins with %v)`, t)
+			}
+			for i := 0; dec.More(); i++ {
+				t, err := dec.Token()
+				if err != nil {
+					return cut(err)
+				}
+				switch t {
+				case json.Delim('{'): // the list of series alone
+					s, err := decodeIODASeries(dec)
+					if err != nil {
+						return cut(fmt.Errorf("data[%d]: %w", i, err))
+					}
+					series = append(series, s)
+				case json.Delim('['):
+					for dec.More() {
+						if t, err := dec.Token(); err != nil {
+							return cut(err)
+						} else if t != json.Delim('{') {
+							return nil, fmt.Errorf("data[%d]: a series is an object, not %v", i, t)
+						}
+						s, err := decodeIODASeries(dec)
+						if err != nil {
+							return cut(fmt.Errorf("data[%d]: %w", i, err))
+						}
+						series = append(series, s)
+					}
+					if _, err := dec.Token(); err != nil {
+						return cut(err)
+					}
+				default:
+					return nil, fmt.Errorf("data[%d]: want a list of series, not %v", i, t)
+				}
+			}
+			if _, err := dec.Token(); err != nil {
+				return cut(err)
+			}
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return cut(err)
+			}
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return cut(err)
+	}
+	if !data {
+		return nil, errors.New(`not an IODA signals response: no "data" (want the body of GET /v2/signals/raw/{entityType}/{entityCode})`)
+	}
+	return series, nil
+}
+
+// decodeIODASeries reads the fields of one series from dec, past its
+// opening brace, through its closing one.
+func decodeIODASeries(dec *json.Decoder) (iodaSeries, error) {
+	var s iodaSeries
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return s, err
+		}
+		var v any
+		switch t {
+		case "entityType":
+			v = &s.EntityType
+		case "entityCode":
+			v = &s.EntityCode
+		case "datasource":
+			v = &s.Datasource
+		case "from":
+			v = &s.From
+		case "step":
+			v = &s.Step
+		case "values":
+			v = &s.Values
+		default:
+			v = new(json.RawMessage)
+		}
+		if err := dec.Decode(v); err != nil {
+			return s, fmt.Errorf("%v: %w", t, err)
+		}
+	}
+	_, err := dec.Token()
+	return s, err
 }
 
 // peekNonSpace is the first byte of r after white space, left unread.

@@ -1,13 +1,18 @@
 package obsfile
 
 import (
+	"errors"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/gztest"
 )
 
 // iodaLines reads with read and returns each record as "time-in-seconds
@@ -33,17 +38,8 @@ func iodaLines(t *testing.T, read func(func(ingest.Record) error) (IODAStats, er
 // gives way to Merit's for the same entity, and what has no signal, is not
 // a number or has no place in time is counted, not replayed.
 func TestReadIODAJSON(t *testing.T) {
-	const body = `{"type":"signals","metadata":{"requestTime":"2023-10-27T00:00:00Z"},"error":null,"perf":null,"data":[[
- {"entityType":"region","entityCode":"1226","entityName":"Gaza Strip","datasource":"bgp","subtype":"","from":1698364800,"until":1698365700,"step":300,"nativeStep":300,"values":[560,null,542]},
- {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":600,"values":[31,17.5]},
- {"entityType":"region","entityCode":"1226","datasource":"merit-nt","from":1698364800,"step":300,"values":[4.4]},
- {"entityType":"region","entityCode":"1226","datasource":"ucsd-nt","from":1698364800,"step":300,"values":[9,9]},
- {"entityType":"region","entityCode":"1226","datasource":"gtr","subtype":"WEB_SEARCH","from":1698364800,"step":1800,"values":[0.5,null]},
- {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":0,"values":[30]}],
- [{"entityType":"country","entityCode":"IQ","datasource":"ucsd-nt","from":1692489600,"step":300,"values":[120,{"agg_values":{}}]}]],
- "copyright":"IODA"}`
 	got, st := iodaLines(t, func(fn func(ingest.Record) error) (IODAStats, error) {
-		return ReadIODAJSON(strings.NewReader(body), fn)
+		return ReadIODAJSON(strings.NewReader(iodaResponse), fn)
 	})
 	want := []string{
 		"1698364800 0 1698364800,region:1226,bgp_visible_slash24,560",
@@ -60,6 +56,49 @@ func TestReadIODAJSON(t *testing.T) {
 	if st.Values != 11 || st.Records != 6 || !maps.Equal(st.Skipped, wantSkipped) || st.FirstSkipped != 6 ||
 		st.FirstWhy != `source "ucsd-nt": `+skipText[SkipSource] {
 		t.Errorf("stats %+v; want 11 values, 6 records, skipped %v, the first the 6th (ucsd-nt beside merit-nt)", st, wantSkipped)
+	}
+}
+
+// iodaResponse is a signals/raw response of two entities.
+const iodaResponse = `{"type":"signals","metadata":{"requestTime":"2023-10-27T00:00:00Z"},"error":null,"perf":null,"data":[[
+ {"entityType":"region","entityCode":"1226","entityName":"Gaza Strip","datasource":"bgp","subtype":"","from":1698364800,"until":1698365700,"step":300,"nativeStep":300,"values":[560,null,542]},
+ {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":600,"values":[31,17.5]},
+ {"entityType":"region","entityCode":"1226","datasource":"merit-nt","from":1698364800,"step":300,"values":[4.4]},
+ {"entityType":"region","entityCode":"1226","datasource":"ucsd-nt","from":1698364800,"step":300,"values":[9,9]},
+ {"entityType":"region","entityCode":"1226","datasource":"gtr","subtype":"WEB_SEARCH","from":1698364800,"step":1800,"values":[0.5,null]},
+ {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":0,"values":[30]}],
+ [{"entityType":"country","entityCode":"IQ","datasource":"ucsd-nt","from":1692489600,"step":300,"values":[120,{"agg_values":{}}]}]],
+ "copyright":"IODA"}`
+
+// A response cut short anywhere (a download cut off) replays its whole
+// series before the cut, never part of one, and says where it was cut;
+// gzipped too, as one line.
+func TestReadIODAJSONCutShort(t *testing.T) {
+	var all []string
+	if _, err := ReadIODAJSON(strings.NewReader(iodaResponse), func(r ingest.Record) error { all = append(all, string(r.Value)); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	for cut := 1; cut < len(iodaResponse); cut++ {
+		var got []string
+		_, err := ReadIODAJSON(strings.NewReader(iodaResponse[:cut]), func(r ingest.Record) error { got = append(got, string(r.Value)); return nil })
+		var torn *ingest.TornError
+		// Merit's series comes before UCSD's in this response, so the
+		// series before any cut replay as a prefix of the whole.
+		if !errors.As(err, &torn) || len(got) > len(all) || !slices.Equal(got, all[:len(got)]) || torn.Record > 7 ||
+			!strings.Contains(err.Error(), fmt.Sprintf("the response ends inside series %d", torn.Record+1)) {
+			t.Fatalf("cut at %d (…%q): %d records, %v", cut, iodaResponse[max(cut-20, 0):cut], len(got), err)
+		}
+	}
+	z := gztest.Gzip([]byte(strings.ReplaceAll(iodaResponse, "\n", "")))
+	path := filepath.Join(t.TempDir(), "ioda.json.gz")
+	if err := os.WriteFile(path, z[:len(z)*2/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	_, err := ReadIODAFile(path, func(ingest.Record) error { n++; return nil })
+	var torn *ingest.TornError
+	if !errors.As(err, &torn) || torn.Record < 1 || n < 2 || n > len(all) {
+		t.Fatalf("gzipped response cut short: %d records, %v", n, err)
 	}
 }
 
@@ -186,7 +225,8 @@ func checkIODAStats(t *testing.T, st IODAStats, err error) {
 	for _, n := range st.Skipped {
 		skipped += n
 	}
-	if err == nil && st.Records+skipped != st.Values {
+	var torn *ingest.TornError
+	if (err == nil || errors.As(err, &torn)) && st.Records+skipped != st.Values {
 		t.Fatalf("%d values, %d replayed and %d skipped", st.Values, st.Records, skipped)
 	}
 }
