@@ -25,6 +25,10 @@ type ReadStats struct {
 	// Torn says where the file ends inside a record, when it was cut
 	// short: what came before the cut was read.
 	Torn string
+	// Caveat says how the file's values are not what the rules assume
+	// (averages of several readings judged as one), when the reader
+	// knows.
+	Caveat string
 }
 
 // FileSummary says what became of one input file: how much was read, how
@@ -47,13 +51,19 @@ type FileSummary struct {
 	// Torn says where the file ends inside a record (a download or a
 	// recording cut short), whose whole records before it were read.
 	Torn string `json:"torn,omitempty"`
+	// Caveat says how the values are not what the rules assume.
+	Caveat string `json:"caveat,omitempty"`
 }
 
 // Faults is SkippedTotal less the gaps (ingest.ReasonNoValue): lines that
-// say no more than that a value is missing are no fault of the file.
+// say no more than that a value is missing are no fault of the file. A
+// cut and a caveat count one each: the operator is to hear of them.
 func (s *FileSummary) Faults() int64 {
 	n := s.SkippedTotal() - s.Skipped[ingest.ReasonNoValue]
 	if s.Torn != "" {
+		n++
+	}
+	if s.Caveat != "" {
 		n++
 	}
 	return n
@@ -127,6 +137,9 @@ func (s *FileSummary) String() string {
 	}
 	if s.Torn != "" {
 		fmt.Fprintf(&b, "; cut short: %s", s.Torn)
+	}
+	if s.Caveat != "" {
+		fmt.Fprintf(&b, "; %s", s.Caveat)
 	}
 	return b.String()
 }
@@ -209,7 +222,7 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 
 // newFileSource wraps the n records of src with the summary of the file.
 func newFileSource(src Source, path, unit string, st ReadStats, n int) *FileSource {
-	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines, Torn: st.Torn}, n: n}
+	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines, Torn: st.Torn, Caveat: st.Caveat}, n: n}
 	if fs.sum.Read == 0 {
 		fs.sum.Read = int64(n)
 	}

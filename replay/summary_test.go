@@ -47,3 +47,19 @@ func TestFileSummaryCountsAndFails(t *testing.T) {
 		t.Fatalf("empty: %v", err)
 	}
 }
+
+// A reader's caveat (values that are not what the rules assume) ends the
+// summary line and makes it a warning, like a cut.
+func TestFileSummaryCaveat(t *testing.T) {
+	src, err := FromFile("ioda.json", "value", func(fn func(ingest.Record) error) (ReadStats, error) {
+		return ReadStats{Lines: 1, Caveat: "1 series are averages"}, fn(ingest.Record{Offset: 1, Time: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := src.Summary()
+	sum.count(&ingest.Record{Offset: 1}, nil)
+	if want := "ioda.json: 1 values read, 1 replayed; 1 series are averages"; sum.String() != want || sum.Faults() != 1 {
+		t.Fatalf("summary %q (%d faults), want %q and one fault", sum, sum.Faults(), want)
+	}
+}

@@ -23,7 +23,8 @@ func init() {
 	readIODA := func(path string) (replay.Source, error) {
 		return replay.FromFile(path, "value", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 			st, err := obsfile.ReadIODAFile(path, fn)
-			return replay.ReadStats{Lines: st.Values, Skipped: st.Skipped, FirstBad: st.FirstSkipped, FirstErr: st.FirstWhy}, err
+			return replay.ReadStats{Lines: st.Values, Skipped: st.Skipped, FirstBad: st.FirstSkipped, FirstErr: st.FirstWhy,
+				Caveat: st.Caveat()}, err
 		})
 	}
 	readCSV := func(path string) (replay.Source, error) {

@@ -82,6 +82,35 @@ type IODAStats struct {
 	Skipped      map[string]int64
 	FirstSkipped int64
 	FirstWhy     string
+	// Averaged counts the API's series of a count (a signal the rules
+	// declare with Poisson noise) whose step is wider than their native
+	// one: each value the mean of several readings (a long range asked
+	// for), which the rules judge as one.
+	// Step and NativeStep are the first such series', in seconds.
+	Averaged         int
+	Step, NativeStep int64
+}
+
+// poisson tells whether the rules declared signal a count with Poisson
+// sampling noise.
+func poisson(signal string) bool {
+	sig, ok := obs.Lookup(signal)
+	return ok && sig.Def().Poisson
+}
+
+// Caveat says, when the API's series are averages (Averaged), what that
+// does to their judgement, and how to get native steps; "" otherwise. A
+// count's mean of k readings has 1/√k the sampling noise of one, which
+// the rules' Poisson floor still grants it: a drop that is news may be
+// taken for noise.
+func (st *IODAStats) Caveat() string {
+	if st.Averaged == 0 {
+		return ""
+	}
+	k := float64(st.Step) / float64(st.NativeStep)
+	return fmt.Sprintf("%d series are IODA's averages of %.3g readings (step %ds, native %ds), judged as one reading each: "+
+		"a count's sampling noise reads %.3g times too large, and smaller drops pass unseen; ask the API for a shorter range to get native steps",
+		st.Averaged, k, st.Step, st.NativeStep, math.Sqrt(k))
 }
 
 func (st *IODAStats) skip(why, source string) {
@@ -225,6 +254,7 @@ type iodaSeries struct {
 	Datasource string            `json:"datasource"`
 	From       int64             `json:"from"`
 	Step       int64             `json:"step"`
+	NativeStep int64             `json:"nativeStep"`
 	Values     []json.RawMessage `json:"values"`
 }
 
@@ -258,6 +288,12 @@ func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) 
 		entity := s.EntityType + ":" + s.EntityCode
 		placed := s.EntityType != "" && s.EntityCode != "" && s.Step > 0 && s.Step < maxSeconds && s.From > 0 && s.From < maxSeconds
 		signal, ok := IODASignal(s.Datasource, merit[entity])
+		if ok && s.NativeStep > 0 && s.Step > s.NativeStep && len(s.Values) > 0 && poisson(signal) {
+			if st.Averaged == 0 {
+				st.Step, st.NativeStep = s.Step, s.NativeStep
+			}
+			st.Averaged++
+		}
 		for k, raw := range s.Values {
 			raw = bytes.TrimSpace(raw)
 			if bytes.Equal(raw, []byte("null")) {
@@ -405,6 +441,8 @@ func decodeIODASeries(dec *json.Decoder) (iodaSeries, error) {
 			v = &s.From
 		case "step":
 			v = &s.Step
+		case "nativeStep":
+			v = &s.NativeStep
 		case "values":
 			v = &s.Values
 		default:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/internal/gztest"
+	"github.com/outagewatch/outagewatch/obs"
 )
 
 // iodaLines reads with read and returns each record as "time-in-seconds
@@ -228,5 +229,38 @@ func checkIODAStats(t *testing.T, st IODAStats, err error) {
 	var torn *ingest.TornError
 	if (err == nil || errors.As(err, &torn)) && st.Records+skipped != st.Values {
 		t.Fatalf("%d values, %d replayed and %d skipped", st.Values, st.Records, skipped)
+	}
+}
+
+// A series the API averaged over a longer step than its native one is
+// replayed as it comes, and said to be averages: judged as one reading
+// each, its sampling noise is overstated.
+func TestReadIODAJSONAveraged(t *testing.T) {
+	const body = `{"data":[[
+ {"entityType":"region","entityCode":"1226","datasource":"bgp","from":1698364800,"step":300,"nativeStep":300,"values":[560,560]},
+ {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":3600,"nativeStep":600,"values":[31,30]},
+ {"entityType":"region","entityCode":"1226","datasource":"merit-nt","from":1698364800,"step":3600,"nativeStep":300,"values":[4.4]},
+ {"entityType":"region","entityCode":"1226","datasource":"gtr","from":1698364800,"step":3600,"nativeStep":1800,"values":[0.5]}]]}`
+	// The counts, as the IODA rules declare them (noise: poisson); BGP's
+	// visible space is no sampled count.
+	for _, d := range []obs.SignalDef{
+		{Name: "active_probing_slash24", Unit: "/24 blocks up", Kind: obs.KindGauge, Feed: "ioda-active-probing", Agg: obs.Last, Poisson: true},
+		{Name: "telescope_sources", Unit: "unique source IPs", Kind: obs.KindDistinct, Feed: "ioda-telescope", Agg: obs.Max, Poisson: true},
+	} {
+		if _, err := obs.Declare(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := ReadIODAJSON(strings.NewReader(body), func(ingest.Record) error { return nil })
+	if err != nil || st.Records != 5 || st.Averaged != 2 || st.Step != 3600 || st.NativeStep != 600 {
+		t.Fatalf("stats %+v, %v: want 5 records, 2 series averaged, the first at 3600 s of 600", st, err)
+	}
+	want := "2 series are IODA's averages of 6 readings (step 3600s, native 600s), judged as one reading each: " +
+		"a count's sampling noise reads 2.45 times too large, and smaller drops pass unseen; ask the API for a shorter range to get native steps"
+	if got := st.Caveat(); got != want {
+		t.Errorf("caveat %q\nwant %q", got, want)
+	}
+	if st, _ := ReadIODAJSON(strings.NewReader(iodaResponse), func(ingest.Record) error { return nil }); st.Caveat() != "" {
+		t.Errorf("native steps: caveat %q", st.Caveat())
 	}
 }
