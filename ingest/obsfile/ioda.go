@@ -374,13 +374,20 @@ func decodeIODAResponse(dec *json.Decoder) ([]iodaSeries, error) {
 				if err != nil {
 					return cut(err)
 				}
-				switch t {
-				case json.Delim('{'): // the list of series alone
+				// one reads a series of data[i], past its opening brace.
+				one := func() error {
 					s, err := decodeIODASeries(dec)
 					if err != nil {
-						return cut(fmt.Errorf("data[%d]: %w", i, err))
+						return fmt.Errorf("data[%d]: %w", i, err)
 					}
 					series = append(series, s)
+					return nil
+				}
+				switch t {
+				case json.Delim('{'): // the list of series alone
+					if err := one(); err != nil {
+						return cut(err)
+					}
 				case json.Delim('['):
 					for dec.More() {
 						if t, err := dec.Token(); err != nil {
@@ -388,11 +395,9 @@ func decodeIODAResponse(dec *json.Decoder) ([]iodaSeries, error) {
 						} else if t != json.Delim('{') {
 							return nil, fmt.Errorf("data[%d]: a series is an object, not %v", i, t)
 						}
-						s, err := decodeIODASeries(dec)
-						if err != nil {
-							return cut(fmt.Errorf("data[%d]: %w", i, err))
+						if err := one(); err != nil {
+							return cut(err)
 						}
-						series = append(series, s)
 					}
 					if _, err := dec.Token(); err != nil {
 						return cut(err)
