@@ -52,7 +52,13 @@ func BgpdumpTime(line []byte) (int64, error) {
 		return 0, ingest.Errorf("time", "no fields")
 	}
 	ts, _, _ := bytes.Cut(rest, []byte{'|'})
-	sec, frac, _ := strings.Cut(string(ts), ".")
+	return bgpdumpTime(string(ts))
+}
+
+// bgpdumpTime reads a `bgpdump -m` time field: Unix seconds, with a
+// fraction for the _ET records.
+func bgpdumpTime(ts string) (int64, error) {
+	sec, frac, _ := strings.Cut(ts, ".")
 	s, err := strconv.ParseInt(sec, 10, 64)
 	if err != nil || s < 0 || s >= 1<<33 {
 		return 0, ingest.Errorf("time", "time %q: want Unix seconds", ts)
@@ -88,7 +94,7 @@ func (d *Bgpdump) Decode(value []byte, sink obs.Sink) error {
 	default:
 		return ingest.Errorf("unsupported", "record type %q", f[0])
 	}
-	at, err := BgpdumpTime(value)
+	at, err := bgpdumpTime(f[1])
 	if err != nil {
 		return err
 	}
