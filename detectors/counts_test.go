@@ -85,7 +85,9 @@ func feedSeries(sig obs.Signal, entity string, from time.Time, step time.Duratio
 // A region where 2 to 20 /24s answer active probing, with nothing wrong
 // but a count's own Poisson noise, is judged by the shipped IODA rules for
 // two weeks and stays silent: one block more or less is 5 to 50 % of it,
-// and IODA's 20 % bar alone would page at random. The same series falling
+// and IODA's 20 % bar alone would page at random. The same for a
+// telescope that sees 2 to 20 sources a minute, whose values are, as in
+// IODA's exports, the mean of five such counts. The same series falling
 // to 0 for an hour fires.
 func TestIODARulesSilentOnAPoissonCount(t *testing.T) {
 	set, err := rules.Load("../examples/ioda/ioda.yaml")
@@ -103,13 +105,18 @@ func TestIODARulesSilentOnAPoissonCount(t *testing.T) {
 		n := int(14 * 24 * time.Hour / step)
 		var vs []float64
 		lo, hi := math.Inf(1), 0.0
+		k := int(max(sig.Def().MeanOf, 1))
 		for range n {
-			v := poisson(rng, 10)
-			lo, hi = min(lo, v), max(hi, v)
-			vs = append(vs, v)
+			sum := 0.0
+			for range k {
+				c := poisson(rng, 10)
+				lo, hi = min(lo, c), max(hi, c)
+				sum += c
+			}
+			vs = append(vs, sum/float64(k))
 		}
 		if lo > 2 || hi < 18 {
-			t.Fatalf("%s: the draws span %v..%v, want about 2..20", name, lo, hi)
+			t.Fatalf("%s: the counts span %v..%v, want about 2..20", name, lo, hi)
 		}
 		if f := judgeSeries(t, set, sig, "region:XX-1", from, step, vs); len(f) != 0 {
 			t.Fatalf("%s: a Poisson count of 10 paged: %+v", name, f[0])
@@ -122,6 +129,58 @@ func TestIODARulesSilentOnAPoissonCount(t *testing.T) {
 		if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != from.Add(time.Duration(outage)*step).UnixNano() {
 			t.Fatalf("%s: an hour at 0 from %s: findings %+v, want a firing from then", name, from.Add(time.Duration(outage)*step), f)
 		}
+	}
+}
+
+// A telescope that sees about 3 sources a minute, reported as the mean
+// of five minutes' counts (√(3/5) = 0.77 of noise, 26 %), falls to 0.2
+// (one source in five minutes) for an hour: 3.6σ down, and past the
+// telescope rule's 75 %, it fires. The same values judged as single
+// counts (√3 = 1.7 of noise, 58 %) are too small to judge at all, and
+// are reported so.
+func TestIODARulesJudgeATelescopeAsTheMeanOfFiveCounts(t *testing.T) {
+	set, sig := iodaRules(t, "telescope_sources")
+	if got := sig.Def().MeanOf; got != 5 {
+		t.Fatalf("telescope_sources is the mean of %v counts, want 5 (a minute's, over 5 minutes)", got)
+	}
+	var rule *rules.Rule
+	for _, r := range set.Rules {
+		if r.Name == "ioda-telescope" {
+			rule = r
+		}
+	}
+	plainDef := *sig.Def()
+	plainDef.Name, plainDef.MeanOf = "telescope_single_counts", 0
+	plain, err := obs.Declare(plainDef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(9, 2))
+	step := time.Duration(sig.Def().Cadence)
+	from := time.Date(2024, 3, 1, 0, 0, 0, 0, time.UTC)
+	vs := make([]float64, 3*24*time.Hour/step)
+	outage := len(vs) - int(6*time.Hour/step)
+	for i := range vs {
+		sum := 0.0
+		for range 5 {
+			sum += poisson(rng, 3)
+		}
+		vs[i] = sum / 5
+		if i >= outage && i < outage+int(time.Hour/step) {
+			vs[i] = 0.2
+		}
+	}
+	d := rule.Params.Build(rule.Name)
+	f := feedSeries(sig, "region:XX-5", from, step, vs, d)
+	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != from.Add(time.Duration(outage)*step).UnixNano() {
+		t.Fatalf("an hour at 0.2 of 3 from %s: findings %+v, want a firing from then", from.Add(time.Duration(outage)*step), f)
+	}
+	d = rule.Params.Build(rule.Name)
+	if f := feedSeries(plain, "region:XX-5", from, step, vs, d); len(f) != 0 {
+		t.Fatalf("judged as single counts, the same series paged: %+v", f[0])
+	}
+	if got := d.(detectors.Unjudgeable).Unjudgeable(); len(got) != 1 || got[0] != "telescope_single_counts region:XX-5" {
+		t.Fatalf("judged as single counts: unjudgeable %v, want the region's series", got)
 	}
 }
 

@@ -308,15 +308,17 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 				anomalous = logDrop(pt.Value, wow) >= gate
 			}
 		}
-		if d.p.Noise > 0 && pt.Series.Signal.Def().Poisson {
+		if def := pt.Series.Signal.Def(); d.p.Noise > 0 && def.Poisson {
 			// A count's own sampling noise, which the log scale cannot
-			// hold: a count of base moves by √base by chance alone, and
-			// a reading of 0 is an unbounded log-drop. A drop must also
-			// be Noise times that; a count under Noise² cannot fall that
-			// far, and is reported as unjudgeable, never paged.
-			anomalous = anomalous && base-pt.Value >= d.p.Noise*math.Sqrt(base)
+			// hold: a count of base moves by √base by chance alone (the
+			// mean of k counts by √(base/k)), and a reading of 0 is an
+			// unbounded log-drop. A drop must also be Noise times that; a
+			// count that cannot fall that far even to 0 is reported as
+			// unjudgeable, never paged.
+			floor := d.p.Noise * math.Sqrt(def.SamplingVar(base))
+			anomalous = anomalous && base-pt.Value >= floor
 			why := judgeableNow
-			if base < d.p.Noise*d.p.Noise {
+			if base <= 0 || base < floor {
 				why = unjudgeableCount
 			}
 			d.unjudgeable.set(pt.Series, why)
@@ -816,7 +818,7 @@ func (d *trafficDrop) fellFrom(pt aggregate.Point, from, span int64, bar float64
 	switch {
 	case n == 0 || ref <= 0 || ref < d.p.MinBaseline || !dropsBy(pt.Value, ref, bar):
 		return ref, false
-	case pt.Series.Signal.Def().Poisson && ref-pt.Value < d.p.Noise*math.Sqrt(ref):
+	case ref-pt.Value < d.p.Noise*math.Sqrt(pt.Series.Signal.Def().SamplingVar(ref)):
 		return ref, false
 	}
 	return ref, true

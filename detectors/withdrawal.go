@@ -299,11 +299,12 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// What decides is the most a drop can be, all of the level,
 			// against the bar of the rule's run. A Poisson count's
 			// sampling noise is independent from round to round, and
-			// √level of it puts that bar at level ≥ bar²; a count back
-			// above it is judgeable again. Otherwise only a new reading
-			// of the series' noise changes the verdict.
-			poisson := pt.Series.Signal.Def().Poisson
-			small := poisson && base < math.Pow(d.runBar(pt.Series, 0), 2)
+			// √level of it (√(level/k) for the mean of k counts) puts
+			// that bar at level ≥ bar²/k; a count back above it is
+			// judgeable again. Otherwise only a new reading of the
+			// series' noise changes the verdict.
+			def := pt.Series.Signal.Def()
+			small := def.Poisson && (base <= 0 || base < d.runBar(pt.Series, 0)*math.Sqrt(def.SamplingVar(base)))
 			switch {
 			case small:
 				d.unjudgeable.set(pt.Series, unjudgeableCount)
@@ -418,14 +419,15 @@ func (d *prefixWithdrawal) seriesNoise(s *aggregate.Series, st *spaceState, t, w
 	} else {
 		sigma = max(sigma, float64(st.Sigma))
 	}
-	if s.Signal.Def().Poisson && level > 0 && level > sigma*sigma {
-		// A Poisson count's sampling noise is √level whatever the
-		// window shows. It is independent from round to round: raised
-		// to it, the noise carries over from one bucket to the next
-		// only the covariance the window showed (rho·sigma²), a smaller
-		// share of the larger variance.
-		rho *= sigma * sigma / level
-		sigma = math.Sqrt(level)
+	if v := s.Signal.Def().SamplingVar(level); v > sigma*sigma {
+		// A Poisson count's sampling noise is √level (the mean of k
+		// counts': √(level/k)) whatever the window shows. It is
+		// independent from round to round: raised to it, the noise
+		// carries over from one bucket to the next only the covariance
+		// the window showed (rho·sigma²), a smaller share of the larger
+		// variance.
+		rho *= sigma * sigma / v
+		sigma = math.Sqrt(v)
 	}
 	return level, sigma, rho
 }

@@ -141,8 +141,24 @@ type SignalDef struct {
 	// 5 % of noise. Detectors that judge a count against its baseline
 	// never take a change inside that spread for news.
 	Poisson bool
+	// MeanOf is, for a Poisson signal, how many counts each value is the
+	// mean of: IODA reports its telescope's one-minute counts of sources
+	// as their mean over each 5-minute step, whose sampling noise is
+	// √(level/5), not √level. 0 or 1 is a plain count.
+	MeanOf float64
 	// Declared marks a signal declared in a rules or signals file.
 	Declared bool
+}
+
+// SamplingVar is the variance a value at level has by chance alone, as
+// a Poisson count or the mean of MeanOf of them; 0 for a signal with no
+// sampling noise declared. Detectors compare it with the spread their
+// window shows and take the larger.
+func (d *SignalDef) SamplingVar(level float64) float64 {
+	if !d.Poisson || level <= 0 {
+		return 0
+	}
+	return level / max(d.MeanOf, 1)
 }
 
 // The registry is read on every observation (Def) and every partial
@@ -233,7 +249,7 @@ func Declare(d SignalDef) (Signal, error) {
 		}
 		if old.Unit != d.Unit || old.Kind != d.Kind || old.Feed != d.Feed || old.Agg != d.Agg ||
 			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent || old.Precision != d.Precision ||
-			old.Poisson != d.Poisson {
+			old.Poisson != d.Poisson || old.MeanOf != d.MeanOf {
 			return 0, fmt.Errorf("signal %s already declared differently (unit %q, kind %s, feed %s, %s, cadence %ds, missing_is_zero %v)",
 				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent)
 		}

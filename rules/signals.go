@@ -31,8 +31,13 @@ type rawSignal struct {
 	// Noise names the sampling noise the values carry beyond their own
 	// history's: "poisson" for counts of independent events or of
 	// sampled units (obs.SignalDef.Poisson); empty for none.
-	Noise       string `yaml:"noise"`
-	Description string `yaml:"description"`
+	Noise string `yaml:"noise"`
+	// CountedEvery is, for a Poisson signal whose values are the mean of
+	// counts over a shorter interval (IODA's telescope: one-minute counts
+	// averaged over each 5-minute step), that interval: each value is the
+	// mean of cadence/counted_every counts.
+	CountedEvery string `yaml:"counted_every"`
+	Description  string `yaml:"description"`
 }
 
 var signalName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -117,6 +122,18 @@ func declareSignal(file string, n *yaml.Node) (obs.Signal, error) {
 		d.Poisson = true
 	default:
 		return 0, fail("noise", "noise %q: want poisson (a count of independent events or sampled units) or nothing", raw.Noise)
+	}
+	if raw.CountedEvery != "" {
+		every, err := time.ParseDuration(raw.CountedEvery)
+		switch {
+		case !d.Poisson:
+			return 0, fail("counted_every", "counted_every needs noise: poisson: it says how many counts each value is the mean of")
+		case d.Cadence == 0:
+			return 0, fail("counted_every", "counted_every needs a cadence: each value is the mean of cadence/counted_every counts")
+		case err != nil || every < time.Second || d.Cadence%int64(every) != 0:
+			return 0, fail("counted_every", "counted_every %q: want a duration that divides the cadence (%s), such as 1m", raw.CountedEvery, time.Duration(d.Cadence))
+		}
+		d.MeanOf = float64(d.Cadence / int64(every))
 	}
 	if d.ZeroWhenAbsent && kind != obs.KindVolume {
 		return 0, fail("missing_is_zero", "only a volume can read a missing value as zero: a %s that was not reported is unknown", kind)

@@ -74,6 +74,9 @@ func TestSignalErrorsCarryFileLineAndReason(t *testing.T) {
 		{"signals:\n  - name: test_e5\n    kind: gauge\n    unit: x\n    colour: red\n", `x.yaml:5: unknown key "colour" in signal`},
 		{"signals:\n  name: test_e6\n", `x.yaml:2: 'signals:' must be a list`},
 		{"signals:\n  - name: test_e8\n    kind: gauge\n    precision: 0.5\n", `x.yaml:4: signal "test_e8": precision 0.5: want a relative error between`},
+		{"signals:\n  - name: test_e9\n    kind: gauge\n    cadence: 5m\n    counted_every: 1m\n", `x.yaml:5: signal "test_e9": counted_every needs noise: poisson`},
+		{"signals:\n  - name: test_e10\n    kind: gauge\n    noise: poisson\n    counted_every: 1m\n", `x.yaml:5: signal "test_e10": counted_every needs a cadence`},
+		{"signals:\n  - name: test_e11\n    kind: gauge\n    cadence: 5m\n    noise: poisson\n    counted_every: 2m\n", `x.yaml:6: signal "test_e11": counted_every "2m": want a duration that divides the cadence (5m0s)`},
 	}
 	for _, c := range cases {
 		_, err := Parse("x.yaml", []byte(c.doc))
@@ -88,6 +91,18 @@ func TestSignalErrorsCarryFileLineAndReason(t *testing.T) {
 	_, err := LoadAll(dir)
 	if err == nil || !strings.Contains(err.Error(), "b.yaml:2: signal \"test_e7\": signal test_e7 already declared differently") {
 		t.Fatalf("conflict: %v", err)
+	}
+}
+
+// A Poisson count reported as the mean of one-minute counts over its
+// 5-minute cadence is the mean of five: its sampling variance is level/5.
+func TestDeclaredMeanOfCounts(t *testing.T) {
+	if _, err := Parse("m.yaml", []byte("signals:\n  - {name: test_mean5, kind: distinct, cadence: 5m, noise: poisson, counted_every: 1m}\n")); err != nil {
+		t.Fatal(err)
+	}
+	sig, ok := obs.Lookup("test_mean5")
+	if !ok || sig.Def().MeanOf != 5 || sig.Def().SamplingVar(4) != 0.8 {
+		t.Fatalf("test_mean5: mean of %v counts, variance %v at 4; want 5 and 0.8", sig.Def().MeanOf, sig.Def().SamplingVar(4))
 	}
 }
 
