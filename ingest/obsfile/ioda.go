@@ -89,7 +89,17 @@ type IODAStats struct {
 	// Step and NativeStep are the first such series', in seconds.
 	Averaged         int
 	Step, NativeStep int64
+	// whole is, per signal the rules declare the mean of several counts
+	// (obs.SignalDef.MeanOf), how many of its values above 0 were read
+	// and how many of them were whole numbers.
+	whole map[string]*[2]int64
 }
+
+// minWhole is how many values above 0 of a signal declared the mean of
+// k counts must all be whole numbers before the file is said to hold
+// single counts: such a mean is whole about one time in k, and 20 in a
+// row (one chance in 5^20 for IODA's telescope, 10^-14) is no chance.
+const minWhole = 20
 
 // poisson tells whether the rules declared signal a count with Poisson
 // sampling noise.
@@ -103,14 +113,53 @@ func poisson(signal string) bool {
 // count's mean of k readings has 1/√k the sampling noise of one, which
 // the rules' Poisson floor still grants it: a drop that is news may be
 // taken for noise.
+//
+// It also says when a signal declared the mean of k counts (IODA's
+// telescope) came as whole numbers only: single counts, whose sampling
+// noise the rules take for √k times smaller than it is.
 func (st *IODAStats) Caveat() string {
-	if st.Averaged == 0 {
-		return ""
+	var notes []string
+	if st.Averaged > 0 {
+		k := float64(st.Step) / float64(st.NativeStep)
+		notes = append(notes, fmt.Sprintf("%d series are IODA's averages of %.3g readings (step %ds, native %ds), judged as one reading each: "+
+			"a count's sampling noise reads %.3g times too large, and smaller drops pass unseen; ask the API for a shorter range to get native steps",
+			st.Averaged, k, st.Step, st.NativeStep, math.Sqrt(k)))
 	}
-	k := float64(st.Step) / float64(st.NativeStep)
-	return fmt.Sprintf("%d series are IODA's averages of %.3g readings (step %ds, native %ds), judged as one reading each: "+
-		"a count's sampling noise reads %.3g times too large, and smaller drops pass unseen; ask the API for a shorter range to get native steps",
-		st.Averaged, k, st.Step, st.NativeStep, math.Sqrt(k))
+	for _, signal := range slices.Sorted(maps.Keys(st.whole)) {
+		c := st.whole[signal]
+		if c == nil || c[0] < minWhole || c[1] < c[0] {
+			continue
+		}
+		sig, _ := obs.Lookup(signal)
+		k := sig.Def().MeanOf
+		notes = append(notes, fmt.Sprintf("all %d values of %s above 0 are whole numbers: single counts, not the means of %g that its declaration (counted_every) takes them for; "+
+			"their sampling noise reads %.3g times too small, and chance falls may page", c[0], signal, k, math.Sqrt(k)))
+	}
+	return strings.Join(notes, "; ")
+}
+
+// shape counts, for a signal declared the mean of several counts, a
+// value above 0 and whether it is whole.
+func (st *IODAStats) shape(signal string, v float64) {
+	if v <= 0 {
+		return
+	}
+	c, ok := st.whole[signal]
+	if !ok {
+		if sig, found := obs.Lookup(signal); found && sig.Def().Poisson && sig.Def().MeanOf > 1 {
+			c = new([2]int64)
+		}
+		if st.whole == nil {
+			st.whole = map[string]*[2]int64{}
+		}
+		st.whole[signal] = c
+	}
+	if c != nil {
+		c[0]++
+		if v == math.Trunc(v) {
+			c[1]++
+		}
+	}
 }
 
 func (st *IODAStats) skip(why, source string) {
@@ -138,6 +187,7 @@ var skipText = map[string]string{
 func (st *IODAStats) emit(sec int64, entity, signal string, v float64, fn func(ingest.Record) error) error {
 	st.Values++
 	st.Records++
+	st.shape(signal, v)
 	line := strconv.AppendInt(nil, sec, 10)
 	line = append(line, ',')
 	line = append(line, entity...)

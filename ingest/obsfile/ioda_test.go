@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/outagewatch/outagewatch/ingest"
 	"github.com/outagewatch/outagewatch/internal/gztest"
@@ -233,6 +234,62 @@ func checkIODAStats(t *testing.T, st IODAStats, err error) {
 }
 
 // A series the API averaged over a longer step than its native one is
+// declareIODACounts declares the counts as the IODA rules do (noise:
+// poisson; the telescope the mean of five one-minute counts); BGP's
+// visible space is no sampled count.
+func declareIODACounts(t *testing.T) {
+	t.Helper()
+	for _, d := range []obs.SignalDef{
+		{Name: "active_probing_slash24", Unit: "/24 blocks up", Kind: obs.KindGauge, Feed: "ioda-active-probing", Agg: obs.Last,
+			Cadence: int64(10 * time.Minute), Poisson: true},
+		{Name: "telescope_sources", Unit: "unique source IPs", Kind: obs.KindDistinct, Feed: "ioda-telescope", Agg: obs.Max,
+			Cadence: int64(5 * time.Minute), Poisson: true, MeanOf: 5},
+	} {
+		if _, err := obs.Declare(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// An export whose telescope column holds whole numbers only holds single
+// counts, not the means of five the rules take it for: it replays, and
+// says so. Means of five (4.4), or too few values to tell, say nothing;
+// active probing, a plain count, is whole by nature.
+func TestReadIODACSVWholeTelescope(t *testing.T) {
+	declareIODACounts(t)
+	csvOf := func(n int, odd float64) string {
+		var b strings.Builder
+		b.WriteString("timestamp,merit-nt,ping-slash24,LABEL\n")
+		for i := range n {
+			v := float64(3 + i%4)
+			if i == 5 && odd > 0 {
+				v = odd
+			}
+			fmt.Fprintf(&b, "%d,%g,%d,0\n", 1698364800+300*i, v, 30+i%3)
+		}
+		return b.String()
+	}
+	read := func(doc string) *IODAStats {
+		t.Helper()
+		st, err := ReadIODACSV(strings.NewReader(doc), "region:1226", func(ingest.Record) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &st
+	}
+	want := "all 25 values of telescope_sources above 0 are whole numbers: single counts, not the means of 5 that its declaration (counted_every) takes them for; " +
+		"their sampling noise reads 2.24 times too small, and chance falls may page"
+	if got := read(csvOf(25, 0)).Caveat(); got != want {
+		t.Errorf("whole numbers: caveat %q\nwant %q", got, want)
+	}
+	if got := read(csvOf(25, 4.4)).Caveat(); got != "" {
+		t.Errorf("one mean of five among them: caveat %q", got)
+	}
+	if got := read(csvOf(minWhole-1, 0)).Caveat(); got != "" {
+		t.Errorf("%d values: caveat %q", minWhole-1, got)
+	}
+}
+
 // replayed as it comes, and said to be averages: judged as one reading
 // each, its sampling noise is overstated.
 func TestReadIODAJSONAveraged(t *testing.T) {
@@ -241,16 +298,7 @@ func TestReadIODAJSONAveraged(t *testing.T) {
  {"entityType":"region","entityCode":"1226","datasource":"ping-slash24","from":1698364800,"step":3600,"nativeStep":600,"values":[31,30]},
  {"entityType":"region","entityCode":"1226","datasource":"merit-nt","from":1698364800,"step":3600,"nativeStep":300,"values":[4.4]},
  {"entityType":"region","entityCode":"1226","datasource":"gtr","from":1698364800,"step":3600,"nativeStep":1800,"values":[0.5]}]]}`
-	// The counts, as the IODA rules declare them (noise: poisson); BGP's
-	// visible space is no sampled count.
-	for _, d := range []obs.SignalDef{
-		{Name: "active_probing_slash24", Unit: "/24 blocks up", Kind: obs.KindGauge, Feed: "ioda-active-probing", Agg: obs.Last, Poisson: true},
-		{Name: "telescope_sources", Unit: "unique source IPs", Kind: obs.KindDistinct, Feed: "ioda-telescope", Agg: obs.Max, Poisson: true},
-	} {
-		if _, err := obs.Declare(d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	declareIODACounts(t)
 	st, err := ReadIODAJSON(strings.NewReader(body), func(ingest.Record) error { return nil })
 	if err != nil || st.Records != 5 || st.Averaged != 2 || st.Step != 3600 || st.NativeStep != 600 {
 		t.Fatalf("stats %+v, %v: want 5 records, 2 series averaged, the first at 3600 s of 600", st, err)
