@@ -189,6 +189,7 @@ func FuzzReadIODAJSON(f *testing.F) {
 	f.Add(`{"data":[{"entityType":"asn","entityCode":"20294","datasource":"ping-slash24","from":1,"step":9223372036,"values":[1,2,3]}]}`)
 	f.Add(`{"error":null,"data":[[{"entityType":"region","entityCode":"1","datasource":"merit-nt","from":1698364800,"step":300,"values":[{"agg_values":1},"7",1e400]}]]}`)
 	f.Add(`{"data":[]}`)
+	declareIODACounts(f)
 	f.Fuzz(func(t *testing.T, body string) {
 		st, err := ReadIODAJSON(strings.NewReader(body), checkIODARecord(t))
 		checkIODAStats(t, st, err)
@@ -199,6 +200,7 @@ func FuzzReadIODACSV(f *testing.F) {
 	f.Add("timestamp,bgp,ping-slash24,merit-nt,LABEL\n1698364800,560,31,4.4,0\n1698365100,,nan,x,1\n")
 	f.Add("timestamp,ucsd-nt,merit-nt\n\"1698364800\",1,\"2\n")
 	f.Add("timestamp,bgp\n-5,1\n9223372036854775807,1\n1,1,1\n")
+	declareIODACounts(f)
 	f.Fuzz(func(t *testing.T, body string) {
 		st, err := ReadIODACSV(strings.NewReader(body), "country:IQ", checkIODARecord(t))
 		checkIODAStats(t, st, err)
@@ -231,13 +233,16 @@ func checkIODAStats(t *testing.T, st IODAStats, err error) {
 	if (err == nil || errors.As(err, &torn)) && st.Records+skipped != st.Values {
 		t.Fatalf("%d values, %d replayed and %d skipped", st.Values, st.Records, skipped)
 	}
+	if c := st.Caveat(); strings.Contains(c, "whole numbers") && st.Records < minWhole {
+		t.Fatalf("%d values replayed, and the caveat says they are whole numbers: %s", st.Records, c)
+	}
 }
 
 // A series the API averaged over a longer step than its native one is
 // declareIODACounts declares the counts as the IODA rules do (noise:
 // poisson; the telescope the mean of five one-minute counts); BGP's
 // visible space is no sampled count.
-func declareIODACounts(t *testing.T) {
+func declareIODACounts(t testing.TB) {
 	t.Helper()
 	for _, d := range []obs.SignalDef{
 		{Name: "active_probing_slash24", Unit: "/24 blocks up", Kind: obs.KindGauge, Feed: "ioda-active-probing", Agg: obs.Last,
