@@ -175,6 +175,11 @@ func TestIODARulesJudgeATelescopeAsTheMeanOfFiveCounts(t *testing.T) {
 	if len(f) == 0 || f[0].Status != detectors.Firing || f[0].Start != from.Add(time.Duration(outage)*step).UnixNano() {
 		t.Fatalf("an hour at 0.2 of 3 from %s: findings %+v, want a firing from then", from.Add(time.Duration(outage)*step), f)
 	}
+	// Named as itself, to the tenth of a source: not "announced space",
+	// nor 0.2 rounded to 0.
+	if want := "telescope_sources of region:XX-5 down 93.3%: 0.2 of 3 unique source IPs"; f[0].Summary != want {
+		t.Errorf("summary %q, want %q", f[0].Summary, want)
+	}
 	d = rule.Params.Build(rule.Name)
 	if f := feedSeries(plain, "region:XX-5", from, step, vs, d); len(f) != 0 {
 		t.Fatalf("judged as single counts, the same series paged: %+v", f[0])

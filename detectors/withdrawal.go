@@ -478,12 +478,22 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 			f.Confidence = confidence(j.base-pt.Value, gate)
 		}
 	}
-	if status == Firing {
+	// Routing's own signals are announced space; a declared gauge (IODA's
+	// active probing, a telescope's sources) is named as itself, which
+	// notifications put in words.
+	switch {
+	case pt.Series.Signal.Def().Feed == obs.FeedBGP && status == Firing:
 		f.Summary = fmt.Sprintf("announced space of %s down %.1f%%: %.0f of %.0f %s visible (%s)",
 			f.Entity, -f.ChangePct, pt.Value, j.base, words.Unit(unit), f.Signal)
-	} else {
+	case pt.Series.Signal.Def().Feed == obs.FeedBGP:
 		f.Summary = fmt.Sprintf("announced space of %s back: %.0f of %.0f %s visible (lowest %.0f)",
 			f.Entity, pt.Value, j.base, words.Unit(unit), st.Low)
+	case status == Firing:
+		f.Summary = fmt.Sprintf("%s of %s down %.1f%%: %s of %s %s",
+			f.Signal, f.Entity, -f.ChangePct, words.Figure(pt.Value), words.Figure(j.base), words.Unit(unit))
+	default:
+		f.Summary = fmt.Sprintf("%s of %s back: %s of %s %s (lowest %s)",
+			f.Signal, f.Entity, words.Figure(pt.Value), words.Figure(j.base), words.Unit(unit), words.Figure(st.Low))
 	}
 	return f
 }

@@ -8,6 +8,7 @@
 package words
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -55,6 +56,16 @@ func Unit(unit string) string {
 		return "Mbit/s"
 	}
 	return unit
+}
+
+// Figure writes a value for a sentence: whole above 100 (2917, not
+// 2.92e+03), otherwise to three significant figures, so that a telescope's
+// mean of 0.8 sources is not written as 1.
+func Figure(v float64) string {
+	if math.Abs(v) >= 100 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
 
 // JSONUnit is the unit a JSON event states beside observed and baseline

@@ -44,3 +44,11 @@ func TestUnits(t *testing.T) {
 		}
 	}
 }
+
+func TestFigure(t *testing.T) {
+	for v, want := range map[float64]string{0.8: "0.8", 0.2: "0.2", 5.19: "5.19", 5.194: "5.19", 28: "28", 99.94: "99.9", 2917: "2917", 1150.4: "1150", 0: "0", -0.25: "-0.25"} {
+		if got := Figure(v); got != want {
+			t.Errorf("Figure(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
