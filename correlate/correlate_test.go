@@ -9,6 +9,7 @@ import (
 	"github.com/outagewatch/outagewatch/correlate"
 	_ "github.com/outagewatch/outagewatch/ingest/bgp" // registers the routing signals
 	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/obs"
 )
 
 var t0 = time.Date(2024, 5, 14, 10, 0, 0, 0, time.UTC)
@@ -115,6 +116,47 @@ func TestGroupGrowResolveAcrossCheckpoint(t *testing.T) {
 	}
 	if _, ok := c2.Event("nope"); ok {
 		t.Fatal("unknown event found")
+	}
+}
+
+// Signals of feeds declared in a rules file are views of their own, as
+// IODA's three sources are: an outage seen in all three is seen three
+// independent ways (confidence 0.85), not once as "other". Observation
+// lines with no feed of their own stay one view between them.
+func TestDeclaredFeedsAreViewsOfTheirOwn(t *testing.T) {
+	for _, d := range []obs.SignalDef{
+		{Name: "test_ioda_visible", Unit: "/24 blocks", Kind: obs.KindGauge, Feed: "ioda-bgp", Agg: obs.Last},
+		{Name: "test_ioda_probed", Unit: "/24 blocks up", Kind: obs.KindGauge, Feed: "ioda-active-probing", Agg: obs.Last},
+		{Name: "test_ioda_sources", Unit: "unique source IPs", Kind: obs.KindDistinct, Feed: "ioda-telescope", Agg: obs.Max},
+		{Name: "test_plain_a", Unit: "x", Kind: obs.KindGauge, Feed: obs.FeedObs, Agg: obs.Last},
+		{Name: "test_plain_b", Unit: "x", Kind: obs.KindGauge, Feed: obs.FeedObs, Agg: obs.Last},
+	} {
+		if _, err := obs.Declare(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		entity  string
+		signals []string
+		kinds   string
+		conf    float64
+	}{
+		{"country:IQ", []string{"test_ioda_sources", "test_ioda_visible", "test_ioda_probed"}, "ioda-active-probing, ioda-bgp, ioda-telescope", 0.85},
+		{"country:PS", []string{"test_plain_a", "test_plain_b"}, "other", 0.4},
+		{"country:UA", []string{"test_ioda_visible", "test_plain_a"}, "ioda-bgp, other", 0.4},
+	} {
+		cr := correlate.New(correlate.Config{Map: testMap(), GroupWait: -1})
+		for _, sig := range c.signals {
+			cr.Add(alert(alerting.Firing, "prefix_withdrawal", sig, c.entity, t0, t0.Add(10*time.Minute), -60))
+		}
+		evs := cr.Flush(t0.Add(10 * time.Minute))
+		if len(evs) != 1 {
+			t.Fatalf("%s: %d events, want 1", c.entity, len(evs))
+		}
+		o := evs[0].Outage
+		if got := strings.Join(o.Kinds(), ", "); got != c.kinds || o.Confidence != c.conf {
+			t.Errorf("%s: seen in %s (confidence %v), want %s (%v)", c.entity, got, o.Confidence, c.kinds, c.conf)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package correlate
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -29,9 +30,14 @@ const (
 
 var kindOrder = []string{KindTraffic, KindDNS, KindRouting, KindQuality, KindOther}
 
-// kindOf says which view a signal gives, from the feed it comes from.
+// kindOf says which view a signal gives, from the feed it comes from. A
+// feed declared in a rules file is a view of its own, named as its feed:
+// IODA's routing, active probing and telescope (ioda-bgp,
+// ioda-active-probing, ioda-telescope) are three independent sources, as
+// IODA counts them, not one "other". Observation lines with no feed of
+// their own, and data-center load, stay other.
 func kindOf(signal string) string {
-	switch feedOf(signal) {
+	switch f := feedOf(signal); f {
 	case string(obs.FeedFlows):
 		return KindTraffic
 	case string(obs.FeedDNS):
@@ -40,8 +46,23 @@ func kindOf(signal string) string {
 		return KindRouting
 	case string(obs.FeedQuality):
 		return KindQuality
+	case "", string(obs.FeedObs), string(obs.FeedDCLoad):
+		return KindOther
+	default:
+		return f
 	}
-	return KindOther
+}
+
+// kindRank orders kinds: the built-in views, then declared feeds, then
+// other.
+func kindRank(k string) int {
+	if i := slices.Index(kindOrder[:len(kindOrder)-1], k); i >= 0 {
+		return i
+	}
+	if k == KindOther {
+		return len(kindOrder)
+	}
+	return len(kindOrder) - 1
 }
 
 func feedOf(signal string) string {
@@ -258,19 +279,11 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 			Threshold: w.Threshold, Start: first, Alerts: len(ms)})
 	}
 	slices.SortFunc(o.Signals, func(a, b alerting.SignalChange) int {
-		if d := slices.Index(kindOrder, a.Kind) - slices.Index(kindOrder, b.Kind); d != 0 {
-			return d
-		}
-		return strings.Compare(a.Signal, b.Signal)
+		return cmp.Or(kindRank(a.Kind)-kindRank(b.Kind), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Signal, b.Signal))
 	})
-	indep := 0
-	for _, k := range kindOrder[:4] {
-		if kinds[k] {
-			indep++
-		}
-	}
-	if indep == 0 {
-		indep = 1
+	indep := len(kinds)
+	if kinds[KindOther] && indep > 1 {
+		indep--
 	}
 	// Each independent view halves the doubt: 0.4, 0.7, 0.85, 0.93.
 	o.Confidence = round(1-0.6*math.Pow(0.5, float64(indep-1)), 2)
