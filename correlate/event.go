@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"golang.org/x/net/publicsuffix"
-	"golang.org/x/text/language"
-	"golang.org/x/text/language/display"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/obs"
@@ -136,54 +134,14 @@ func squash(s string) string {
 	return b.String()
 }
 
-// Name returns a readable name of an entity: "Spain", "MTN Uganda
-// (AS20294)", "AS1299 at ams01", "virginmedia.com".
-func Name(names map[uint32]string, entity string) string {
-	kind, id, err := obs.SplitEntity(entity)
-	if err != nil {
-		return entity
-	}
-	switch kind {
-	case obs.KindCountry:
-		return CountryName(id)
-	case obs.KindRegion:
-		return id
-	case obs.KindASN:
-		if n, err := strconv.ParseUint(id, 10, 32); err == nil && names[uint32(n)] != "" {
-			return names[uint32(n)] + " (AS" + id + ")"
-		}
-		return "AS" + id
-	case obs.KindTransit:
-		asn, site, ok := strings.Cut(id, "@")
-		n, _ := strconv.ParseUint(asn, 10, 32)
-		name := "AS" + asn
-		if names[uint32(n)] != "" {
-			name = names[uint32(n)] + " (AS" + asn + ")"
-		}
-		if ok {
-			return name + " at " + site
-		}
-		return "transit " + name
-	case obs.KindZone:
-		return id
-	}
-	return entity
-}
-
-// CountryName returns the English name of an ISO 3166 code, or the code.
-func CountryName(cc string) string {
-	r, err := language.ParseRegion(cc)
-	if err != nil {
-		return cc
-	}
-	if n := display.English.Regions().Name(r); n != "" {
-		return n
-	}
-	return cc
-}
-
+// name is what a person reading the event calls an entity, as the map
+// names it ("Spain", "MTN Uganda (AS20294)", "Gaza Strip (region 1226)"),
+// with a transit watched as a whole said to be one.
 func (c *Correlator) name(entity string) string {
-	return Name(c.cfg.Map.Names, entity)
+	if kind, id, _ := strings.Cut(entity, ":"); kind == obs.KindTransit && !strings.Contains(id, "@") {
+		return "transit " + c.cfg.Map.Name(entity)
+	}
+	return c.cfg.Map.Name(entity)
 }
 
 // entityRank orders entities widest first.

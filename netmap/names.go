@@ -34,6 +34,7 @@ func (m *Map) ASName(asn uint32) string {
 //	asn:20294            MTN Uganda (AS20294)
 //	country:ES           Spain
 //	region:PT-11         Lisboa, Portugal (PT-11)
+//	region:1226          Gaza Strip (region 1226), as its input named it
 //	transit:1299@ams01   Arelion (AS1299) at ams01
 //	zone:example.com     example.com
 //
@@ -43,9 +44,16 @@ func (m *Map) Name(entity string) string {
 	if !ok || id == "" {
 		return entity
 	}
+	var given string
+	if m != nil {
+		given = m.Given[entity]
+	}
 	switch kind {
 	case "asn":
 		if n, err := strconv.ParseUint(id, 10, 32); err == nil {
+			if given != "" && m.Names[uint32(n)] == "" {
+				return given + " (AS" + id + ")"
+			}
 			return m.ASName(uint32(n))
 		}
 	case "country":
@@ -60,7 +68,12 @@ func (m *Map) Name(entity string) string {
 				return code + ", " + n
 			}
 		}
-		return id
+		// A code of no ISO table (IODA numbers its regions): "region
+		// 1226" says what the number is.
+		if given != "" {
+			return given + " (region " + id + ")"
+		}
+		return "region " + id
 	case "transit":
 		as, site, _ := strings.Cut(id, "@")
 		if n, err := strconv.ParseUint(as, 10, 32); err == nil {

@@ -6,7 +6,12 @@ func TestName(t *testing.T) {
 	m := New()
 	m.Names[20294] = "MTN Uganda"
 	m.Names[1299] = "Arelion"
+	// What inputs call entities: a fallback the map's own names win over.
+	m.Given = map[string]string{"region:1226": "Gaza Strip", "asn:64497": "Example Net", "asn:20294": "MTN"}
 	for entity, want := range map[string]string{
+		"region:1226":          "Gaza Strip (region 1226)",
+		"region:4369":          "region 4369",
+		"asn:64497":            "Example Net (AS64497)",
 		"asn:20294":            "MTN Uganda (AS20294)",
 		"asn:64496":            "AS64496",
 		"country:ES":           "Spain",

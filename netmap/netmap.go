@@ -137,6 +137,10 @@ type Map struct {
 	// registered or located in (RIR statistics, a geolocation database),
 	// for addresses whose AS spans several countries.
 	PrefixCountries Table[string]
+	// Given names the entities an input names and the rest of the map
+	// does not ("region:1226", numbered by IODA, is "Gaza Strip" in its
+	// API's response): a fallback for display, never for attribution.
+	Given map[string]string
 	// Live, when set, is consulted before Origins: the BGP routing table.
 	Live interface {
 		OriginAS(netip.Addr) (uint32, bool)

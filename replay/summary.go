@@ -29,6 +29,9 @@ type ReadStats struct {
 	// (averages of several readings judged as one), when the reader
 	// knows.
 	Caveat string
+	// Names is what the file calls its entities, where it says (IODA's
+	// entityName): a display name for an entity the map cannot name.
+	Names map[string]string
 }
 
 // FileSummary says what became of one input file: how much was read, how
@@ -160,12 +163,16 @@ func (s *FileSummary) Err() error {
 // FileSource is a source read from one file, with its summary.
 type FileSource struct {
 	Source
-	sum FileSummary
-	n   int
+	sum   FileSummary
+	n     int
+	names map[string]string
 }
 
 // Len is the number of records the file handed on.
 func (f *FileSource) Len() int { return f.n }
+
+// Names is what the file calls its entities, where it says.
+func (f *FileSource) Names() map[string]string { return f.names }
 
 // Summary returns the file's summary; Run fills in what the pipeline said
 // of each record.
@@ -222,7 +229,7 @@ func FromFile(path, unit string, read func(fn func(ingest.Record) error) (ReadSt
 
 // newFileSource wraps the n records of src with the summary of the file.
 func newFileSource(src Source, path, unit string, st ReadStats, n int) *FileSource {
-	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines, Torn: st.Torn, Caveat: st.Caveat}, n: n}
+	fs := &FileSource{Source: src, sum: FileSummary{File: path, Unit: unit, Read: st.Lines, Torn: st.Torn, Caveat: st.Caveat}, n: n, names: st.Names}
 	if fs.sum.Read == 0 {
 		fs.sum.Read = int64(n)
 	}

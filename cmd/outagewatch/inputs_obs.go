@@ -24,7 +24,7 @@ func init() {
 		return replay.FromFile(path, "value", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 			st, err := obsfile.ReadIODAFile(path, fn)
 			return replay.ReadStats{Lines: st.Values, Skipped: st.Skipped, FirstBad: st.FirstSkipped, FirstErr: st.FirstWhy,
-				Caveat: st.Caveat()}, err
+				Caveat: st.Caveat(), Names: st.Names}, err
 		})
 	}
 	readCSV := func(path string) (replay.Source, error) {

@@ -243,6 +243,9 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		if ls, ok := s.(interface{ Len() int }); ok {
 			total += ls.Len()
 		}
+		if fs, ok := s.(*replay.FileSource); ok {
+			giveNames(m, fs.Names())
+		}
 		srcs = append(srcs, s)
 	}
 	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local, Logger: log, Events: o.events}
@@ -292,6 +295,19 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		"buckets", st.BucketsClosed, "alerts", st.Events, "elapsed", el.Round(time.Millisecond),
 		"records_per_s", int64(float64(recs)/el.Seconds()))
 	return p, nil
+}
+
+// giveNames adds what an input calls its entities to the names m falls
+// back on; the first input to name an entity names it.
+func giveNames(m *netmap.Map, names map[string]string) {
+	for e, n := range names {
+		if m.Given == nil {
+			m.Given = map[string]string{}
+		}
+		if _, ok := m.Given[e]; !ok {
+			m.Given[e] = n
+		}
+	}
 }
 
 // loadFixture reads a fixture from disk, or from the bundled ones when no

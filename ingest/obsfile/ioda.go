@@ -89,6 +89,11 @@ type IODAStats struct {
 	// Step and NativeStep are the first such series', in seconds.
 	Averaged         int
 	Step, NativeStep int64
+	// Names is what the file calls its entities, where it says: the API's
+	// entityName ("Gaza Strip" for region:1226), or an export's file name
+	// (gazastrip). IODA's region codes are its own, which no ISO table
+	// names.
+	Names map[string]string
 	// whole is, per signal the rules declare the mean of several counts
 	// (obs.SignalDef.MeanOf), how many of its values above 0 were read
 	// and how many of them were whole numbers.
@@ -159,6 +164,16 @@ func (st *IODAStats) shape(signal string, v float64) {
 		if v == math.Trunc(v) {
 			c[1]++
 		}
+	}
+}
+
+// name records the first name the file gives entity.
+func (st *IODAStats) name(entity, name string) {
+	if st.Names == nil {
+		st.Names = map[string]string{}
+	}
+	if _, ok := st.Names[entity]; !ok {
+		st.Names[entity] = name
 	}
 }
 
@@ -263,7 +278,22 @@ func ReadIODAFile(path string, fn func(ingest.Record) error) (IODAStats, error) 
 	if err != nil {
 		return IODAStats{}, err
 	}
-	return linefile.ReadFile("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODACSV(r, entity, fn) })
+	st, err := linefile.ReadFile("ioda", path, gz, func(r io.Reader) (IODAStats, error) { return ReadIODACSV(r, entity, fn) })
+	if name := iodaFileName(path); name != "" {
+		st.name(entity, name)
+	}
+	return st, err
+}
+
+// iodaFileName is the name an export's file gives its entity, after its
+// code: gazastrip for ioda_region_1226_gazastrip.csv; "" for none.
+func iodaFileName(path string) string {
+	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".gz"), ".csv")
+	parts := strings.SplitN(base, "_", 4)
+	if len(parts) < 4 {
+		return ""
+	}
+	return parts[3]
 }
 
 // IsIODAFile reports whether the file at path replays as IODA's: a .json
@@ -301,6 +331,7 @@ func CheckIODASignals() error {
 type iodaSeries struct {
 	EntityType string            `json:"entityType"`
 	EntityCode string            `json:"entityCode"`
+	EntityName string            `json:"entityName"`
 	Datasource string            `json:"datasource"`
 	From       int64             `json:"from"`
 	Step       int64             `json:"step"`
@@ -337,6 +368,9 @@ func ReadIODAJSON(r io.Reader, fn func(ingest.Record) error) (IODAStats, error) 
 	for i, s := range series {
 		entity := s.EntityType + ":" + s.EntityCode
 		placed := s.EntityType != "" && s.EntityCode != "" && s.Step > 0 && s.Step < maxSeconds && s.From > 0 && s.From < maxSeconds
+		if name := strings.TrimSpace(s.EntityName); placed && name != "" {
+			st.name(entity, name)
+		}
 		signal, ok := IODASignal(s.Datasource, merit[entity])
 		if ok && s.NativeStep > 0 && s.Step > s.NativeStep && len(s.Values) > 0 && poisson(signal) {
 			if st.Averaged == 0 {
@@ -490,6 +524,8 @@ func decodeIODASeries(dec *json.Decoder) (iodaSeries, error) {
 			v = &s.EntityType
 		case "entityCode":
 			v = &s.EntityCode
+		case "entityName":
+			v = &s.EntityName
 		case "datasource":
 			v = &s.Datasource
 		case "from":

@@ -59,6 +59,24 @@ func TestReadIODAJSON(t *testing.T) {
 		st.FirstWhy != `source "ucsd-nt": `+skipText[SkipSource] {
 		t.Errorf("stats %+v; want 11 values, 6 records, skipped %v, the first the 6th (ucsd-nt beside merit-nt)", st, wantSkipped)
 	}
+	if want := map[string]string{"region:1226": "Gaza Strip"}; !maps.Equal(st.Names, want) {
+		t.Errorf("names %v, want %v (the API's entityName; Iraq's series gives none)", st.Names, want)
+	}
+}
+
+// An export's file name is the only place it names its entity, after
+// its code.
+func TestIODAFileName(t *testing.T) {
+	for path, want := range map[string]string{
+		"dl/ioda_region_1226_gazastrip.csv.gz": "gazastrip",
+		"ioda_country_IQ_iraq.csv":             "iraq",
+		"ioda_asn_20294_mtn_uganda.csv":        "mtn_uganda",
+		"ioda_asn_20294.csv":                   "",
+	} {
+		if got := iodaFileName(path); got != want {
+			t.Errorf("iodaFileName(%q) = %q, want %q", path, got, want)
+		}
+	}
 }
 
 // iodaResponse is a signals/raw response of two entities.
