@@ -481,11 +481,12 @@ func (d *prefixWithdrawal) finding(status string, c *aggregate.Closed, j spaceJu
 	// Routing's own signals are announced space; a declared gauge (IODA's
 	// active probing, a telescope's sources) is named as itself, which
 	// notifications put in words.
+	routing := pt.Series.Signal.Def().Feed == obs.FeedBGP
 	switch {
-	case pt.Series.Signal.Def().Feed == obs.FeedBGP && status == Firing:
+	case routing && status == Firing:
 		f.Summary = fmt.Sprintf("announced space of %s down %.1f%%: %.0f of %.0f %s visible (%s)",
 			f.Entity, -f.ChangePct, pt.Value, j.base, words.Unit(unit), f.Signal)
-	case pt.Series.Signal.Def().Feed == obs.FeedBGP:
+	case routing:
 		f.Summary = fmt.Sprintf("announced space of %s back: %.0f of %.0f %s visible (lowest %.0f)",
 			f.Entity, pt.Value, j.base, words.Unit(unit), st.Low)
 	case status == Firing:

@@ -250,8 +250,8 @@ func Declare(d SignalDef) (Signal, error) {
 		if old.Unit != d.Unit || old.Kind != d.Kind || old.Feed != d.Feed || old.Agg != d.Agg ||
 			old.Cadence != d.Cadence || old.ZeroWhenAbsent != d.ZeroWhenAbsent || old.Precision != d.Precision ||
 			old.Poisson != d.Poisson || old.MeanOf != d.MeanOf {
-			return 0, fmt.Errorf("signal %s already declared differently (unit %q, kind %s, feed %s, %s, cadence %ds, missing_is_zero %v)",
-				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent)
+			return 0, fmt.Errorf("signal %s already declared differently (unit %q, kind %s, feed %s, %s, cadence %ds, missing_is_zero %v, precision %g, poisson %v, mean of %g)",
+				d.Name, old.Unit, old.Kind, old.Feed, old.Agg, old.Cadence/1e9, old.ZeroWhenAbsent, old.Precision, old.Poisson, max(old.MeanOf, 1))
 		}
 		return s, nil
 	}

@@ -96,7 +96,8 @@ type IODAStats struct {
 	Names map[string]string
 	// whole is, per signal the rules declare the mean of several counts
 	// (obs.SignalDef.MeanOf), how many of its values above 0 were read
-	// and how many of them were whole numbers.
+	// and how many of them were whole numbers; nil for any other signal,
+	// so that each is looked up once.
 	whole map[string]*[2]int64
 }
 
