@@ -306,6 +306,12 @@ func (s *Slack) message(ev *Event) (string, []slack.Block) {
 		// An alert's resolve carries the level it recovered to.
 		measure = slackEscape(SignalWords(ev.Signal) + " now " + Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
 	}
+	if silentFeed(ev) {
+		measure = "no data"
+		if ev.Status == Resolved {
+			measure = "data again"
+		}
+	}
 	var blocks []slack.Block
 	var text string
 	if ev.IsEvent() {
@@ -409,6 +415,11 @@ func entityName(ev *Event, entity string) string {
 				return e.Name
 			}
 		}
+	}
+	if entity == ev.Entity && ev.Labels["display"] != "" {
+		// As the map names it, as a text line does: "the bgp@rrc01
+		// feed", "MTN Uganda (AS20294)".
+		return ev.Labels["display"]
 	}
 	if entity == ev.Entity && ev.Labels["name"] != "" {
 		return ev.Labels["name"] + " (" + entity + ")"

@@ -188,6 +188,27 @@ func TestSlackResolveUpdatesOriginal(t *testing.T) {
 	eq(t, "sent", st.Sent, 1)
 }
 
+// A feed gone silent reads "no data", not "records 0 vs 0 expected",
+// with its summary below, and is named as the map names it.
+func TestSlackSilentFeed(t *testing.T) {
+	ev := &Event{Kind: KindAlert, Status: Firing, Severity: "warning", Detector: "feed_health", Signal: "records",
+		Entity: "feed:ioda-telescope", Labels: map[string]string{"display": "the ioda-telescope feed"}, ChangePct: -100,
+		Start: t0, At: t0.Add(25 * time.Minute), Rule: "feed-health",
+		Summary: "no data from the ioda-telescope feed for 5 buckets (it reports every 1): its series read as no data, not as zero"}
+	text, blocks := (&Slack{}).message(ev)
+	eq(t, "text", text, ":large_orange_circle: FIRING [warning] the ioda-telescope feed: no data since 2025-04-28 10:35 UTC")
+	raw, err := json.Marshal(blocks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(blockTexts(t, string(raw)), "|"); !strings.HasPrefix(got, ":large_orange_circle: *FIRING* the ioda-telescope feed: no data\nno data from the ioda-telescope feed for 5 buckets") {
+		t.Errorf("blocks %s", got)
+	}
+	ev.Status = Resolved
+	text, _ = (&Slack{}).message(ev)
+	eq(t, "resolved text", text, ":white_check_mark: RESOLVED [warning] the ioda-telescope feed: data again since 2025-04-28 10:35 UTC")
+}
+
 // A resolve that fails half-way is retried without redoing the half that
 // worked: one update, one reply.
 func TestSlackResolveRetryIsIdempotent(t *testing.T) {

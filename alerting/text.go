@@ -303,6 +303,13 @@ func When(t time.Time, country string) string {
 	return s
 }
 
+// silentFeed says whether ev is a feed's silence: records against no
+// expectation, which measure nothing ("records 0 vs 0 expected"), so
+// notifications say "no data" instead.
+func silentFeed(ev *Event) bool {
+	return ev.Detector == "feed_health" && ev.Signal == "records"
+}
+
 // TextLine is one notification as a line for a person, as `replay --text`
 // prints it: when the pipeline knew, what happened and how bad, in the
 // words of the Slack message.
@@ -326,8 +333,12 @@ func TextLine(ev *Event) string {
 	if ev.Status == Resolved {
 		now = "now "
 	}
-	s := fmt.Sprintf("%s  alert %-8s [%s] %s: %s %s%s", at, ev.Status, ev.Severity, name, SignalWords(ev.Signal), now,
-		Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod))
+	what := name + ": " + SignalWords(ev.Signal) + " " + now + Measure(ev.Signal, ev.Observed, ev.Baseline, ev.ChangePct, ev.BaselineMethod)
+	if silentFeed(ev) && ev.Summary != "" {
+		// Its summary names the feed and says what the silence means.
+		what = ev.Summary
+	}
+	s := fmt.Sprintf("%s  alert %-8s [%s] %s", at, ev.Status, ev.Severity, what)
 	var notes []string
 	notes = append(notes, ev.Detector)
 	if ev.OutageEvent != "" {

@@ -101,6 +101,13 @@ func TestTextLine(t *testing.T) {
 	if got, want := TextLine(a), "2025-04-28 10:50 UTC  alert resolved [critical] Telefonica de Espana (AS3352): traffic now 1.2 Gbit/s vs 1.2 Gbit/s expected, −2.2 % (traffic_drop; event 9a0941bd5fba9f18)"; got != want {
 		t.Errorf("alert line\n got %s\nwant %s", got, want)
 	}
+	// A feed gone silent says so, not "records 0 vs 0 expected".
+	f := &Event{Kind: KindAlert, Status: Firing, Severity: "warning", At: at, Detector: "feed_health", Signal: "records",
+		Entity: "feed:ioda-telescope", Labels: map[string]string{"display": "the ioda-telescope feed"}, ChangePct: -100,
+		Summary: "no data from the ioda-telescope feed for 5 buckets (it reports every 1): its series read as no data, not as zero"}
+	if got, want := TextLine(f), "2025-04-28 10:50 UTC  alert firing   [warning] no data from the ioda-telescope feed for 5 buckets (it reports every 1): its series read as no data, not as zero (feed_health)"; got != want {
+		t.Errorf("feed line\n got %s\nwant %s", got, want)
+	}
 }
 
 // A chart's value axis names routed space as the text beside it does:
