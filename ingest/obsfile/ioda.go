@@ -289,7 +289,11 @@ func ReadIODAFile(path string, fn func(ingest.Record) error) (IODAStats, error) 
 // iodaFileName is the name an export's file gives its entity, after its
 // code: gazastrip for ioda_region_1226_gazastrip.csv; "" for none.
 func iodaFileName(path string) string {
-	base := strings.TrimSuffix(strings.TrimSuffix(filepath.Base(path), ".gz"), ".csv")
+	base := filepath.Base(path)
+	for trimmed := ""; trimmed != base; {
+		trimmed = base
+		base = strings.TrimSuffix(strings.TrimSuffix(base, ".gz"), ".csv")
+	}
 	parts := strings.SplitN(base, "_", 4)
 	if len(parts) < 4 {
 		return ""

@@ -64,21 +64,6 @@ func TestReadIODAJSON(t *testing.T) {
 	}
 }
 
-// An export's file name is the only place it names its entity, after
-// its code.
-func TestIODAFileName(t *testing.T) {
-	for path, want := range map[string]string{
-		"dl/ioda_region_1226_gazastrip.csv.gz": "gazastrip",
-		"ioda_country_IQ_iraq.csv":             "iraq",
-		"ioda_asn_20294_mtn_uganda.csv":        "mtn_uganda",
-		"ioda_asn_20294.csv":                   "",
-	} {
-		if got := iodaFileName(path); got != want {
-			t.Errorf("iodaFileName(%q) = %q, want %q", path, got, want)
-		}
-	}
-}
-
 // iodaResponse is a signals/raw response of two entities.
 const iodaResponse = `{"type":"signals","metadata":{"requestTime":"2023-10-27T00:00:00Z"},"error":null,"perf":null,"data":[[
  {"entityType":"region","entityCode":"1226","entityName":"Gaza Strip","datasource":"bgp","subtype":"","from":1698364800,"until":1698365700,"step":300,"nativeStep":300,"values":[560,null,542]},
@@ -180,21 +165,26 @@ func TestReadIODACSV(t *testing.T) {
 	}
 }
 
+// An export's file name is the only place it names its entity: its kind
+// and code, then what IODA calls it.
 func TestIODAEntity(t *testing.T) {
-	for name, want := range map[string]string{
-		"/data/ioda_country_IQ_iraq.csv.gz":         "country:IQ",
-		"ioda_region_1226_gazastrip.csv":            "region:1226",
-		"ioda_asn_20294_mtn-uganda.csv":             "asn:20294",
-		"ioda_country_PK.csv.gz":                    "country:PK",
-		"ioda_city_5128581_new-york.csv":            "",
-		"iraq.csv":                                  "",
-		"ioda_country__iraq.csv":                    "",
-		"export_ioda_country_IQ_iraq.csv.gz":        "",
-		"/tmp/ioda_region_4369_zhytomyr.csv.gz.csv": "region:4369",
+	for name, want := range map[string][2]string{
+		"/data/ioda_country_IQ_iraq.csv.gz":         {"country:IQ", "iraq"},
+		"ioda_region_1226_gazastrip.csv":            {"region:1226", "gazastrip"},
+		"ioda_asn_20294_mtn-uganda.csv":             {"asn:20294", "mtn-uganda"},
+		"ioda_country_PK.csv.gz":                    {"country:PK", ""},
+		"ioda_city_5128581_new-york.csv":            {"", "new-york"},
+		"iraq.csv":                                  {"", ""},
+		"ioda_country__iraq.csv":                    {"", "iraq"},
+		"export_ioda_country_IQ_iraq.csv.gz":        {"", "IQ_iraq"},
+		"/tmp/ioda_region_4369_zhytomyr.csv.gz.csv": {"region:4369", "zhytomyr"},
 	} {
 		got, err := IODAEntity(name)
-		if got != want || (want == "") != (err != nil) {
-			t.Errorf("IODAEntity(%q) = %q, %v; want %q", name, got, err, want)
+		if got != want[0] || (want[0] == "") != (err != nil) {
+			t.Errorf("IODAEntity(%q) = %q, %v; want %q", name, got, err, want[0])
+		}
+		if got := iodaFileName(name); got != want[1] {
+			t.Errorf("iodaFileName(%q) = %q, want %q", name, got, want[1])
 		}
 	}
 }
