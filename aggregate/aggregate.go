@@ -462,6 +462,19 @@ func (f *feedCounts) counts() map[obs.Feed]int64 {
 	return m
 }
 
+// removeStart forgets a closed bucket start. Buckets close oldest first,
+// so the first is cut off by reslicing: deleting it would move every
+// later start, once per bucket closed.
+func (a *Aggregator) removeStart(start int64) {
+	if len(a.starts) > 0 && a.starts[0] == start {
+		a.starts = a.starts[1:]
+		return
+	}
+	if i, ok := slices.BinarySearch(a.starts, start); ok {
+		a.starts = slices.Delete(a.starts, i, i+1)
+	}
+}
+
 // addStart records a newly opened bucket start.
 func (a *Aggregator) addStart(start int64) {
 	if n := len(a.starts); n == 0 || a.starts[n-1] < start {
@@ -836,9 +849,7 @@ func (a *Aggregator) close(start int64, fn func(*Closed)) {
 	if a.lastStart == start {
 		a.lastFeeds = nil
 	}
-	if i, ok := slices.BinarySearch(a.starts, start); ok {
-		a.starts = slices.Delete(a.starts, i, i+1)
-	}
+	a.removeStart(start)
 	c := &Closed{Start: start, End: end, FeedObservations: feeds, Points: make([]Point, 0, len(a.sorted))}
 	var coarse []*Closed
 	if len(a.coarse) > 0 {

@@ -168,9 +168,7 @@ func (a *Aggregator) flush(start int64, entry func(*part, *partial.Entry)) (*fee
 	if a.lastStart == start {
 		a.lastFeeds = nil
 	}
-	if i, ok := slices.BinarySearch(a.starts, start); ok {
-		a.starts = slices.Delete(a.starts, i, i+1)
-	}
+	a.removeStart(start)
 	var e partial.Entry // one for the bucket: its address goes to entry, so it lives on the heap
 	n := 0
 	for _, s := range a.takeDue(start) {
