@@ -51,6 +51,27 @@ func kindOf(signal string) string {
 	}
 }
 
+// KindOf is the view a signal gives (KindTraffic, KindRouting, …, or a
+// declared feed's own name): alerts of one kind are one witness however
+// many there are.
+func KindOf(signal string) string { return kindOf(signal) }
+
+// Confidence is how sure an outage is from the kinds of view that see it
+// (KindOf of each member's signal). Each independent view halves the
+// doubt that one leaves: 0.4, 0.7, 0.85, 0.93. KindOther (observation
+// lines with no feed of their own, data-center load) is no independent
+// view beside another: it may be any of them.
+func Confidence(kinds map[string]bool) float64 {
+	indep := len(kinds)
+	if kinds[KindOther] && indep > 1 {
+		indep--
+	}
+	if indep == 0 {
+		return 0
+	}
+	return round(1-0.6*math.Pow(0.5, float64(indep-1)), 2)
+}
+
 // kindRank orders kinds: the built-in views, then declared feeds, then
 // other.
 func kindRank(k string) int {
@@ -239,12 +260,7 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 	slices.SortFunc(o.Signals, func(a, b alerting.SignalChange) int {
 		return cmp.Or(kindRank(a.Kind)-kindRank(b.Kind), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Signal, b.Signal))
 	})
-	indep := len(kinds)
-	if kinds[KindOther] && indep > 1 {
-		indep--
-	}
-	// Each independent view halves the doubt: 0.4, 0.7, 0.85, 0.93.
-	o.Confidence = round(1-0.6*math.Pow(0.5, float64(indep-1)), 2)
+	o.Confidence = Confidence(kinds)
 
 	// The headline: the place-wide traffic signal if there is one, else
 	// the first signal.

@@ -22,7 +22,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -31,6 +30,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/chart"
+	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/netmap"
 )
 
@@ -385,7 +385,7 @@ func finish(in *Incident) {
 	for _, ev := range in.Alerts {
 		h.Write([]byte(ev.ID))
 		signals[ev.Signal] = true
-		kinds[signalKind(ev.Signal)] = true
+		kinds[correlate.KindOf(ev.Signal)] = true
 		if strings.HasPrefix(ev.Entity, "asn:") {
 			n := ev.Labels["display"]
 			if n == "" {
@@ -411,25 +411,10 @@ func finish(in *Incident) {
 	in.ID = hex.EncodeToString(h.Sum(nil))[:16]
 	in.Signals = slices.Sorted(maps.Keys(signals))
 	in.Networks = slices.Sorted(maps.Keys(nets))
-	// Each independent kind of evidence (traffic, routing, DNS, quality)
-	// halves the doubt: one kind 0.5, two 0.75, three 0.88.
-	in.Confidence = math.Round((1-math.Pow(0.5, float64(len(kinds))))*100) / 100
+	// As sure as the outage events the correlator writes, by the same
+	// count of independent views.
+	in.Confidence = correlate.Confidence(kinds)
 	slices.SortFunc(in.Alerts, func(a, b alerting.Event) int {
 		return cmp.Or(a.Start.Compare(b.Start), strings.Compare(a.Entity, b.Entity), strings.Compare(a.Signal, b.Signal))
 	})
-}
-
-// signalKind groups signals by the independent source they come from.
-func signalKind(s string) string {
-	switch {
-	case strings.HasPrefix(s, "traffic_"):
-		return "traffic"
-	case strings.HasPrefix(s, "bgp_"):
-		return "routing"
-	case strings.HasPrefix(s, "dns_"):
-		return "dns"
-	case strings.HasPrefix(s, "latency") || strings.HasPrefix(s, "bandwidth") || strings.HasPrefix(s, "packet_loss"):
-		return "quality"
-	}
-	return s
 }
