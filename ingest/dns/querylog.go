@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"net/netip"
 	"strconv"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/miekg/dns"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/jsonstr"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/obs"
 )
@@ -188,7 +188,7 @@ func (d *QueryLogDecoder) stringValue(b []byte, i int, field string) ([]byte, in
 		return b[s:e], next, nil
 	}
 	var ok bool
-	d.scratch, ok = unescape(d.scratch[:0], b[s:e])
+	d.scratch, ok = jsonstr.Unescape(d.scratch[:0], b[s:e])
 	if !ok {
 		return nil, i, ingest.Errorf("json", "bad escape in %s", field)
 	}
@@ -366,71 +366,6 @@ func scanString(b []byte, i int) (start, end int, esc bool, next int) {
 		}
 	}
 	return 0, 0, false, -1
-}
-
-// unescape appends the JSON string content s with its escapes resolved.
-func unescape(dst, s []byte) ([]byte, bool) {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			continue
-		}
-		i++
-		if i >= len(s) {
-			return dst, false
-		}
-		switch s[i] {
-		case '"', '\\', '/':
-			dst = append(dst, s[i])
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r, ok := hex4(s[i+1:])
-			if !ok {
-				return dst, false
-			}
-			i += 4
-			if r >= 0xd800 && r < 0xdc00 && i+6 < len(s) && s[i+1] == '\\' && s[i+2] == 'u' {
-				if r2, ok := hex4(s[i+3:]); ok && r2 >= 0xdc00 && r2 < 0xe000 {
-					r = (r-0xd800)<<10 | (r2 - 0xdc00) + 0x10000
-					i += 6
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-		default:
-			return dst, false
-		}
-	}
-	return dst, true
-}
-
-func hex4(s []byte) (rune, bool) {
-	if len(s) < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s[:4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
 }
 
 func scanNumber(b []byte, i int) int {

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/jsonstr"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -142,7 +143,7 @@ func (d *JSONDecoder) parse(value []byte, r *record) error {
 				return ingest.Errorf("json", "flow record: %v at offset %d", err, s.i)
 			}
 			if escaped {
-				d.keyBuf = unescape(d.keyBuf[:0], key)
+				d.keyBuf, _ = jsonstr.Unescape(d.keyBuf[:0], key) // str checked its escapes
 				key = d.keyBuf
 			}
 			if s.peek() != ':' {
@@ -202,7 +203,7 @@ func (d *JSONDecoder) field(s *scanner, f jsonField, r *record, recvNs, endNs *i
 			return err
 		}
 		if escaped {
-			d.valBuf = unescape(d.valBuf[:0], raw)
+			d.valBuf, _ = jsonstr.Unescape(d.valBuf[:0], raw)
 			raw = d.valBuf
 		}
 		switch f {

@@ -1,10 +1,6 @@
 package flows
 
-import (
-	"errors"
-	"unicode/utf16"
-	"unicode/utf8"
-)
+import "errors"
 
 // scanner is a small strict JSON reader over one value. It exists because
 // flow records arrive by the hundred thousand a second and encoding/json
@@ -99,56 +95,6 @@ func hexVal(c byte) int {
 		return int(c-'A') + 10
 	}
 	return -1
-}
-
-// unescape appends the decoded form of raw, string content already checked
-// by str, to dst. Lone surrogates become U+FFFD, as in encoding/json.
-func unescape(dst, raw []byte) []byte {
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			i++
-			continue
-		}
-		i++
-		switch raw[i] {
-		case 'b':
-			dst = append(dst, '\b')
-		case 'f':
-			dst = append(dst, '\f')
-		case 'n':
-			dst = append(dst, '\n')
-		case 'r':
-			dst = append(dst, '\r')
-		case 't':
-			dst = append(dst, '\t')
-		case 'u':
-			r := hex4(raw[i+1:])
-			i += 4
-			if utf16.IsSurrogate(r) {
-				if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-					if r2 := utf16.DecodeRune(r, hex4(raw[i+3:])); r2 != utf8.RuneError {
-						r = r2
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				} else {
-					r = utf8.RuneError
-				}
-			}
-			dst = utf8.AppendRune(dst, r)
-		default: // '"', '\\', '/'
-			dst = append(dst, raw[i])
-		}
-		i++
-	}
-	return dst
-}
-
-func hex4(b []byte) rune {
-	return rune(hexVal(b[0])<<12 | hexVal(b[1])<<8 | hexVal(b[2])<<4 | hexVal(b[3]))
 }
 
 // num reads a number at s.i and returns its text and whether it is an

@@ -3,10 +3,10 @@ package quality
 import (
 	"net/netip"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/ingest/jsonstr"
 	"github.com/outagewatch/outagewatch/ingest/timeparse"
 )
 
@@ -173,88 +173,33 @@ var strSpecial = func() (t [256]bool) {
 	return t
 }()
 
+// unescape finishes a string that has escapes, from its first backslash
+// at s.i: it finds the closing quote, then resolves the escapes into the
+// scanner's buffer.
 func (s *scanner) unescape(start int) ([]byte, error) {
-	out := append(s.buf[:0], s.b[start:s.i]...)
-	defer func() { s.buf = out[:0] }()
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
+	b := s.b
+	for i := s.i; i < len(b); i++ {
+		switch c := b[i]; {
 		case c == '"':
-			s.i++
-			if !utf8.Valid(out) {
+			out, ok := jsonstr.Unescape(s.buf[:0], b[start:i])
+			s.buf = out[:0]
+			switch {
+			case !ok:
+				return nil, ingest.Errorf("json", "offset %d: the string has an escape JSON does not have", start-1)
+			case !utf8.Valid(out):
 				return nil, ingest.Errorf("json", "string is not UTF-8")
 			}
+			s.i = i + 1
 			return out, nil
+		case c == '\\':
+			i++
 		case c < 0x20:
+			s.i = i
 			return nil, s.syntax("string character")
-		case c != '\\':
-			out = append(out, c)
-			s.i++
-			continue
-		}
-		if s.i+1 >= len(s.b) {
-			return nil, s.syntax("escape")
-		}
-		e := s.b[s.i+1]
-		s.i += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, ok := s.hex4()
-			if !ok {
-				return nil, s.syntax("4 hex digits")
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(utf8.RuneError)
-				if s.i+1 < len(s.b) && s.b[s.i] == '\\' && s.b[s.i+1] == 'u' {
-					s.i += 2
-					lo, ok := s.hex4()
-					if !ok {
-						return nil, s.syntax("4 hex digits")
-					}
-					r2 = lo
-				}
-				r = utf16.DecodeRune(r, r2)
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			s.i--
-			return nil, s.syntax("escape")
 		}
 	}
+	s.i = len(b)
 	return nil, s.syntax("'\"'")
-}
-
-func (s *scanner) hex4() (rune, bool) {
-	if len(s.b)-s.i < 4 {
-		return 0, false
-	}
-	var r rune
-	for _, c := range s.b[s.i : s.i+4] {
-		switch {
-		case '0' <= c && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case 'a' <= c && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case 'A' <= c && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	s.i += 4
-	return r, true
 }
 
 // number reads a JSON number and returns its text; frac says whether it
