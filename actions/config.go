@@ -10,7 +10,6 @@ package actions
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/netip"
 	"os"
@@ -21,6 +20,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 )
 
 // Modes, as in the rules' actions key.
@@ -300,21 +301,8 @@ func parseSite(file, name string, n *yaml.Node, owner map[string]string) (*Site,
 }
 
 func yamlError(file string, err error) error {
-	var te *yaml.TypeError
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	line := 1
-	if rest, ok := strings.CutPrefix(msg, "line "); ok {
-		if n, tail, ok := strings.Cut(rest, ":"); ok {
-			if v, err := strconv.Atoi(n); err == nil {
-				line, msg = v, strings.TrimSpace(tail)
-			}
-		}
-	}
-	return &Error{file, line, msg}
+	line, msg := yamlerr.Split(err)
+	return &Error{file, max(line, 1), msg}
 }
 
 // transit returns the transit asn at site, or nil.

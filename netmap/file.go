@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 )
 
 // mapFile is the YAML form of a mapping file:
@@ -60,7 +62,7 @@ func LoadFile(m *Map, file string) (*Map, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("mapping %s: %w", file, err)
+		return nil, fmt.Errorf("mapping %w", yamlerr.Wrap(file, err))
 	}
 	for asn, a := range f.ASNs {
 		if len(a.Country) != 2 && a.Country != "" {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/examples"
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 	"github.com/outagewatch/outagewatch/obs"
 )
 
@@ -412,15 +413,6 @@ func keyLine(n *yaml.Node, key string) int {
 
 // yamlError turns the YAML library's "yaml: line N: msg" into an Error.
 func yamlError(file string, err error) error {
-	var te *yaml.TypeError
-	msg := err.Error()
-	if errors.As(err, &te) && len(te.Errors) > 0 {
-		msg = te.Errors[0]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	line := 0
-	if _, err := fmt.Sscanf(msg, "line %d:", &line); err == nil {
-		_, msg, _ = strings.Cut(msg, ": ")
-	}
+	line, msg := yamlerr.Split(err)
 	return &Error{file, line, msg}
 }

@@ -271,7 +271,7 @@ func TestLoadBoardSetErrors(t *testing.T) {
 		{"name: x\nrules: r.yaml\nformat: ioda-csv\nfiles: [a.csv]\nentity: XX\ncolumns: {bgp: b}\n", `x.yaml:5: entity "XX": want kind:name`},
 		{"name: x\nrules: r.yaml\nformat: csv\nfiles: [a.csv]\n", `x.yaml:3: format "csv": want ioda-csv or atlas-rtt`},
 		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindows: [{from: 2024-01-01T00:00:00Z, to: 2024-01-02T00:00:00Z}]\n", "x.yaml:5: format atlas-rtt is labelled by its own change points"},
-		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindow: []\n", "x.yaml:5: field window not found"},
+		{"name: x\nrules: r.yaml\nformat: atlas-rtt\nfiles: [a]\nwindow: []\n", `x.yaml:5: unknown key "window"`},
 		{"rules: r.yaml\n", "x.yaml:1: missing name"},
 	} {
 		f := filepath.Join(dir, "x.yaml")

@@ -2,7 +2,6 @@ package score
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 	"github.com/outagewatch/outagewatch/scenario"
 )
 
@@ -118,7 +118,7 @@ func ParseLabels(file string, b []byte) (*Labels, error) {
 func parseDoc(file string, b []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(err.Error(), "yaml: "), "line "))
+		return nil, yamlerr.Wrap(file, err)
 	}
 	return &doc, nil
 }
@@ -129,12 +129,7 @@ func decodeKnown(file string, b []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(v); err != nil {
-		var te *yaml.TypeError
-		msg := err.Error()
-		if errors.As(err, &te) && len(te.Errors) > 0 {
-			msg = te.Errors[0]
-		}
-		return fmt.Errorf("%s:%s", file, strings.TrimPrefix(strings.TrimPrefix(msg, "yaml: "), "line "))
+		return yamlerr.Wrap(file, err)
 	}
 	return nil
 }

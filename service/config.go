@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 	"github.com/outagewatch/outagewatch/silence"
 )
 
@@ -233,22 +233,13 @@ func LoadConfig(file string) (*Config, error) {
 	return ParseConfig(file, b)
 }
 
-var yamlLine = regexp.MustCompile(`line (\d+): `)
-
 // ParseConfig parses config text; file names it in errors.
 func ParseConfig(file string, b []byte) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
-		msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-		if m := yamlLine.FindStringSubmatch(msg); m != nil {
-			msg = file + ":" + m[1] + ": " + strings.Replace(msg, m[0], "", 1)
-		} else {
-			msg = file + ": " + msg
-		}
-		return nil, errors.New(msg)
+		return nil, yamlerr.Wrap(file, err)
 	}
 	c.file = file
 	if err := c.checkLoaded(file, b); err != nil {

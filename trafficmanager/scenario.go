@@ -5,13 +5,14 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 )
 
 // Scenario is a planner run written as data: a topology, then ticks that
@@ -143,8 +144,6 @@ func (u *UnitThresholds) UnmarshalYAML(n *yaml.Node) error {
 	*u = UnitThresholds{raw.Max, raw.Target, raw.Acceptable, raw.SLO}
 	return nil
 }
-
-var yamlLine = regexp.MustCompile(`line (\d+): `)
 
 // LoadScenario reads and validates a scenario file; errors read
 // file:line: reason.
@@ -379,12 +378,8 @@ func (tk *ScenarioTick) Mismatch(r Result) string {
 }
 
 func yamlErr(file string, err error) error {
-	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	msg = strings.TrimPrefix(msg, "unmarshal errors:\n  ")
-	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil && m[0] == 0 {
-		return fmt.Errorf("%s:%s: %s", file, msg[m[2]:m[3]], msg[m[1]:])
-	}
-	return fmt.Errorf("%s:1: %s", file, msg)
+	line, msg := yamlerr.Split(err)
+	return fmt.Errorf("%s:%d: %s", file, max(line, 1), msg)
 }
 
 // findLine returns the line of the node at path (mapping keys, or list

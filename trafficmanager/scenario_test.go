@@ -32,7 +32,7 @@ func TestParseScenarioErrors(t *testing.T) {
 		{"thresholds: {max: 0.9, target: 0.95, acceptable: 0.7}\nunits:\n  A: {capacity: 10}\n", "s.yaml:1: thresholds acceptable 0.7, target 0.95, max 0.9"},
 		{base + "latency:\n  A: {B: 5}\n", "s.yaml:5: latency A→B: unknown location"},
 		{base + "ticks:\n  - capacity: {B: 5}\n", "s.yaml:5: tick 0: capacity B 5: want a known unit"},
-		{base + "ticks:\n  - {name: x, capcity: {A: 5}}\n", "s.yaml:5: field capcity not found"},
+		{base + "ticks:\n  - {name: x, capcity: {A: 5}}\n", `s.yaml:5: unknown key "capcity"`},
 		{"thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A: {capacity: 10, load: {Gold: 3}}\n", "s.yaml:3: unit A: load Gold 3"},
 		{"thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n  A: {capacity: 10}\n  B: {capacity: 10}\nfailover:\n  A: {B: 1.5}\n", "s.yaml:6: failover shares of A add up to 1.5"},
 	} {

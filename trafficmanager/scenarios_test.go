@@ -91,7 +91,7 @@ func TestParseThresholdErrors(t *testing.T) {
 		{head + "  A:\n    capacity: 10\n    thresholds:\n      maxx: 0.5\n", `s.yaml:6: thresholds: unknown field "maxx"`},
 		{"thresholds: {max: 0.9, target: 0.8, acceptable: 0.7, slo: -1}\nunits:\n  A: {capacity: 1}\n", "s.yaml:1: thresholds slo -1"},
 		{head + "  A: {capacity: 10}\npace: 1.5\n", "s.yaml:4: pace 1.5"},
-		{head + "  A: {capacity: 10}\nmax_report_age: soon\n", "s.yaml:4: cannot unmarshal"},
+		{head + "  A: {capacity: 10}\nmax_report_age: soon\n", "s.yaml:4: want a duration such as 30s, 5m or 168h, not soon"},
 		{head + "  A: {capacity: 10}\nticks:\n  - errors: {A: 2}\n", "s.yaml:5: tick 0: errors A 2"},
 		{head + "  A: {capacity: 10}\nticks:\n  - age: {B: 1m}\n", "s.yaml:5: tick 0: age B 1m0s"},
 	} {

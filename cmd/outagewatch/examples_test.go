@@ -119,7 +119,7 @@ func TestLabelsErrorsCarryFileAndLine(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	os.WriteFile(f, []byte("name: x\nexpekt: []\n"), 0o644)
-	if _, _, err := run(t, "score", "--labels", f, "x.csv"); err == nil || !strings.HasPrefix(err.Error(), f+":2: field expekt not found") {
+	if _, _, err := run(t, "score", "--labels", f, "x.csv"); err == nil || !strings.HasPrefix(err.Error(), f+`:2: unknown key "expekt"`) {
 		t.Fatalf("err %v", err)
 	}
 }

@@ -1,0 +1,77 @@
+package yamlerr
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+type section struct {
+	X int `yaml:"x"`
+}
+
+type file struct {
+	D    time.Duration  `yaml:"d"`
+	PD   *time.Duration `yaml:"pd"`
+	N    int            `yaml:"n"`
+	U    uint32         `yaml:"u"`
+	F    float64        `yaml:"f"`
+	B    bool           `yaml:"b"`
+	S    string         `yaml:"s"`
+	L    []string       `yaml:"l"`
+	M    map[string]int `yaml:"m"`
+	Sub  section        `yaml:"sub"`
+	Subs []section      `yaml:"subs"`
+}
+
+// TestWrap decodes real mistakes with the real decoder, as the config,
+// rules and actions loaders do, and holds each to its words.
+func TestWrap(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"d: 7", "f.yaml:1: want a duration such as 30s, 5m or 168h, not 7"},
+		{"n: 1\npd: 5 minutes", "f.yaml:2: want a duration such as 30s, 5m or 168h, not 5 minutes"},
+		{"n: abc", "f.yaml:1: want a whole number, not abc"},
+		{"u: -1", "f.yaml:1: want a whole number from 0 to 4294967295, not -1"},
+		{"f: x", "f.yaml:1: want a number, not x"},
+		{"b: maybe", "f.yaml:1: want true or false, not maybe"},
+		{"s: [a]", "f.yaml:1: want a single value, not a list"},
+		{"l: {a: 1}", "f.yaml:1: want a list, not a mapping"},
+		{"m: [1]", "f.yaml:1: want a mapping of keys to values, not a list"},
+		{"sub: 3", "f.yaml:1: want a mapping of keys, not 3"},
+		{"subs:\n  - x: 1\n  - 2", "f.yaml:3: want a mapping of keys, not 2"},
+		{"sub:\n  y: 1", `f.yaml:2: unknown key "y"`},
+		{"zz: 1", `f.yaml:1: unknown key "zz"`},
+		{"n: x\nb: q\nf: z", "f.yaml:1: want a whole number, not x (and 2 more errors)"},
+		{"n: 1\nn: 2", `f.yaml:2: mapping key "n" already defined at line 1`},
+		{"a: [", "f.yaml:1: did not find expected node content"},
+	} {
+		var v file
+		dec := yaml.NewDecoder(bytes.NewReader([]byte(c.in)))
+		dec.KnownFields(true)
+		err := dec.Decode(&v)
+		if err == nil {
+			t.Errorf("%q: decoded", c.in)
+			continue
+		}
+		if got := Wrap("f.yaml", err).Error(); got != c.want {
+			t.Errorf("%q:\n got %s\nwant %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestSplitWithoutLine(t *testing.T) {
+	var v file
+	err := yaml.Unmarshal([]byte("\tn: 1"), &v)
+	if err == nil {
+		t.Fatal("a tab decoded")
+	}
+	line, msg := Split(err)
+	if line != 0 || msg != "found character that cannot start any token" {
+		t.Errorf("Split = %d, %q", line, msg)
+	}
+	if got := Wrap("f.yaml", err).Error(); got != "f.yaml: found character that cannot start any token" {
+		t.Errorf("Wrap = %q", got)
+	}
+}
