@@ -183,7 +183,8 @@ func ParseConfig(file string, b []byte) (*Config, error) {
 				return nil, err
 			}
 		default:
-			return nil, fail(k, "unknown key %q (want mode, rules, max_down_per_site, cooldown, hold, gobgp, audit, rules_file, sites, serve, kafka, traffic_manager, sinks, outbox)", k.Value)
+			return nil, fail(k, "%s", yamlerr.Unknown(k.Value, "", []string{"mode", "rules", "max_down_per_site", "cooldown", "hold", "gobgp", "audit",
+				"rules_file", "sites", "serve", "kafka", "traffic_manager", "sinks", "outbox"}))
 		}
 	}
 	c.Audit = c.resolve(c.Audit)
@@ -236,7 +237,7 @@ func parseSite(file, name string, n *yaml.Node, owner map[string]string) (*Site,
 		case "transits":
 			list = v
 		default:
-			return nil, fail(k, "unknown key %q (want gobgp, transits)", k.Value)
+			return nil, fail(k, "%s", yamlerr.Unknown(k.Value, "", []string{"gobgp", "transits"}))
 		}
 	}
 	if list == nil || list.Kind != yaml.SequenceNode || len(list.Content) == 0 {
@@ -281,7 +282,7 @@ func parseSite(file, name string, n *yaml.Node, owner map[string]string) (*Site,
 					t.Sessions = append(t.Sessions, key)
 				}
 			default:
-				return nil, fail(k, "unknown key %q (want asn, name, sessions)", k.Value)
+				return nil, fail(k, "%s", yamlerr.Unknown(k.Value, "", []string{"asn", "name", "sessions"}))
 			}
 		}
 		if t.ASN == 0 {

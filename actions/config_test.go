@@ -203,7 +203,7 @@ sites:
 func TestParseServeConfigErrors(t *testing.T) {
 	site := "sites:\n  a:\n    transits:\n      - {asn: 1, sessions: [192.0.2.1]}\n"
 	for _, c := range []struct{ doc, want string }{
-		{"serve:\n  listen: x\n  secrte_env: S\n", "x.yaml:3: serve: unknown key \"secrte_env\" (want listen, secret_env, token_env, max_skew, restore_every, decider_topic)"},
+		{"serve:\n  listen: x\n  secrte_env: S\n", `x.yaml:3: unknown key "secrte_env" in serve: did you mean "secret_env"?`},
 		{"serve:\n  max_skew: soon\n", "x.yaml:2: serve: "},
 		{"serve:\n  restore_every: -1m\n", "x.yaml:2: serve.restore_every: -1m0s is negative (zero keeps the default)"},
 		{"serve:\n  decider_topic: d\n", "x.yaml:2: serve.decider_topic: needs kafka.brokers"},
@@ -211,13 +211,13 @@ func TestParseServeConfigErrors(t *testing.T) {
 		{"kafka:\n  brokers: [k:1]\n  sasl:\n    mechanism: GSSAPI\n", "x.yaml:4: kafka.sasl.mechanism \"GSSAPI\": want PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"},
 		{"kafka:\n  sasl:\n    mechanism: PLAIN\n    username: u\n", "x.yaml:3: kafka.sasl.password_env: required with SASL"},
 		{"kafka:\n  tls:\n    cert_file: c.pem\n", "x.yaml:3: kafka.tls: cert_file and key_file go together"},
-		{"kafka:\n  tls:\n    ca: c.pem\n", "x.yaml:3: kafka.tls: unknown key \"ca\""},
+		{"kafka:\n  tls:\n    ca: c.pem\n", `x.yaml:3: unknown key "ca" in kafka.tls (known: ca_file, cert_file, key_file, server_name, insecure_skip_verify)`},
 		{"traffic_manager:\n  topic: dcload\n", "x.yaml:2: traffic_manager.topic: needs traffic_manager.topology"},
 		{"traffic_manager:\n  mode: off\n", "x.yaml:2: traffic_manager.mode \"off\": want dry-run or enforce"},
 		{"audit: a.jsonl\nsinks:\n  - {name: n, type: webhook}\n", "x.yaml:3: sinks[0] n: webhook needs url"},
 		{"audit: a.jsonl\nsinks:\n  - {name: n, type: jsonl, path: p}\n  - {name: n, type: jsonl, path: q}\n", "x.yaml:4: sinks[1] n: listed twice"},
 		{"audit: a.jsonl\nsinks:\n  - {name: n, type: pager}\n", "x.yaml:3: sinks[0] n: unknown type \"pager\" (jsonl, webhook, slack)"},
-		{"audit: a.jsonl\nsinks:\n  - {name: n, type: jsonl, paht: p}\n", "x.yaml:3: sinks[0]: unknown key \"paht\""},
+		{"audit: a.jsonl\nsinks:\n  - {name: n, type: jsonl, paht: p}\n", `x.yaml:3: unknown key "paht" in sinks[0]: did you mean "path"?`},
 		{"sinks:\n  - {name: n, type: jsonl, path: p}\n", "x.yaml:2: sinks: need outbox"},
 		{"sinks: {name: n}\n", "x.yaml:1: sinks: want a list"},
 	} {

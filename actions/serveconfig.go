@@ -12,6 +12,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/internal/kafkaio"
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 )
 
 // Serve configures `outagewatch actions serve`: where it listens, how it
@@ -170,7 +171,7 @@ func knownKeys(file, at string, n *yaml.Node, t reflect.Type) error {
 			k, v := n.Content[i], n.Content[i+1]
 			ft, ok := fields[k.Value]
 			if !ok {
-				return &Error{file, k.Line, fmt.Sprintf("%s: unknown key %q (want %s)", at, k.Value, strings.Join(names, ", "))}
+				return &Error{file, k.Line, yamlerr.Unknown(k.Value, at, names)}
 			}
 			if err := knownKeys(file, at+"."+k.Value, v, ft); err != nil {
 				return err

@@ -12,8 +12,6 @@ import (
 	"strconv"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/outagewatch/outagewatch/internal/yamlerr"
 )
 
@@ -59,10 +57,8 @@ func LoadFile(m *Map, file string) (*Map, error) {
 		// Edited by hand: the YAML decoder reads it and says where it is wrong.
 	}
 	var f mapFile
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&f); err != nil && err != io.EOF {
-		return nil, fmt.Errorf("mapping %w", yamlerr.Wrap(file, err))
+	if err := yamlerr.Decode(file, b, &f); err != nil {
+		return nil, fmt.Errorf("mapping %w", err)
 	}
 	for asn, a := range f.ASNs {
 		if len(a.Country) != 2 && a.Country != "" {

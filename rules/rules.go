@@ -259,7 +259,7 @@ func Parse(file string, b []byte) (*Set, error) {
 				return nil, err
 			}
 		default:
-			return nil, &Error{file, k.Line, fmt.Sprintf("unknown key %q (want: signals, severity, rules)", k.Value)}
+			return nil, &Error{file, k.Line, yamlerr.Unknown(k.Value, "", []string{"signals", "severity", "rules"})}
 		}
 	}
 	if sigs != nil {
@@ -381,19 +381,10 @@ func parseRule(file string, n *yaml.Node) (*Rule, error) {
 // checkKeys rejects keys that the target struct does not have: a typo in a
 // threshold name must not silently leave the default in force.
 func checkKeys(file string, n *yaml.Node, t reflect.Type, what string) error {
-	known := map[string]bool{}
-	var names []string
-	for i := 0; i < t.NumField(); i++ {
-		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
-		if tag != "" && tag != "-" {
-			known[tag] = true
-			names = append(names, tag)
-		}
-	}
+	names := yamlerr.Keys(t)
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		k := n.Content[i]
-		if !known[k.Value] {
-			return &Error{file, k.Line, fmt.Sprintf("unknown key %q in %s (known: %s)", k.Value, what, strings.Join(names, ", "))}
+		if k := n.Content[i]; !slices.Contains(names, k.Value) {
+			return &Error{file, k.Line, yamlerr.Unknown(k.Value, what, names)}
 		}
 	}
 	return nil

@@ -29,9 +29,9 @@ func TestSeverityBlockErrorsCarryFileLineAndReason(t *testing.T) {
 		{"severity:\n  warning: 0.1\n  critical: 0.4\n  full_after: soon\n", `x.yaml:4: severity.full_after: time: invalid duration "soon"`},
 		{"severity:\n  warning: 0.1\n  critical: 0.4\n  full_after: -5m\n", `x.yaml:4: severity.full_after: -5m0s: want a positive duration`},
 		{"severity:\n  warning: low\n", `x.yaml:2: severity.warning: want a number, not low`},
-		{"severity:\n  warning: 0.1\n  critcal: 0.4\n", `x.yaml:3: unknown key "critcal" in severity (known: warning, critical, full_after)`},
+		{"severity:\n  warning: 0.1\n  critcal: 0.4\n", `x.yaml:3: unknown key "critcal" in severity: did you mean "critical"?`},
 		{"severity: [0.1, 0.4]\n", `x.yaml:1: severity: want a mapping`},
-		{"severty:\n  warning: 0.1\n", `x.yaml:1: unknown key "severty" (want: signals, severity, rules)`},
+		{"severty:\n  warning: 0.1\n", `x.yaml:1: unknown key "severty": did you mean "severity"?`},
 	} {
 		_, err := Parse("x.yaml", []byte(c.doc))
 		if err == nil || !strings.HasPrefix(err.Error(), c.want) {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/ingest/linefile"
 	"github.com/outagewatch/outagewatch/ingest/obsfile"
+	"github.com/outagewatch/outagewatch/internal/yamlerr"
 )
 
 // BoardSet is one real labelled set on the scoreboard: which files, read
@@ -73,7 +74,7 @@ func LoadBoardSet(file string) (*BoardSet, error) {
 		return nil, err
 	}
 	var s BoardSet
-	if err := decodeKnown(file, b, &s); err != nil {
+	if err := yamlerr.Decode(file, b, &s); err != nil {
 		return nil, err
 	}
 	s.File = file

@@ -1,7 +1,6 @@
 package score
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -63,7 +62,7 @@ func ParseLabels(file string, b []byte) (*Labels, error) {
 		return nil, fmt.Errorf("%s:1: want a mapping with expect: (and name:, inputs:, allow:)", file)
 	}
 	var l Labels
-	if err := decodeKnown(file, b, &l); err != nil {
+	if err := yamlerr.Decode(file, b, &l); err != nil {
 		return nil, err
 	}
 	l.File = file
@@ -121,17 +120,6 @@ func parseDoc(file string, b []byte) (*yaml.Node, error) {
 		return nil, yamlerr.Wrap(file, err)
 	}
 	return &doc, nil
-}
-
-// decodeKnown decodes b into v, refusing unknown keys; the first error
-// reads file:line: reason.
-func decodeKnown(file string, b []byte, v any) error {
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		return yamlerr.Wrap(file, err)
-	}
-	return nil
 }
 
 // InputPaths returns the labels' inputs relative to the labels file.

@@ -7,15 +7,12 @@
 package service
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"time"
-
-	"go.yaml.in/yaml/v3"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/correlate"
@@ -236,10 +233,8 @@ func LoadConfig(file string) (*Config, error) {
 // ParseConfig parses config text; file names it in errors.
 func ParseConfig(file string, b []byte) (*Config, error) {
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		return nil, yamlerr.Wrap(file, err)
+	if err := yamlerr.Decode(file, b, &c); err != nil {
+		return nil, err
 	}
 	c.file = file
 	if err := c.checkLoaded(file, b); err != nil {

@@ -33,8 +33,8 @@ func TestExampleConfig(t *testing.T) {
 func TestConfigErrors(t *testing.T) {
 	base := "kafka:\n  brokers: [b:9092]\n  topics: [{name: flows, stream: flows, format: goflow2-pb}]\ndata_dir: /tmp/x\n"
 	cases := map[string]string{
-		base + "checkpoint_intervl: 5s\n":                                                    `c.yaml:5: unknown key "checkpoint_intervl"`,
-		"kafka:\n  brokers: [b]\n  topcs: []\n":                                              `c.yaml:3: unknown key "topcs"`,
+		base + "checkpoint_intervl: 5s\n":                                                    `c.yaml:5: unknown key "checkpoint_intervl": did you mean "checkpoint_interval"?`,
+		"kafka:\n  brokers: [b]\n  topcs: []\n":                                              `c.yaml:3: unknown key "topcs": did you mean "topics"?`,
 		base + "checkpoint_interval: soon\n":                                                 "c.yaml:5: ",
 		"kafka:\n  topics: []\ndata_dir: x\n":                                                "kafka.brokers",
 		strings.Replace(base, "goflow2-pb", "nope", 1):                                       `no decoder for stream "flows" format "nope"`,

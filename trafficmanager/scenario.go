@@ -1,7 +1,6 @@
 package trafficmanager
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"os"
@@ -101,7 +100,7 @@ func knownKeys(n *yaml.Node, allowed ...string) error {
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		if !contains(allowed, n.Content[i].Value) {
-			return fmt.Errorf("line %d: thresholds: unknown field %q (want %s)", n.Content[i].Line, n.Content[i].Value, strings.Join(allowed, ", "))
+			return fmt.Errorf("line %d: %s", n.Content[i].Line, yamlerr.Unknown(n.Content[i].Value, "thresholds", allowed))
 		}
 	}
 	return nil
@@ -162,10 +161,8 @@ func ParseScenario(file string, b []byte) (*Scenario, error) {
 		return nil, yamlErr(file, err)
 	}
 	sc := &Scenario{File: file}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(sc); err != nil {
-		return nil, yamlErr(file, err)
+	if err := yamlerr.Decode(file, b, sc); err != nil {
+		return nil, err
 	}
 	line := func(path ...string) int { return findLine(&doc, path) }
 	fail := func(l int, format string, args ...any) error {

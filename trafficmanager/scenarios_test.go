@@ -88,7 +88,7 @@ func TestParseThresholdErrors(t *testing.T) {
 	head := "thresholds: {max: 0.9, target: 0.8, acceptable: 0.7}\nunits:\n"
 	for _, c := range []struct{ doc, want string }{
 		{head + "  A:\n    capacity: 10\n    thresholds: {target: 0.95}\n", "s.yaml:5: unit A: thresholds acceptable 0.7, target 0.95, max 0.9"},
-		{head + "  A:\n    capacity: 10\n    thresholds:\n      maxx: 0.5\n", `s.yaml:6: thresholds: unknown field "maxx"`},
+		{head + "  A:\n    capacity: 10\n    thresholds:\n      maxx: 0.5\n", `s.yaml:6: unknown key "maxx" in thresholds: did you mean "max"?`},
 		{"thresholds: {max: 0.9, target: 0.8, acceptable: 0.7, slo: -1}\nunits:\n  A: {capacity: 1}\n", "s.yaml:1: thresholds slo -1"},
 		{head + "  A: {capacity: 10}\npace: 1.5\n", "s.yaml:4: pace 1.5"},
 		{head + "  A: {capacity: 10}\nmax_report_age: soon\n", "s.yaml:4: want a duration such as 30s, 5m or 168h, not soon"},

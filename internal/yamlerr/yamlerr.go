@@ -9,8 +9,11 @@
 package yamlerr
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"io"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -21,7 +24,9 @@ import (
 // Split returns the line an error from decoding a YAML file names (0
 // when it names none) and its reason, reworded. Of several type errors,
 // the first is told and the others counted.
-func Split(err error) (line int, reason string) {
+func Split(err error) (line int, reason string) { return split(err, nil) }
+
+func split(err error, v any) (line int, reason string) {
 	msg := err.Error()
 	more := 0
 	var te *yaml.TypeError
@@ -33,7 +38,7 @@ func Split(err error) (line int, reason string) {
 		line, _ = strconv.Atoi(m[1])
 		msg = msg[len(m[0]):]
 	}
-	msg = Reword(msg)
+	msg = reword(msg, v)
 	switch more {
 	case 0:
 	case 1:
@@ -46,8 +51,23 @@ func Split(err error) (line int, reason string) {
 
 // Wrap is Split as one error, "FILE:LINE: reason" ("FILE: reason" when
 // the decoder names no line).
-func Wrap(file string, err error) error {
-	line, msg := Split(err)
+func Wrap(file string, err error) error { return wrap(file, err, nil) }
+
+// Decode decodes the YAML document b into v, refusing keys v's types do
+// not have; an error is Wrap's, and an unknown key is told with the key
+// meant, or the keys there are. An empty document leaves v as it is:
+// what it lacks is for the caller's checks to say.
+func Decode(file string, b []byte, v any) error {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
+		return wrap(file, err, v)
+	}
+	return nil
+}
+
+func wrap(file string, err error, v any) error {
+	line, msg := split(err, v)
 	if line == 0 {
 		return fmt.Errorf("%s: %s", file, msg)
 	}
@@ -56,15 +76,21 @@ func Wrap(file string, err error) error {
 
 var (
 	lineRE      = regexp.MustCompile(`^line (\d+): `)
-	unknownRE   = regexp.MustCompile("^field (.+) not found in type .+$")
+	unknownRE   = regexp.MustCompile("^field (.+) not found in type (.+)$")
 	unmarshalRE = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 )
 
-// Reword turns one of the decoder's messages (without "yaml: line N: ")
+// reword turns one of the decoder's messages (without "yaml: line N: ")
 // into the file's words; a message it does not know is returned as it is.
-func Reword(msg string) string {
+// v, when given, is what was decoded into: an unknown key is told with
+// the keys of its section there.
+func reword(msg string, v any) string {
 	if m := unknownRE.FindStringSubmatch(msg); m != nil {
-		return fmt.Sprintf("unknown key %q", m[1])
+		var keys []string
+		if v != nil {
+			keys = typeKeys(reflect.TypeOf(v), m[2])
+		}
+		return Unknown(m[1], "", keys)
 	}
 	m := unmarshalRE.FindStringSubmatch(msg)
 	if m == nil {
@@ -116,4 +142,118 @@ func want(t, tag string) string {
 		return "a single value"
 	}
 	return "a mapping of keys"
+}
+
+// Unknown words a key that is not one of keys, of the section in (""
+// for none named): with the key meant, when it is a slip of a letter or
+// two from one, else with all of them (none when keys is empty).
+func Unknown(key, in string, keys []string) string {
+	msg := fmt.Sprintf("unknown key %q", key)
+	if in != "" {
+		msg += " in " + in
+	}
+	if k := closest(key, keys); k != "" {
+		return fmt.Sprintf("%s: did you mean %q?", msg, k)
+	}
+	if len(keys) == 0 {
+		return msg
+	}
+	return fmt.Sprintf("%s (known: %s)", msg, strings.Join(keys, ", "))
+}
+
+// Keys lists the keys of struct type t as the decoder reads them: each
+// exported field's yaml name (its lower-cased name without one), and an
+// inline field's keys in its place.
+func Keys(t reflect.Type) []string {
+	var keys []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case name == "-":
+			continue
+		case strings.Contains(","+opts+",", ",inline,"):
+			if ft := deref(f.Type); ft.Kind() == reflect.Struct {
+				keys = append(keys, Keys(ft)...)
+			}
+			continue
+		case name == "":
+			name = strings.ToLower(f.Name)
+		}
+		keys = append(keys, name)
+	}
+	return keys
+}
+
+// typeKeys finds, among the types reachable from t, the struct the
+// decoder names name ("service.Topic"), and lists its keys; nil if none.
+func typeKeys(t reflect.Type, name string) []string {
+	seen := map[reflect.Type]bool{}
+	var find func(t reflect.Type) []string
+	find = func(t reflect.Type) []string {
+		t = deref(t)
+		if t.Kind() != reflect.Struct || seen[t] {
+			return nil
+		}
+		seen[t] = true
+		if t.String() == name {
+			return Keys(t)
+		}
+		for i := range t.NumField() {
+			if keys := find(t.Field(i).Type); keys != nil {
+				return keys
+			}
+		}
+		return nil
+	}
+	return find(t)
+}
+
+// deref is the type a pointer, slice, array or map of t holds, to any
+// depth.
+func deref(t reflect.Type) reflect.Type {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+			t = t.Elem()
+		default:
+			return t
+		}
+	}
+}
+
+// closest is the key nearest to k, if a slip of one or two letters away
+// (and k is longer than that slip); "" otherwise.
+func closest(k string, keys []string) string {
+	best, bestD := "", min(3, len(k)-1)
+	for _, c := range keys {
+		if d := distance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance between a and b.
+func distance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }

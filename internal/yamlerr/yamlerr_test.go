@@ -26,9 +26,9 @@ type file struct {
 	Subs []section      `yaml:"subs"`
 }
 
-// TestWrap decodes real mistakes with the real decoder, as the config,
-// rules and actions loaders do, and holds each to its words.
-func TestWrap(t *testing.T) {
+// TestDecode decodes real mistakes with the real decoder, as the config,
+// labels and Traffic Manager loaders do, and holds each to its words.
+func TestDecode(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
 		{"d: 7", "f.yaml:1: want a duration such as 30s, 5m or 168h, not 7"},
 		{"n: 1\npd: 5 minutes", "f.yaml:2: want a duration such as 30s, 5m or 168h, not 5 minutes"},
@@ -41,23 +41,42 @@ func TestWrap(t *testing.T) {
 		{"m: [1]", "f.yaml:1: want a mapping of keys to values, not a list"},
 		{"sub: 3", "f.yaml:1: want a mapping of keys, not 3"},
 		{"subs:\n  - x: 1\n  - 2", "f.yaml:3: want a mapping of keys, not 2"},
-		{"sub:\n  y: 1", `f.yaml:2: unknown key "y"`},
-		{"zz: 1", `f.yaml:1: unknown key "zz"`},
+		{"sub:\n  y: 1", `f.yaml:2: unknown key "y" (known: x)`},
+		{"subs:\n  - x: 1\n  - xx: 2", `f.yaml:3: unknown key "xx" (known: x)`},
+		{"zz: 1", `f.yaml:1: unknown key "zz" (known: d, pd, n, u, f, b, s, l, m, sub, subs)`},
+		{"pdd: 5m", `f.yaml:1: unknown key "pdd": did you mean "pd"?`},
+		{"\n\nsubz: []", `f.yaml:3: unknown key "subz": did you mean "sub"?`},
 		{"n: x\nb: q\nf: z", "f.yaml:1: want a whole number, not x (and 2 more errors)"},
 		{"n: 1\nn: 2", `f.yaml:2: mapping key "n" already defined at line 1`},
 		{"a: [", "f.yaml:1: did not find expected node content"},
 	} {
 		var v file
-		dec := yaml.NewDecoder(bytes.NewReader([]byte(c.in)))
-		dec.KnownFields(true)
-		err := dec.Decode(&v)
+		err := Decode("f.yaml", []byte(c.in), &v)
 		if err == nil {
 			t.Errorf("%q: decoded", c.in)
 			continue
 		}
-		if got := Wrap("f.yaml", err).Error(); got != c.want {
+		if got := err.Error(); got != c.want {
 			t.Errorf("%q:\n got %s\nwant %s", c.in, got, c.want)
 		}
+	}
+}
+
+func TestDecodeEmpty(t *testing.T) {
+	v := file{N: 7}
+	if err := Decode("f.yaml", []byte("# nothing yet\n"), &v); err != nil || v.N != 7 {
+		t.Errorf("Decode of an empty document = %v, %+v", err, v)
+	}
+}
+
+// TestWrapWithoutType words an unknown key with no keys to offer, as the
+// rules loader's node decoding gives it.
+func TestWrapWithoutType(t *testing.T) {
+	var v file
+	dec := yaml.NewDecoder(bytes.NewReader([]byte("n: 1\nzz: 2")))
+	dec.KnownFields(true)
+	if got := Wrap("f.yaml", dec.Decode(&v)).Error(); got != `f.yaml:2: unknown key "zz"` {
+		t.Errorf("Wrap = %q", got)
 	}
 }
 
