@@ -115,7 +115,9 @@ func fastASN(m *Map, s string) error {
 			}
 			m.Countries[uint32(asn)] = strings.ToUpper(v)
 		case "name":
-			m.Names[uint32(asn)] = v
+			if v != "" { // as the YAML reader: an empty name is none
+				m.Names[uint32(asn)] = v
+			}
 		default:
 			return errNotFast
 		}
