@@ -36,7 +36,7 @@ func TestRuleErrorsCarryFileLineAndReason(t *testing.T) {
 		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [bytes]\n    entities: [\"asn:*\"]\n", `x.yaml:4: rule "a": unknown signal "bytes"`},
 		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      threshold: 0.4\n      treshold: 2\n", `x.yaml:8: unknown key "treshold" in params of traffic_drop`},
 		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      for: 10m\n      threshold: 1.5\n", `x.yaml:8: rule "a": params.threshold: must be a fraction`},
-		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      for: ten\n", `x.yaml:7: rule "a": params.for: time: invalid duration "ten"`},
+		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    params:\n      for: ten\n", `x.yaml:7: rule "a": params.for: want a duration such as 30s, 5m or 168h, not ten`},
 		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    severity: loud\n", `x.yaml:6: rule "a": unknown severity "loud"`},
 		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn*\"]\n", `x.yaml:5: rule "a": bad entity pattern "asn*"`},
 		{"rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n", `x.yaml:6: rule "a" already defined at line 2`},

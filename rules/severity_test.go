@@ -26,7 +26,7 @@ func TestSeverityBlockErrorsCarryFileLineAndReason(t *testing.T) {
 		{"severity:\n  warning: 0.1\n  critical: 0.1\n  full_after: 1h\n", `x.yaml:3: severity.critical: 0.1 must be above warning (0.1)`},
 		{"severity:\n  warning: 0\n  critical: 0.4\n  full_after: 1h\n", `x.yaml:2: severity.warning: 0: want an impact above 0 and at most 1`},
 		{"severity:\n  warning: 0.1\n  critical: 1.5\n  full_after: 1h\n", `x.yaml:3: severity.critical: 1.5: want an impact above 0 and at most 1`},
-		{"severity:\n  warning: 0.1\n  critical: 0.4\n  full_after: soon\n", `x.yaml:4: severity.full_after: time: invalid duration "soon"`},
+		{"severity:\n  warning: 0.1\n  critical: 0.4\n  full_after: soon\n", `x.yaml:4: severity.full_after: want a duration such as 30s, 5m or 168h, not soon`},
 		{"severity:\n  warning: 0.1\n  critical: 0.4\n  full_after: -5m\n", `x.yaml:4: severity.full_after: -5m0s: want a positive duration`},
 		{"severity:\n  warning: low\n", `x.yaml:2: severity.warning: want a number, not low`},
 		{"severity:\n  warning: 0.1\n  critcal: 0.4\n", `x.yaml:3: unknown key "critcal" in severity: did you mean "critical"?`},

@@ -17,6 +17,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -24,14 +25,27 @@ import (
 // Split returns the line an error from decoding a YAML file names (0
 // when it names none) and its reason, reworded. Of several type errors,
 // the first is told and the others counted.
-func Split(err error) (line int, reason string) { return split(err, nil) }
+func Split(err error) (line int, reason string) {
+	line, reason, _ = split(err, nil)
+	return line, reason
+}
 
-func split(err error, v any) (line int, reason string) {
+// split is Split, and the value at fault when the error is one a value's
+// own parser gave (a time, a duration), which the decoder passes on with
+// no line: Decode finds the line by it.
+func split(err error, v any) (line int, reason, value string) {
 	msg := err.Error()
 	more := 0
 	var te *yaml.TypeError
-	if errors.As(err, &te) && len(te.Errors) > 0 {
+	var pe *time.ParseError
+	switch {
+	case errors.As(err, &te) && len(te.Errors) > 0:
 		msg, more = te.Errors[0], len(te.Errors)-1
+	case errors.As(err, &pe):
+		return 0, "want a time such as 2025-04-28T10:30:00Z, not " + pe.Value, pe.Value
+	}
+	if m := durationRE.FindStringSubmatch(msg); m != nil {
+		return 0, "want a duration such as 30s, 5m or 168h, not " + m[1], m[1]
 	}
 	msg = strings.TrimPrefix(msg, "yaml: ")
 	if m := lineRE.FindStringSubmatch(msg); m != nil {
@@ -46,36 +60,68 @@ func split(err error, v any) (line int, reason string) {
 	default:
 		msg += fmt.Sprintf(" (and %d more errors)", more)
 	}
-	return line, msg
+	return line, msg, ""
 }
 
 // Wrap is Split as one error, "FILE:LINE: reason" ("FILE: reason" when
 // the decoder names no line).
-func Wrap(file string, err error) error { return wrap(file, err, nil) }
+func Wrap(file string, err error) error {
+	line, msg := Split(err)
+	return at(file, line, msg)
+}
 
 // Decode decodes the YAML document b into v, refusing keys v's types do
-// not have; an error is Wrap's, and an unknown key is told with the key
-// meant, or the keys there are. An empty document leaves v as it is:
-// what it lacks is for the caller's checks to say.
+// not have; an error is Wrap's, an unknown key told with the key meant,
+// or the keys there are, and a time or duration that does not parse with
+// the line it is on. An empty document leaves v as it is: what it lacks
+// is for the caller's checks to say.
 func Decode(file string, b []byte, v any) error {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil && !errors.Is(err, io.EOF) {
-		return wrap(file, err, v)
+	err := dec.Decode(v)
+	if err == nil || errors.Is(err, io.EOF) {
+		return nil
 	}
-	return nil
+	line, msg, value := split(err, v)
+	if line == 0 && value != "" {
+		line = lineOf(b, value)
+	}
+	return at(file, line, msg)
 }
 
-func wrap(file string, err error, v any) error {
-	line, msg := split(err, v)
+func at(file string, line int, msg string) error {
 	if line == 0 {
 		return fmt.Errorf("%s: %s", file, msg)
 	}
 	return fmt.Errorf("%s:%d: %s", file, line, msg)
 }
 
+// lineOf is the line of the first scalar in document b whose value is
+// value; 0 if none is. Where two keys hold the same bad value, the first
+// is named: the decoder does not say which it was.
+func lineOf(b []byte, value string) int {
+	var doc yaml.Node
+	if yaml.Unmarshal(b, &doc) != nil {
+		return 0
+	}
+	var find func(n *yaml.Node) int
+	find = func(n *yaml.Node) int {
+		if n.Kind == yaml.ScalarNode && n.Value == value {
+			return n.Line
+		}
+		for _, c := range n.Content {
+			if l := find(c); l != 0 {
+				return l
+			}
+		}
+		return 0
+	}
+	return find(&doc)
+}
+
 var (
 	lineRE      = regexp.MustCompile(`^line (\d+): `)
+	durationRE  = regexp.MustCompile(`^time: (?:invalid duration|unknown unit .* in duration|missing unit in duration) "(.*)"$`)
 	unknownRE   = regexp.MustCompile("^field (.+) not found in type (.+)$")
 	unmarshalRE = regexp.MustCompile("^cannot unmarshal !!(\\w+)(?: `(.*)`)? into (.+)$")
 )

@@ -12,6 +12,16 @@ type section struct {
 	X int `yaml:"x"`
 }
 
+// textDuration is a duration read by its own parser, as the rules' and
+// labels' durations are: the decoder passes its error on with no line.
+type textDuration time.Duration
+
+func (d *textDuration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	*d = textDuration(v)
+	return err
+}
+
 type file struct {
 	D    time.Duration  `yaml:"d"`
 	PD   *time.Duration `yaml:"pd"`
@@ -24,6 +34,8 @@ type file struct {
 	M    map[string]int `yaml:"m"`
 	Sub  section        `yaml:"sub"`
 	Subs []section      `yaml:"subs"`
+	T    time.Time      `yaml:"t"`
+	TD   textDuration   `yaml:"td"`
 }
 
 // TestDecode decodes real mistakes with the real decoder, as the config,
@@ -43,10 +55,13 @@ func TestDecode(t *testing.T) {
 		{"subs:\n  - x: 1\n  - 2", "f.yaml:3: want a mapping of keys, not 2"},
 		{"sub:\n  y: 1", `f.yaml:2: unknown key "y" (known: x)`},
 		{"subs:\n  - x: 1\n  - xx: 2", `f.yaml:3: unknown key "xx" (known: x)`},
-		{"zz: 1", `f.yaml:1: unknown key "zz" (known: d, pd, n, u, f, b, s, l, m, sub, subs)`},
+		{"zz: 1", `f.yaml:1: unknown key "zz" (known: d, pd, n, u, f, b, s, l, m, sub, subs, t, td)`},
 		{"pdd: 5m", `f.yaml:1: unknown key "pdd": did you mean "pd"?`},
 		{"\n\nsubz: []", `f.yaml:3: unknown key "subz": did you mean "sub"?`},
 		{"n: x\nb: q\nf: z", "f.yaml:1: want a whole number, not x (and 2 more errors)"},
+		{"n: 1\nt: 2025-04-28 10:30", "f.yaml:2: want a time such as 2025-04-28T10:30:00Z, not 2025-04-28 10:30"},
+		{"n: 1\n\nsubs: [{x: 1}]\ntd: 10 minutes", "f.yaml:4: want a duration such as 30s, 5m or 168h, not 10 minutes"},
+		{"td: 7", "f.yaml:1: want a duration such as 30s, 5m or 168h, not 7"},
 		{"n: 1\nn: 2", `f.yaml:2: mapping key "n" already defined at line 1`},
 		{"a: [", "f.yaml:1: did not find expected node content"},
 	} {
