@@ -16,7 +16,7 @@ func init() {
 	read := func(path string) (replay.Source, error) {
 		return replay.FromFile(path, "line", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 			st, err := obsfile.ReadFileStats(path, fn)
-			return replay.ReadStats{Lines: st.Lines - st.Blank - st.Header, Skipped: map[string]int64{"time": st.BadTime},
+			return replay.ReadStats{Lines: st.Lines - st.Blank - st.Header, Skipped: st.BadWhy,
 				FirstBad: st.FirstBadTime, FirstErr: st.FirstTimeErr}, err
 		})
 	}

@@ -67,7 +67,7 @@ not json
 	if _, _, err := run(t, "replay", f); err != nil {
 		t.Fatal(err)
 	}
-	want := "input: " + f + ": 5 lines read, 2 replayed, 3 skipped (entity 1, time 1, value 1), first bad line 2: " +
+	want := "input: " + f + ": 5 lines read, 2 replayed, 3 skipped (entity 1, json 1, value 1), first bad line 2: " +
 		`observations/obs-json record: value: value \"ten\" is not a number`
 	if !strings.Contains(logs.String(), want) {
 		t.Fatalf("log has no summary %q:\n%s", want, logs)

@@ -2,6 +2,7 @@ package obsfile
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -24,7 +25,10 @@ type ReadStats struct {
 	// BadTime counts lines skipped because no event time could be read from
 	// them (which includes lines that are not JSON or CSV at all): without
 	// one a record cannot take its place in the replay's merge by time.
+	// BadWhy counts them by reason (ingest.Reason): "time" for a time that
+	// does not parse, "csv" for a line that is no time,entity,signal,value.
 	BadTime int64
+	BadWhy  map[string]int64
 	// FirstBadTime is the number of the first line skipped for its time,
 	// and FirstTimeErr why.
 	FirstBadTime int64
@@ -110,6 +114,10 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 		t, err := timeOf(line)
 		if err != nil {
 			st.BadTime++
+			if st.BadWhy == nil {
+				st.BadWhy = map[string]int64{}
+			}
+			st.BadWhy[cmp.Or(ingest.Reason(err), "time")]++
 			if st.FirstBadTime == 0 {
 				st.FirstBadTime, st.FirstTimeErr = n, err.Error()
 			}
