@@ -110,6 +110,49 @@ func Default() (*Set, error) {
 	})
 }
 
+// WriteDefault writes the shipped rules into dir, one file per input as
+// they ship (10-traffic.yaml, …), for an operator to edit and load with
+// --rules dir: the binary carries them, and a deployment without the
+// source needs them to start from. A file already in dir is left alone
+// and is an error, unless overwrite is set. It returns the paths written.
+func WriteDefault(dir string, overwrite bool) ([]string, error) {
+	files, err := fs.Glob(defaultFS, "default/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("rules: %w", err)
+	}
+	flags := os.O_WRONLY | os.O_CREATE | os.O_EXCL
+	if overwrite {
+		flags = os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	}
+	var written []string
+	for _, f := range files {
+		b, err := defaultFS.ReadFile(f)
+		if err != nil {
+			return written, err
+		}
+		p := filepath.Join(dir, path.Base(f))
+		out, err := os.OpenFile(p, flags, 0o644)
+		if errors.Is(err, fs.ErrExist) {
+			return written, fmt.Errorf("rules: %s: %w: not overwritten", p, fs.ErrExist)
+		}
+		if err != nil {
+			return written, fmt.Errorf("rules: %w", err)
+		}
+		_, err = out.Write(b)
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return written, fmt.Errorf("rules: %w", err)
+		}
+		written = append(written, p)
+	}
+	return written, nil
+}
+
 // LoadAll loads several rules files (or directories of *.yaml) as one set.
 func LoadAll(paths ...string) (*Set, error) {
 	var files []string

@@ -69,6 +69,7 @@ setup=(
 	'^produce ::produce'
 	'^netmap build --out /var/lib/outagewatch/map\.yaml ::netmapbuild'
 	'^netmap lookup --map map\.yaml ::lookup'
+	'^rules (export|check) /etc/outagewatch/rules::rulesdir'
 	'^run --demo::demo'
 	'^replay --serve::serve'
 	'^record ::record'
@@ -507,6 +508,21 @@ netmapbuild() {
 	"$ow" netmap lookup --map "$tmp/var/map.yaml" 41.210.130.1 >"$tmp/lookup" 2>&1 || fail "lookup in it: $(tail -2 "$tmp/lookup")" || return 1
 	grep -q 'country UG' "$tmp/lookup" || fail "the map it wrote does not place 41.210.130.1 in Uganda: $(cat "$tmp/lookup")" || return 1
 	note "checked: $(sed -n 's/.*msg="netmap written" file=[^ ]* //p' "$tmp/out"); in it 41.210.130.1 is in UG (AFRINIC's delegation)"
+}
+
+# rules export|check /etc/outagewatch/rules: the operator's rules
+# directory is a fresh one of this run's (written by export first for a
+# check), and what export wrote must check.
+rulesdir() {
+	local cmd=${2//\/etc\/outagewatch\/rules/$tmp/rules}
+	note "with: /etc/outagewatch/rules -> $tmp/rules"
+	rm -rf "$tmp/rules"
+	if [[ $cmd == *" rules check "* ]]; then
+		"$ow" rules export "$tmp/rules" >/dev/null 2>&1 || fail "rules export failed" || return 1
+	fi
+	timeout 120 bash -c "$cmd" >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
+	"$ow" rules check "$tmp/rules" >"$tmp/check" 2>&1 || fail "the exported rules do not check: $(tail -2 "$tmp/check")" || return 1
+	note "checked: $(head -1 "$tmp/check")"
 }
 
 # netmap lookup --map map.yaml ...: map.yaml is deploy/map.yaml.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/outagewatch/outagewatch/rules"
 )
 
 func run(t *testing.T, args ...string) (string, string, error) {
@@ -87,6 +89,58 @@ func TestRulesCheck(t *testing.T) {
 	if err != nil || strings.Count(out, "OK") != len(good) ||
 		!strings.Contains(out, "50-events.yaml:19: event severity: warning from impact 0.05, critical from 0.25, full weight after 30m0s\n") {
 		t.Fatalf("default rules: %v %q", err, out)
+	}
+}
+
+// An operator without the source writes the shipped rules out, edits
+// them and checks the directory as the service loads it.
+func TestRulesExportThenCheck(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rules")
+	out, _, err := run(t, "rules", "export", dir)
+	shipped, _ := filepath.Glob("../../rules/default/*.yaml")
+	if err != nil || strings.Count(out, "\n") != len(shipped) || !strings.HasPrefix(out, filepath.Join(dir, "10-traffic.yaml")+"\n") {
+		t.Fatalf("export: %v %q", err, out)
+	}
+	for _, f := range shipped {
+		want, _ := os.ReadFile(f)
+		got, err := os.ReadFile(filepath.Join(dir, filepath.Base(f)))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s written differently: %v", filepath.Base(f), err)
+		}
+	}
+	def, err := rules.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = run(t, "rules", "check", dir)
+	if err != nil || !strings.HasPrefix(out, fmt.Sprintf("%s: %d rules OK\n", dir, len(def.Rules))) ||
+		!strings.Contains(out, "50-events.yaml:19: event severity:") {
+		t.Fatalf("check of the exported directory: %v %q", err, out)
+	}
+	if out, _, err = run(t, "rules", "check"); err != nil || out != fmt.Sprintf("shipped rules (rules/default): %d rules OK\n", len(def.Rules)) {
+		t.Fatalf("check of the shipped rules: %v %q", err, out)
+	}
+
+	// An edit is kept: export again does not overwrite it.
+	traffic := filepath.Join(dir, "10-traffic.yaml")
+	os.WriteFile(traffic, []byte("rules: []\n"), 0o644)
+	if _, _, err = run(t, "rules", "export", dir); err == nil || !strings.Contains(err.Error(), traffic+": file already exists: not overwritten (--force overwrites)") {
+		t.Fatalf("second export: %v", err)
+	}
+	// A rule name used twice across the directory's files is one set's
+	// error, which checking the files one by one would not see.
+	os.WriteFile(traffic, []byte("rules:\n  - name: zone-dns-failure\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n"), 0o644)
+	if _, stderr, err := run(t, "rules", "check", dir); err == nil || !regexp.MustCompile(regexp.QuoteMeta(filepath.Join(dir, "20-dns.yaml"))+`:\d+: rule "zone-dns-failure" already defined in `+regexp.QuoteMeta(traffic)).MatchString(stderr) {
+		t.Fatalf("duplicate across files: %v %q", err, stderr)
+	}
+	if out, _, err = run(t, "rules", "export", "--force", dir); err != nil || strings.Count(out, "\n") != len(shipped) {
+		t.Fatalf("export --force: %v %q", err, out)
+	}
+	if _, _, err = run(t, "rules", "check", dir); err != nil {
+		t.Fatalf("check after export --force: %v", err)
+	}
+	if _, stderr, err := run(t, "rules", "check", t.TempDir()); err == nil || !strings.Contains(stderr, "no *.yaml files in the directory") {
+		t.Fatalf("empty directory: %v %q", err, stderr)
 	}
 }
 

@@ -1,7 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -9,23 +13,36 @@ import (
 )
 
 func rulesCmd() *cobra.Command {
-	c := &cobra.Command{Use: "rules", Short: "Work with rules files"}
+	c := &cobra.Command{Use: "rules", Short: "Check rules files, or write out the shipped ones to edit"}
 	c.AddCommand(&cobra.Command{
-		Use:   "check FILE...",
+		Use:   "check [FILE|DIR]...",
 		Short: "Validate rules files; errors name the file, the line and the reason",
-		Args:  cobra.MinimumNArgs(1),
+		Long: `Check validates each rules file as the service and replay load it, and
+prints what each sets. A directory is checked as --rules DIR loads it: its
+*.yaml files as one set, so that a signal declared in one file and judged
+in another checks, and a rule name used twice across files does not. With
+no argument it checks the shipped rules.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if len(args) == 0 {
+				set, err := rules.Default()
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(out, "shipped rules (%s): %d rules OK\n", set.File, len(set.Rules))
+				return nil
+			}
 			bad := 0
 			for _, f := range args {
-				set, err := rules.Load(f)
+				set, err := loadChecked(f)
 				if err != nil {
 					fmt.Fprintln(cmd.ErrOrStderr(), err)
 					bad++
 					continue
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%s: %d rules OK\n", f, len(set.Rules))
-				if set.Severity != nil && set.Severity.File == f {
-					fmt.Fprintf(cmd.OutOrStdout(), "%s:%d: %s\n", f, set.Severity.Line, set.Severity.Summary())
+				fmt.Fprintf(out, "%s: %d rules OK\n", f, len(set.Rules))
+				if sev := set.Severity; sev != nil && (sev.File == f || filepath.Dir(sev.File) == filepath.Clean(f)) {
+					fmt.Fprintf(out, "%s:%d: %s\n", sev.File, sev.Line, sev.Summary())
 				}
 			}
 			if bad > 0 {
@@ -34,5 +51,41 @@ func rulesCmd() *cobra.Command {
 			return nil
 		},
 	})
+	var force bool
+	export := &cobra.Command{
+		Use:   "export DIR",
+		Short: "Write the shipped rules into DIR, one file per input, to edit and load with --rules DIR",
+		Long: `Export writes the rules the binary ships (10-traffic.yaml, 20-dns.yaml, …)
+into DIR, so that a deployment without the source has them to start from.
+Edit them, check them with 'outagewatch rules check DIR', and load them
+with --rules DIR, or rules: DIR in the service's config. A file already in
+DIR is not overwritten without --force.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			written, err := rules.WriteDefault(args[0], force)
+			for _, p := range written {
+				fmt.Fprintln(cmd.OutOrStdout(), p)
+			}
+			if errors.Is(err, fs.ErrExist) {
+				return fmt.Errorf("%w (--force overwrites)", err)
+			}
+			return err
+		},
+	}
+	export.Flags().BoolVar(&force, "force", false, "overwrite files of the same names in DIR")
+	c.AddCommand(export)
 	return c
+}
+
+// loadChecked loads a rules file, or a directory's *.yaml as one set.
+func loadChecked(path string) (*rules.Set, error) {
+	st, err := os.Stat(path)
+	if err != nil || !st.IsDir() {
+		return rules.Load(path)
+	}
+	files, _ := filepath.Glob(filepath.Join(path, "*.yaml"))
+	if len(files) == 0 {
+		return nil, fmt.Errorf("rules: %s: no *.yaml files in the directory", path)
+	}
+	return rules.LoadAll(path)
 }
