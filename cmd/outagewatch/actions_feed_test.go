@@ -198,7 +198,7 @@ func TestActionsServeConfig(t *testing.T) {
 		t.Fatalf("enforce without a secret: %v", err)
 	}
 	bad := actionsConfig(t, t.TempDir(), "serve:\n  listne: 127.0.0.1:9320\n")
-	if _, err = runActions(t, "", "serve", "--config", bad); err == nil || !strings.HasSuffix(err.Error(), `serve: unknown key "listne" (want listen, secret_env, token_env, max_skew, restore_every, decider_topic)`) ||
+	if _, err = runActions(t, "", "serve", "--config", bad); err == nil || !strings.HasSuffix(err.Error(), `: unknown key "listne" in serve: did you mean "listen"?`) ||
 		!strings.HasPrefix(err.Error(), bad+":") {
 		t.Fatalf("bad config: %v", err)
 	}

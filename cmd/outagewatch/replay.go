@@ -287,7 +287,7 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	for _, rule := range slices.Sorted(maps.Keys(st.Unjudgeable)) {
 		l := st.Unjudgeable[rule]
-		log.Warn("series the rule cannot judge at its threshold (too small, too noisy, or its threshold out of reach)", "rule", rule, "series", len(l),
+		log.Warn("series the rule cannot judge at its threshold as the replay ends (too small, too noisy, or its threshold out of reach; it may have judged them before)", "rule", rule, "series", len(l),
 			"first", l[0])
 	}
 	el := time.Since(start)
