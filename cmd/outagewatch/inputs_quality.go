@@ -20,7 +20,7 @@ func init() {
 		return func(path string) (replay.Source, error) {
 			return replay.FromFile(path, "line", func(fn func(ingest.Record) error) (replay.ReadStats, error) {
 				st, err := quality.ReadFile(path, format, fn)
-				return replay.ReadStats{Lines: st.Lines - st.Blank, Skipped: map[string]int64{"time": st.NoTime},
+				return replay.ReadStats{Lines: st.Lines - st.Blank, Skipped: st.NoTimeWhy,
 					FirstBad: st.FirstNoTime, FirstErr: st.FirstTimeErr}, err
 			})
 		}

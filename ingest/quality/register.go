@@ -3,6 +3,7 @@ package quality
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ type ReadStats struct {
 	// NoTime counts lines skipped because they did not parse before any line
 	// had: without a time they cannot take a place in the replay's merge.
 	NoTime int64
+	// NoTimeWhy counts them by reason (ingest.Reason): "time" for a time
+	// that does not parse, "json" for a line that is no JSON object.
+	NoTimeWhy map[string]int64
 	// Malformed counts lines that did not parse but were handed on anyway,
 	// at the time of the line before, so that the pipeline counts them as
 	// decode errors with their reason, as it would live.
@@ -120,6 +124,10 @@ func Read(r io.Reader, format string, fn func(ingest.Record) error) (ReadStats, 
 			last = t
 		case last == 0:
 			st.NoTime++
+			if st.NoTimeWhy == nil {
+				st.NoTimeWhy = map[string]int64{}
+			}
+			st.NoTimeWhy[cmp.Or(ingest.Reason(err), "time")]++
 			if st.FirstNoTime == 0 {
 				st.FirstNoTime, st.FirstTimeErr = n, err.Error()
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -46,9 +47,9 @@ func TestReadTimesAndMalformedLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := ReadStats{Lines: 5, Records: 3, Blank: 1, NoTime: 1, Malformed: 1, FirstNoTime: 1,
+	want := ReadStats{Lines: 5, Records: 3, Blank: 1, NoTime: 1, NoTimeWhy: map[string]int64{"time": 1}, Malformed: 1, FirstNoTime: 1,
 		FirstTimeErr: `time: time: "oops" is not an RFC 3339 time`}
-	if st != want {
+	if !reflect.DeepEqual(st, want) {
 		t.Fatalf("stats %+v, want %+v", st, want)
 	}
 	times := []int64{1561032600e9, 1561032600e9, 1561032700500000000}
@@ -110,7 +111,7 @@ func TestReadAtlasArray(t *testing.T) {
 	}
 	want, wst := read(strings.Join(lines, "\n"))
 	got, gst := read(" \n[" + strings.Join(lines, ",\n  ") + "]\n")
-	if len(want) == 0 || len(got) != len(want) || gst != wst {
+	if len(want) == 0 || len(got) != len(want) || !reflect.DeepEqual(gst, wst) {
 		t.Fatalf("array: %d records %+v, lines: %d %+v", len(got), gst, len(want), wst)
 	}
 	for i := range want {
