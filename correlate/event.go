@@ -28,13 +28,14 @@ const (
 
 var kindOrder = []string{KindTraffic, KindDNS, KindRouting, KindQuality, KindOther}
 
-// kindOf says which view a signal gives, from the feed it comes from. A
+// KindOf says which view a signal gives, from the feed it comes from:
+// alerts of one kind are one witness however many there are. A
 // feed declared in a rules file is a view of its own, named as its feed:
 // IODA's routing, active probing and telescope (ioda-bgp,
 // ioda-active-probing, ioda-telescope) are three independent sources, as
 // IODA counts them, not one "other". Observation lines with no feed of
 // their own, and data-center load, stay other.
-func kindOf(signal string) string {
+func KindOf(signal string) string {
 	switch f := feedOf(signal); f {
 	case string(obs.FeedFlows):
 		return KindTraffic
@@ -50,11 +51,6 @@ func kindOf(signal string) string {
 		return f
 	}
 }
-
-// KindOf is the view a signal gives (KindTraffic, KindRouting, …, or a
-// declared feed's own name): alerts of one kind are one witness however
-// many there are.
-func KindOf(signal string) string { return kindOf(signal) }
 
 // Confidence is how sure an outage is from the kinds of view that see it
 // (KindOf of each member's signal). Each independent view halves the
@@ -245,7 +241,7 @@ func (c *Correlator) build(inc *incident, at time.Time) *alerting.Event {
 			return cmpFloat(math.Abs(b.ChangePct), math.Abs(a.ChangePct))
 		})
 		w := ms[0]
-		k := kindOf(sig)
+		k := KindOf(sig)
 		kinds[k] = true
 		first := w.Start
 		for _, m := range ms {
@@ -481,7 +477,7 @@ func (c *Correlator) cause(members []*alerting.Event, shares map[string]float64)
 	var routing, zones []string
 	netStart := map[string]time.Time{}
 	for _, m := range members {
-		switch k := kindOf(m.Signal); {
+		switch k := KindOf(m.Signal); {
 		case m.Detector == "packet_loss":
 			return m.Summary
 		case k == KindRouting:
@@ -583,10 +579,10 @@ func (c *Correlator) title(place string, sc alerting.Scope, members []*alerting.
 	}
 	var nets []string
 	for _, m := range members {
-		if m.Entity == place && (kindOf(m.Signal) == KindTraffic || m.Signal == "dns_queries") {
+		if m.Entity == place && (KindOf(m.Signal) == KindTraffic || m.Signal == "dns_queries") {
 			return sc.Name
 		}
-		if strings.HasPrefix(m.Entity, "asn:") && (kindOf(m.Signal) == KindTraffic || m.Signal == "dns_queries") {
+		if strings.HasPrefix(m.Entity, "asn:") && (KindOf(m.Signal) == KindTraffic || m.Signal == "dns_queries") {
 			nets = appendOnce(nets, m.Entity)
 		}
 	}

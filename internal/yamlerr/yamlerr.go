@@ -4,8 +4,9 @@
 // time.Duration"); an operator reading a config, rules or actions file
 // wants the line, the key that is wrong, and what it takes instead
 // ("unknown key \"sinkz\"", "want a duration such as 30s, 5m or 168h,
-// not 7"). Every file outagewatch reads as YAML reports through here, so
-// that they all read alike.
+// not 7"). The files an operator writes (the service's config, rules,
+// actions, Traffic Manager scenarios, labels, scoreboard sets, the mapping
+// file) report through here, so that they all read alike.
 package yamlerr
 
 import (
