@@ -63,6 +63,7 @@ ow=$tmp/outagewatch
 # provides it and runs them.
 setup=(
 	'^run --config outagewatch\.yaml --stage (1|2)$::pair'
+	'^run --check -c outagewatch\.yaml$::checkcfg'
 	'^(--memory-limit [^ ]+ )?run (-c|--config) ::live'
 	'^--memory-limit [^ ]+ replay ::memreplay'
 	'^replay /tmp/incident\.owrec\.gz$::replayrec'
@@ -228,6 +229,17 @@ minimal() {
 	grep -q "listen: 127.0.0.1:${2:-9310}" "$1/outagewatch.yaml" || fail "README: the minimal config does not listen on 127.0.0.1:9310" || return 1
 	cp deploy/map.yaml "$1/map.yaml"
 	note "with: $1/outagewatch.yaml, the README's minimal config with /var/lib/outagewatch -> $1/state${2:+, http.listen 127.0.0.1:9310 -> 127.0.0.1:$2}, and beside it map.yaml (deploy/map.yaml)"
+}
+
+# run --check -c outagewatch.yaml: the README's minimal config, checked
+# where it is written, with its Slack token set; no broker is started,
+# for none must be contacted.
+checkcfg() {
+	local dir=$tmp/check
+	minimal "$dir" || return 1
+	(cd "$dir" && SLACK_BOT_TOKEN=xoxb-not-a-token timeout 120 bash -c "$2") >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
+	grep -q 'outagewatch.yaml: OK' "$tmp/out" || fail "no OK line: $(tail -2 "$tmp/out")" || return 1
+	note "checked: $(grep -c . "$tmp/out") lines, $(grep ': rules: ' "$tmp/out" | sed 's/.*: rules: //')"
 }
 
 # serving PORT WANT checks the launched service on 127.0.0.1:PORT: ready,

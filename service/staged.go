@@ -101,23 +101,15 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 	}
 	var err error
 	s.set = opts.Rules
-	if s.set == nil && cfg.Rules != "" {
-		if s.set, err = rules.LoadAll(cfg.resolve(cfg.Rules)); err != nil {
-			return nil, err
-		}
-	}
 	if s.set == nil {
-		if s.set, err = rules.Default(); err != nil {
+		if s.set, err = loadRules(cfg); err != nil {
 			return nil, err
 		}
 	}
 	s.m = opts.Map
 	if s.m == nil {
-		s.m = netmap.New()
-		if cfg.Map != "" {
-			if s.m, err = netmap.LoadFile(s.m, cfg.resolve(cfg.Map)); err != nil {
-				return nil, err
-			}
+		if s.m, err = loadMap(cfg); err != nil {
+			return nil, err
 		}
 	}
 	if s.opts.Dialer == nil {

@@ -27,7 +27,7 @@ const mapCheckInterval = 30 * time.Second
 func runCmd() *cobra.Command {
 	var cfgFile, stage string
 	demo := demoOptions{fixture: demoFixture, speed: demoSpeed, lead: demoLead}
-	var demoOn bool
+	var demoOn, check bool
 	c := &cobra.Command{
 		Use:   "run --config F | run --demo [FIXTURE]",
 		Short: "Run the live service: consume the stream topics from Kafka, alert to the configured sinks",
@@ -53,6 +53,9 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if demoOn {
+				if check {
+					return fmt.Errorf("run: --check checks a config, and run --demo has none of yours")
+				}
 				if len(args) == 1 {
 					demo.fixture = args[0]
 				}
@@ -75,6 +78,17 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 			if err != nil {
 				return err
 			}
+			if check {
+				lines, err := service.Check(cfg)
+				for _, l := range lines {
+					fmt.Fprintf(cmd.OutOrStdout(), "%s: %s\n", cfgFile, l)
+				}
+				if err != nil {
+					return fmt.Errorf("%s: %w", cfgFile, err)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: OK (checked without contacting a broker)\n", cfgFile)
+				return nil
+			}
 			if memoryLimit == "" && cfg.MemoryLimit != "" {
 				if err := applyMemoryLimit(cfgFile+": memory_limit", cfg.MemoryLimit); err != nil {
 					return err
@@ -93,6 +107,7 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 	}
 	c.Flags().StringVarP(&cfgFile, "config", "c", "outagewatch.yaml",
 		"configuration file (the default is relative to the working directory; deploy/outagewatch.yaml is the annotated example)")
+	c.Flags().BoolVar(&check, "check", false, "load and check the config and all it names (rules, map, TLS and SASL files, secrets), print what it holds and exit, without contacting Kafka")
 	c.Flags().StringVar(&stage, "stage", service.StageBoth, "the stages run here: both, or 1 or 2 to scale them apart (docs/runtime.md)")
 	c.Flags().BoolVar(&demoOn, "demo", false, "run the live service on an in-process Kafka that a bundled incident plays into (docs/demo.md)")
 	c.Flags().Float64Var(&demo.speed, "speed", demo.speed, "with --demo, the multiple of real time the incident plays at")

@@ -1,0 +1,78 @@
+package service
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/outagewatch/outagewatch/netmap"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// loadRules loads the rules a config names, or the shipped ones.
+func loadRules(cfg *Config) (*rules.Set, error) {
+	if cfg.Rules != "" {
+		return rules.LoadAll(cfg.resolve(cfg.Rules))
+	}
+	return rules.Default()
+}
+
+// loadMap loads the mapping file a config names, or an empty map.
+func loadMap(cfg *Config) (*netmap.Map, error) {
+	m := netmap.New()
+	if cfg.Map == "" {
+		return m, nil
+	}
+	return netmap.LoadFile(m, cfg.resolve(cfg.Map))
+}
+
+// Check loads and checks what a config names beyond itself, as run does
+// before it joins Kafka, so that a deployment finds its mistakes before
+// it starts: the rules (the shipped ones when none are named), the
+// mapping file, the Kafka TLS and SASL files and secrets, each sink's
+// secret, and the action rules the sinks name. It neither dials a broker
+// nor writes a file. It returns one line a part, for the operator.
+func Check(cfg *Config) ([]string, error) {
+	var out []string
+	var topics []string
+	for _, t := range cfg.Kafka.Topics {
+		topics = append(topics, fmt.Sprintf("%s (%s, %s)", t.Name, t.Stream, t.Format))
+	}
+	out = append(out, fmt.Sprintf("kafka: brokers %s; topics %s", strings.Join(cfg.Kafka.Brokers, ", "), strings.Join(topics, ", ")))
+	if _, err := cfg.KafkaDialer(); err != nil {
+		return out, err
+	}
+	set, err := loadRules(cfg)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, fmt.Sprintf("rules: %s: %d rules", set.File, len(set.Rules)))
+	m, err := loadMap(cfg)
+	if err != nil {
+		return out, err
+	}
+	if cfg.Map != "" {
+		out = append(out, fmt.Sprintf("map: %s: %d AS names, %d AS countries, %d prefix origins, %d prefix regions",
+			cfg.resolve(cfg.Map), len(m.Names), len(m.Countries), m.Origins.Len(), m.Regions.Len()))
+	} else {
+		out = append(out, "map: none (entities are named by their numbers and codes)")
+	}
+	if err := checkActionRules(cfg, set); err != nil {
+		return out, err
+	}
+	for _, sc := range cfg.Sinks {
+		env := sc.SecretEnv
+		if sc.Type == "slack" {
+			env = sc.TokenEnv
+		}
+		if env != "" && os.Getenv(env) == "" {
+			return out, fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, env)
+		}
+		line := fmt.Sprintf("sink %s: %s", sc.Name, sc.Type)
+		if len(sc.ActionRules) > 0 {
+			line += ", the actions feed of " + strings.Join(sc.ActionRules, ", ")
+		}
+		out = append(out, line)
+	}
+	return out, nil
+}
