@@ -235,7 +235,7 @@ minimal() {
 # where it is written, with its Slack token set; no broker is started,
 # for none must be contacted.
 checkcfg() {
-	local dir=$tmp/check
+	local dir=$tmp/checkcfg
 	minimal "$dir" || return 1
 	(cd "$dir" && SLACK_BOT_TOKEN=xoxb-not-a-token timeout 120 bash -c "$2") >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
 	grep -q 'outagewatch.yaml: OK' "$tmp/out" || fail "no OK line: $(tail -2 "$tmp/out")" || return 1
@@ -533,8 +533,8 @@ rulesdir() {
 		"$ow" rules export "$tmp/rules" >/dev/null 2>&1 || fail "rules export failed" || return 1
 	fi
 	timeout 120 bash -c "$cmd" >"$tmp/out" 2>&1 || fail "exit $?: $(tail -3 "$tmp/out")" || return 1
-	"$ow" rules check "$tmp/rules" >"$tmp/check" 2>&1 || fail "the exported rules do not check: $(tail -2 "$tmp/check")" || return 1
-	note "checked: $(head -1 "$tmp/check")"
+	"$ow" rules check "$tmp/rules" >"$tmp/rules.check" 2>&1 || fail "the exported rules do not check: $(tail -2 "$tmp/rules.check")" || return 1
+	note "checked: $(head -1 "$tmp/rules.check")"
 }
 
 # netmap lookup --map map.yaml ...: map.yaml is deploy/map.yaml.

@@ -26,7 +26,8 @@ type ReadStats struct {
 	// them (which includes lines that are not JSON or CSV at all): without
 	// one a record cannot take its place in the replay's merge by time.
 	// BadWhy counts them by reason (ingest.Reason): "time" for a time that
-	// does not parse, "csv" for a line that is no time,entity,signal,value.
+	// does not parse, "csv" or "json" for a line that is no CSV row of four
+	// fields or no JSON object, "missing_field" for one without a time.
 	BadTime int64
 	BadWhy  map[string]int64
 	// FirstBadTime is the number of the first line skipped for its time,
