@@ -20,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/trafficmanager"
 )
 
 func init() { extraCommands = append(extraCommands, actionsCmd) }
@@ -88,11 +89,30 @@ func actionsCmd() *cobra.Command {
 			if err := cfg.CheckDeploy(args[0]); err != nil {
 				return err
 			}
+			// What serve checks before it binds or dials, and the files it
+			// would load: a deployment's mistakes before it starts.
+			secret, _, err := preflight(cfg)
+			if err != nil {
+				return err
+			}
+			if cfg.RulesFile != "" {
+				if _, err := rules.LoadAll(cfg.RulesFile); err != nil {
+					return err
+				}
+			}
+			if tp := cfg.TrafficManager.Topology; tp != "" {
+				if _, err := trafficmanager.LoadScenario(tp); err != nil {
+					return err
+				}
+			}
 			n := 0
 			for _, s := range cfg.Sites {
 				n += len(s.Transits)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, mode %s, %d sites, %d transits\n", args[0], cfg.Mode, len(cfg.Sites), n)
+			if secret == "" {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s: no webhook secret in %s: serve would refuse every alert event posted\n", args[0], cfg.Serve.SecretEnv)
+			}
 			return nil
 		},
 	}

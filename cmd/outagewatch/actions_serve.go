@@ -41,21 +41,31 @@ func checkServe(cfg *actions.Config) error {
 	return nil
 }
 
-// serveActions runs `actions serve` on cfg until ctx ends or a signal.
-func serveActions(ctx context.Context, cfg *actions.Config) error {
+// preflight makes the checks serve makes before it binds or dials, which
+// `actions check` makes too: the flags' overrides, the webhook secret
+// that enforce mode needs, and the Kafka TLS and SASL settings. It
+// returns the secret ("" when none is set, which refuses every post)
+// and the Kafka dialer (nil without brokers).
+func preflight(cfg *actions.Config) (string, *kafka.Dialer, error) {
 	if err := checkServe(cfg); err != nil {
-		return err
+		return "", nil, err
 	}
 	secret := os.Getenv(cfg.Serve.SecretEnv)
-	if secret == "" {
-		if cfg.Mode == actions.ModeEnforce || cfg.TrafficManager.Mode == actions.ModeEnforce && cfg.TrafficManager.Webhook != "" {
-			return fmt.Errorf("actions serve: enforce mode needs the webhook secret: environment variable %s (serve.secret_env) is empty", cfg.Serve.SecretEnv)
-		}
-		slog.Warn("actions serve: no webhook secret: every alert event posted is refused", "secret_env", cfg.Serve.SecretEnv)
+	if secret == "" && (cfg.Mode == actions.ModeEnforce || cfg.TrafficManager.Mode == actions.ModeEnforce && cfg.TrafficManager.Webhook != "") {
+		return "", nil, fmt.Errorf("actions serve: enforce mode needs the webhook secret: environment variable %s (serve.secret_env) is empty", cfg.Serve.SecretEnv)
 	}
 	dialer, err := kafkaDialer(cfg)
+	return secret, dialer, err
+}
+
+// serveActions runs `actions serve` on cfg until ctx ends or a signal.
+func serveActions(ctx context.Context, cfg *actions.Config) error {
+	secret, dialer, err := preflight(cfg)
 	if err != nil {
 		return err
+	}
+	if secret == "" {
+		slog.Warn("actions serve: no webhook secret: every alert event posted is refused", "secret_env", cfg.Serve.SecretEnv)
 	}
 	pager, err := actions.NewPager(cfg)
 	if err != nil {

@@ -106,7 +106,8 @@ not json
 	}
 }
 
-// check refuses an enforce configuration with a site it could not act on.
+// check refuses an enforce configuration with a site it could not act on,
+// or that serve would refuse to start.
 func TestActionsCheckEnforceNeedsGoBGP(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "a.yaml")
 	doc := "mode: enforce\nsites:\n  ams01:\n    transits:\n      - {asn: 1299, name: Telia, sessions: [192.0.2.11]}\n"
@@ -120,8 +121,21 @@ func TestActionsCheckEnforceNeedsGoBGP(t *testing.T) {
 	if err := os.WriteFile(f, []byte("gobgp: 127.0.0.1:50051\n"+doc), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runActions(t, "", "check", f); err != nil || !strings.Contains(out, "ok, mode enforce, 1 sites, 1 transits") {
+	// As serve would, check refuses enforce without the webhook secret.
+	t.Setenv("OUTAGEWATCH_WEBHOOK_SECRET", "")
+	if _, err := runActions(t, "", "check", f); err == nil || !strings.Contains(err.Error(), "enforce mode needs the webhook secret: environment variable OUTAGEWATCH_WEBHOOK_SECRET") {
+		t.Fatalf("check without a secret: %v", err)
+	}
+	t.Setenv("OUTAGEWATCH_WEBHOOK_SECRET", "s")
+	if out, err := runActions(t, "", "check", f); err != nil || out != f+": ok, mode enforce, 1 sites, 1 transits\n" {
 		t.Fatalf("check with gobgp: %v %s", err, out)
+	}
+	// And the files serve would load: a rules file that is not there.
+	if err := os.WriteFile(f, []byte("gobgp: 127.0.0.1:50051\nrules_file: nope.yaml\n"+doc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := runActions(t, "", "check", f); err == nil || !strings.Contains(err.Error(), "nope.yaml") {
+		t.Fatalf("check with a missing rules file: %v", err)
 	}
 }
 
