@@ -2,8 +2,11 @@ package service
 
 import (
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/rules"
@@ -42,6 +45,14 @@ func Check(cfg *Config) ([]string, error) {
 	if _, err := cfg.KafkaDialer(); err != nil {
 		return out, err
 	}
+	if _, _, err := net.SplitHostPort(cfg.HTTP.Listen); err != nil {
+		return out, fmt.Errorf("http.listen %q: %w", cfg.HTTP.Listen, err)
+	}
+	line, err := checkDataDir(cfg.DataDir)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, line, "http: listen "+cfg.HTTP.Listen)
 	set, err := loadRules(cfg)
 	if err != nil {
 		return out, err
@@ -75,4 +86,29 @@ func Check(cfg *Config) ([]string, error) {
 		out = append(out, line)
 	}
 	return out, nil
+}
+
+// checkDataDir says whether the service could keep its state in dir:
+// the directory, or the nearest of its parents that exists for run to
+// make it under, must be a directory this user may write to.
+func checkDataDir(dir string) (string, error) {
+	for d := dir; ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		if err != nil {
+			if d == filepath.Dir(d) {
+				return "", fmt.Errorf("data_dir %s: %w", dir, err)
+			}
+			continue
+		}
+		if !st.IsDir() {
+			return "", fmt.Errorf("data_dir %s: %s is not a directory", dir, d)
+		}
+		if err := syscall.Access(d, 2 /* W_OK */); err != nil {
+			return "", fmt.Errorf("data_dir %s: %s is not writable by this user: %w", dir, d, err)
+		}
+		if d == dir {
+			return "data_dir: " + dir + " (writable)", nil
+		}
+		return fmt.Sprintf("data_dir: %s (run makes it, in %s, writable)", dir, d), nil
+	}
 }

@@ -72,6 +72,8 @@ func TestRunCheck(t *testing.T) {
 	sinks := "sinks:\n  - {name: hook, type: webhook, url: \"http://127.0.0.1:9/\", secret_env: OW_TEST_CHECK_SECRET, action_rules: [transit-packet-loss]}\n"
 	out, err := check(base+sinks, "OW_TEST_CHECK_SECRET", "s")
 	want := "C: kafka: brokers 127.0.0.1:1; topics flows (flows, goflow2-pb), dns (dns, dnstap)\n" +
+		"C: data_dir: " + filepath.Join(dir, "state") + " (run makes it, in " + dir + ", writable)\n" +
+		"C: http: listen 127.0.0.1:9310\n" +
 		"C: rules: rules/default: 19 rules\n" +
 		"C: map: " + filepath.Join(dir, "map.yaml") + ": 1 AS names, 1 AS countries, 1 prefix origins, 0 prefix regions\n" +
 		"C: sink hook: webhook, the actions feed of transit-packet-loss\n" +
@@ -88,6 +90,9 @@ func TestRunCheck(t *testing.T) {
 		{strings.Replace(base, "map: map.yaml", "map: gone.yaml", 1), "gone.yaml"},
 		{base + "sinks:\n  - {name: hook, type: jsonl, path: a.jsonl, action_rules: [no-such-rule]}\n", `sink hook: action_rules: no rule named "no-such-rule"`},
 		{base + "kafak: 1\n", `:8: unknown key "kafak": did you mean "kafka"?`},
+		{strings.Replace(base, "data_dir: "+filepath.Join(dir, "state"), "data_dir: "+filepath.Join(dir, "map.yaml", "state"), 1),
+			"map.yaml is not a directory"},
+		{base + "http:\n  listen: 9310\n", `http.listen "9310": address 9310: missing port in address`},
 	} {
 		if _, err := check(tc.doc, "OW_TEST_CHECK_SECRET", ""); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: err %v, want %q", tc.doc, err, tc.want)
