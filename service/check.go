@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/rules"
@@ -103,7 +102,7 @@ func checkDataDir(dir string) (string, error) {
 		if !st.IsDir() {
 			return "", fmt.Errorf("data_dir %s: %s is not a directory", dir, d)
 		}
-		if err := syscall.Access(d, 2 /* W_OK */); err != nil {
+		if err := writable(d); err != nil {
 			return "", fmt.Errorf("data_dir %s: %s is not writable by this user: %w", dir, d, err)
 		}
 		if d == dir {
