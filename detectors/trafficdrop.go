@@ -318,7 +318,7 @@ func (d *trafficDrop) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fu
 			floor := d.p.Noise * math.Sqrt(def.SamplingVar(base))
 			anomalous = anomalous && base-pt.Value >= floor
 			why := judgeableNow
-			if base <= 0 || base < floor {
+			if tooFewToFall(def, base, d.p.Noise) {
 				why = unjudgeableCount
 			}
 			d.unjudgeable.set(pt.Series, why)

@@ -1,9 +1,11 @@
 package detectors
 
 import (
+	"math"
 	"slices"
 
 	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/obs"
 )
 
 // Why a series is unjudgeable, or that it is not.
@@ -15,6 +17,15 @@ const (
 	// threshold out of reach.
 	unjudgeableLevel
 )
+
+// tooFewToFall reports whether a count at level is too small for any
+// fall, even to 0, to pass sigmas times its own sampling noise (√level,
+// or √(level/k) for the mean of k counts): a series no drop of which
+// can be told from chance, unjudgeable as a count (unjudgeableCount).
+// A count back above that is judgeable again.
+func tooFewToFall(def *obs.SignalDef, level, sigmas float64) bool {
+	return def.Poisson && (level <= 0 || level < sigmas*math.Sqrt(def.SamplingVar(level)))
+}
 
 // unjudged holds what a rule cannot judge at its threshold (a series, or
 // a transit by name), and why, as of its last judged bucket: what a

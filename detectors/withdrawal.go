@@ -303,10 +303,8 @@ func (d *prefixWithdrawal) Bucket(c *aggregate.Closed, pts []aggregate.Point, em
 			// that bar at level ≥ bar²/k; a count back above it is
 			// judgeable again. Otherwise only a new reading of the
 			// series' noise changes the verdict.
-			def := pt.Series.Signal.Def()
-			small := def.Poisson && (base <= 0 || base < d.runBar(pt.Series, 0)*math.Sqrt(def.SamplingVar(base)))
 			switch {
-			case small:
+			case tooFewToFall(pt.Series.Signal.Def(), base, d.runBar(pt.Series, 0)):
 				d.unjudgeable.set(pt.Series, unjudgeableCount)
 			case j.sigma > 0 && j.level > j.bar*j.sigma:
 				d.unjudgeable.set(pt.Series, judgeableNow)
