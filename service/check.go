@@ -71,12 +71,8 @@ func Check(cfg *Config) ([]string, error) {
 		return out, err
 	}
 	for _, sc := range cfg.Sinks {
-		env := sc.SecretEnv
-		if sc.Type == "slack" {
-			env = sc.TokenEnv
-		}
-		if env != "" && os.Getenv(env) == "" {
-			return out, fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, env)
+		if _, err := sinkSecret(sc); err != nil {
+			return out, err
 		}
 		line := fmt.Sprintf("sink %s: %s", sc.Name, sc.Type)
 		if len(sc.ActionRules) > 0 {

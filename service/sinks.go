@@ -74,11 +74,9 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 			}
 			out = append(out, feed(sc, alerting.NewJSONL(sc.Name, w)))
 		case "webhook":
-			secret := ""
-			if sc.SecretEnv != "" {
-				if secret = os.Getenv(sc.SecretEnv); secret == "" {
-					return nil, fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, sc.SecretEnv)
-				}
+			secret, err := sinkSecret(sc)
+			if err != nil {
+				return nil, err
 			}
 			w, err := alerting.NewWebhook(alerting.WebhookConfig{Name: sc.Name, URL: sc.URL, Secret: secret, Headers: sc.Headers,
 				MinSeverity: sc.MinSeverity})
@@ -87,9 +85,9 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 			}
 			out = append(out, feed(sc, w))
 		case "slack":
-			tok := os.Getenv(sc.TokenEnv)
-			if tok == "" {
-				return nil, fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, sc.TokenEnv)
+			tok, err := sinkSecret(sc)
+			if err != nil {
+				return nil, err
 			}
 			sl, err := alerting.NewSlack(alerting.SlackConfig{Name: sc.Name, Token: tok, Channel: sc.Channel,
 				StateDir: filepath.Join(outboxDir, sc.Name), EventURL: sc.EventURL, MinSeverity: sc.MinSeverity})
@@ -107,6 +105,28 @@ func buildSinks(cfg *Config, outboxDir string) ([]alerting.Sink, error) {
 		}
 	}
 	return out, nil
+}
+
+// sinkSecret reads from the environment the secret a sink names: a
+// webhook's signing secret ("" when it names none), a Slack token. A
+// variable named but empty fails at start (and run --check), not as a
+// delivery refused hours later.
+func sinkSecret(sc Sink) (string, error) {
+	var env string
+	switch sc.Type {
+	case "webhook":
+		env = sc.SecretEnv
+	case "slack":
+		env = sc.TokenEnv
+	}
+	if env == "" {
+		return "", nil
+	}
+	v := os.Getenv(env)
+	if v == "" {
+		return "", fmt.Errorf("sink %s: environment variable %s is empty", sc.Name, env)
+	}
+	return v, nil
 }
 
 // feed wraps s as an actions feed when the sink names action_rules.
