@@ -153,20 +153,32 @@ func WriteDefault(dir string, overwrite bool) ([]string, error) {
 	return written, nil
 }
 
-// LoadAll loads several rules files (or directories of *.yaml) as one set.
+// LoadAll loads several rules files (or directories of *.yaml and *.yml,
+// in name order) as one set. A directory with no such files, or a set with
+// no rule at all, is refused: either would start a service that judges
+// nothing and says nothing of it.
 func LoadAll(paths ...string) (*Set, error) {
 	var files []string
 	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil && st.IsDir() {
 			more, _ := filepath.Glob(filepath.Join(p, "*.yaml"))
+			yml, _ := filepath.Glob(filepath.Join(p, "*.yml"))
+			if more = append(more, yml...); len(more) == 0 {
+				return nil, fmt.Errorf("rules: %s: no *.yaml or *.yml files in the directory", p)
+			}
+			slices.Sort(more)
 			files = append(files, more...)
 			continue
 		}
 		files = append(files, p)
 	}
-	set, err := merge(strings.Join(paths, ","), files, readFile)
+	name := strings.Join(paths, ",")
+	set, err := merge(name, files, readFile)
 	if err != nil {
 		return nil, err
+	}
+	if len(set.Rules) == 0 {
+		return nil, fmt.Errorf("rules: %s: no rules, only signals or severity", name)
 	}
 	return withShippedSeverity(set)
 }

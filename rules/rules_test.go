@@ -3,6 +3,7 @@ package rules
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,6 +65,42 @@ func TestLoadAllRejectsARuleDefinedTwice(t *testing.T) {
 	set, err := LoadAll(filepath.Join(dir, "1.yaml"))
 	if err != nil || len(set.Rules) != 1 {
 		t.Fatalf("single file: %v %v", set, err)
+	}
+}
+
+// A directory is read as an operator names files: *.yaml and *.yml alike,
+// in name order. One that holds neither, or a set with no rule, would
+// start a service that judges nothing, and is refused.
+func TestLoadAllDirectory(t *testing.T) {
+	dir := t.TempDir()
+	rule := func(name string) []byte {
+		return []byte("rules:\n  - name: " + name + "\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n")
+	}
+	os.WriteFile(filepath.Join(dir, "20-b.yml"), rule("b"), 0o644)
+	os.WriteFile(filepath.Join(dir, "10-a.yaml"), rule("a"), 0o644)
+	os.WriteFile(filepath.Join(dir, "30-c.yml"), rule("c"), 0o644)
+	os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("not rules"), 0o644)
+	set, err := LoadAll(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range set.Rules {
+		got = append(got, r.Name+"@"+filepath.Base(r.File))
+	}
+	if want := []string{"a@10-a.yaml", "b@20-b.yml", "c@30-c.yml"}; !slices.Equal(got, want) {
+		t.Fatalf("rules %v, want %v", got, want)
+	}
+
+	empty := t.TempDir()
+	os.WriteFile(filepath.Join(empty, "rules.txt"), rule("a"), 0o644)
+	if _, err := LoadAll(empty); err == nil || err.Error() != "rules: "+empty+": no *.yaml or *.yml files in the directory" {
+		t.Fatalf("directory without rules files: %v", err)
+	}
+	signalsOnly := t.TempDir()
+	os.WriteFile(filepath.Join(signalsOnly, "s.yaml"), []byte("signals:\n  - {name: test_dir_only, kind: gauge, cadence: 5m}\n"), 0o644)
+	if _, err := LoadAll(signalsOnly); err == nil || err.Error() != "rules: "+signalsOnly+": no rules, only signals or severity" {
+		t.Fatalf("set without rules: %v", err)
 	}
 }
 

@@ -139,7 +139,7 @@ func TestRulesExportThenCheck(t *testing.T) {
 	if _, _, err = run(t, "rules", "check", dir); err != nil {
 		t.Fatalf("check after export --force: %v", err)
 	}
-	if _, stderr, err := run(t, "rules", "check", t.TempDir()); err == nil || !strings.Contains(stderr, "no *.yaml files in the directory") {
+	if _, stderr, err := run(t, "rules", "check", t.TempDir()); err == nil || !strings.Contains(stderr, "no *.yaml or *.yml files in the directory") {
 		t.Fatalf("empty directory: %v %q", err, stderr)
 	}
 }

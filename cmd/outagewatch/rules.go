@@ -19,7 +19,7 @@ func rulesCmd() *cobra.Command {
 		Short: "Validate rules files; errors name the file, the line and the reason",
 		Long: `Check validates each rules file as the service and replay load it, and
 prints what each sets. A directory is checked as --rules DIR loads it: its
-*.yaml files as one set, so that a signal declared in one file and judged
+*.yaml and *.yml files as one set, so that a signal declared in one file and judged
 in another checks, and a rule name used twice across files does not. With
 no argument it checks the shipped rules.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -77,15 +77,10 @@ DIR is not overwritten without --force.`,
 	return c
 }
 
-// loadChecked loads a rules file, or a directory's *.yaml as one set.
+// loadChecked loads a rules file, or a directory's files as one set.
 func loadChecked(path string) (*rules.Set, error) {
-	st, err := os.Stat(path)
-	if err != nil || !st.IsDir() {
+	if st, err := os.Stat(path); err != nil || !st.IsDir() {
 		return rules.Load(path)
-	}
-	files, _ := filepath.Glob(filepath.Join(path, "*.yaml"))
-	if len(files) == 0 {
-		return nil, fmt.Errorf("rules: %s: no *.yaml files in the directory", path)
 	}
 	return rules.LoadAll(path)
 }
