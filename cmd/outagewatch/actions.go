@@ -20,7 +20,6 @@ import (
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/rules"
-	"github.com/outagewatch/outagewatch/trafficmanager"
 )
 
 func init() { extraCommands = append(extraCommands, actionsCmd) }
@@ -28,17 +27,6 @@ func init() { extraCommands = append(extraCommands, actionsCmd) }
 // defaultActionsConfig is where `actions` looks without -c: the example
 // configuration of a clone, relative to the working directory.
 const defaultActionsConfig = "deploy/actions.yaml"
-
-// capModes lets each rule's actions setting cap the mode (see
-// Transits.RuleModes).
-func capModes(tr *actions.Transits, path string) error {
-	set, err := rules.LoadAll(path)
-	if err != nil {
-		return err
-	}
-	tr.RuleModes = actions.ModesFromRules(set)
-	return nil
-}
 
 func actionsCmd() *cobra.Command {
 	c := &cobra.Command{
@@ -65,7 +53,7 @@ func actionsCmd() *cobra.Command {
 		cmd.Flags().StringVar(&auditPath, "audit", "", "audit log (default: the configuration's audit)")
 	}
 	// capByRules applies --rules, else the configuration's rules_file:
-	// each rule's actions setting caps the mode.
+	// each rule's actions setting caps the mode (see Transits.RuleModes).
 	capByRules := func(tr *actions.Transits, cfg *actions.Config) error {
 		path := rulesPath
 		if path == "" {
@@ -74,7 +62,12 @@ func actionsCmd() *cobra.Command {
 		if path == "" {
 			return nil
 		}
-		return capModes(tr, path)
+		set, err := rules.LoadAll(path)
+		if err != nil {
+			return err
+		}
+		tr.RuleModes = actions.ModesFromRules(set)
+		return nil
 	}
 
 	check := &cobra.Command{
@@ -91,26 +84,16 @@ func actionsCmd() *cobra.Command {
 			}
 			// What serve checks before it binds or dials, and the files it
 			// would load: a deployment's mistakes before it starts.
-			secret, _, err := preflight(cfg)
+			pre, err := preflight(cfg)
 			if err != nil {
 				return err
-			}
-			if cfg.RulesFile != "" {
-				if _, err := rules.LoadAll(cfg.RulesFile); err != nil {
-					return err
-				}
-			}
-			if tp := cfg.TrafficManager.Topology; tp != "" {
-				if _, err := trafficmanager.LoadScenario(tp); err != nil {
-					return err
-				}
 			}
 			n := 0
 			for _, s := range cfg.Sites {
 				n += len(s.Transits)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok, mode %s, %d sites, %d transits\n", args[0], cfg.Mode, len(cfg.Sites), n)
-			if secret == "" {
+			if pre.secret == "" {
 				fmt.Fprintf(cmd.OutOrStdout(), "%s: no webhook secret in %s: serve would refuse every alert event posted\n", args[0], cfg.Serve.SecretEnv)
 			}
 			return nil

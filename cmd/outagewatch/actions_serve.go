@@ -20,6 +20,7 @@ import (
 	"github.com/outagewatch/outagewatch/decider"
 	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/planhook"
+	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/service"
 	"github.com/outagewatch/outagewatch/tmfeed"
 	"github.com/outagewatch/outagewatch/tmmap"
@@ -42,28 +43,50 @@ func checkServe(cfg *actions.Config) error {
 }
 
 // preflight makes the checks serve makes before it binds or dials, which
-// `actions check` makes too: the flags' overrides, the webhook secret
-// that enforce mode needs, and the Kafka TLS and SASL settings. It
-// returns the secret ("" when none is set, which refuses every post)
-// and the Kafka dialer (nil without brokers).
-func preflight(cfg *actions.Config) (string, *kafka.Dialer, error) {
+// `actions check` makes too, and loads the files serve will need, so a
+// mistake in any of them stops serve before it starts anything.
+func preflight(cfg *actions.Config) (*ready, error) {
 	if err := checkServe(cfg); err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	secret := os.Getenv(cfg.Serve.SecretEnv)
-	if secret == "" && (cfg.Mode == actions.ModeEnforce || cfg.TrafficManager.Mode == actions.ModeEnforce && cfg.TrafficManager.Webhook != "") {
-		return "", nil, fmt.Errorf("actions serve: enforce mode needs the webhook secret: environment variable %s (serve.secret_env) is empty", cfg.Serve.SecretEnv)
+	r := &ready{secret: os.Getenv(cfg.Serve.SecretEnv)}
+	if r.secret == "" && (cfg.Mode == actions.ModeEnforce || cfg.TrafficManager.Mode == actions.ModeEnforce && cfg.TrafficManager.Webhook != "") {
+		return nil, fmt.Errorf("actions serve: enforce mode needs the webhook secret: environment variable %s (serve.secret_env) is empty", cfg.Serve.SecretEnv)
 	}
-	dialer, err := kafkaDialer(cfg)
-	return secret, dialer, err
+	var err error
+	if r.dialer, err = kafkaDialer(cfg); err != nil {
+		return nil, err
+	}
+	if cfg.RulesFile != "" {
+		set, err := rules.LoadAll(cfg.RulesFile)
+		if err != nil {
+			return nil, err
+		}
+		r.ruleModes = actions.ModesFromRules(set)
+	}
+	if tp := cfg.TrafficManager.Topology; tp != "" {
+		if r.topology, err = trafficmanager.LoadScenario(tp); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// ready is what preflight found and loaded.
+type ready struct {
+	secret    string        // "" when none is set, which refuses every post
+	dialer    *kafka.Dialer // with the TLS and SASL settings
+	ruleModes map[string]string
+	topology  *trafficmanager.Scenario // nil without a Traffic Manager
 }
 
 // serveActions runs `actions serve` on cfg until ctx ends or a signal.
 func serveActions(ctx context.Context, cfg *actions.Config) error {
-	secret, dialer, err := preflight(cfg)
+	pre, err := preflight(cfg)
 	if err != nil {
 		return err
 	}
+	secret, dialer := pre.secret, pre.dialer
 	if secret == "" {
 		slog.Warn("actions serve: no webhook secret: every alert event posted is refused", "secret_env", cfg.Serve.SecretEnv)
 	}
@@ -78,11 +101,7 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		return err
 	}
 	defer closeAll()
-	if cfg.RulesFile != "" {
-		if err := capModes(tr, cfg.RulesFile); err != nil {
-			return err
-		}
-	}
+	tr.RuleModes = pre.ruleModes
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(service.BuildInfo())
 	tr.Counter = actions.NewCounter(reg)
@@ -104,8 +123,8 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 	}
 	api := &actions.API{Transits: tr, Secret: secret, MaxSkew: cfg.Serve.MaxSkew, Token: os.Getenv(cfg.Serve.TokenEnv),
 		Refused: actions.NewRefusedCounter(reg)}
-	if tm := cfg.TrafficManager; tm.Topology != "" {
-		closeTM, err := startTM(ctx, cfg, secret, dialer, reg, api)
+	if pre.topology != nil {
+		closeTM, err := startTM(ctx, cfg, pre, reg, api)
 		if err != nil {
 			return err
 		}
@@ -169,12 +188,8 @@ func notReady(secret string, owned func() int) string {
 
 // startTM runs the Traffic Manager on the topology: the capacity endpoint
 // answers from its start, and with a topic it plans live.
-func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *kafka.Dialer, reg *prometheus.Registry, api *actions.API) (func(), error) {
-	tm := cfg.TrafficManager
-	sc, err := trafficmanager.LoadScenario(tm.Topology)
-	if err != nil {
-		return nil, err
-	}
+func startTM(ctx context.Context, cfg *actions.Config, pre *ready, reg *prometheus.Registry, api *actions.API) (func(), error) {
+	tm, sc := cfg.TrafficManager, pre.topology
 	start, _ := sc.Inputs()
 	planned := trafficmanager.Tick(start, trafficmanager.State{}).State
 	api.Capacity = func() (trafficmanager.Input, trafficmanager.State) { return start, planned }
@@ -189,14 +204,14 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 	}
 	d := tmDriver(sc, tm.Mode, planhook.NewMetrics(reg))
 	if tm.Webhook != "" {
-		wh, err := planhook.NewWebhook(tm.Webhook, secret)
+		wh, err := planhook.NewWebhook(tm.Webhook, pre.secret)
 		if err != nil {
 			return nil, err
 		}
 		d.Publishers = append(d.Publishers, wh)
 	}
 	if tm.PlanTopic != "" {
-		tp := kafkaio.Transport(dialer)
+		tp := kafkaio.Transport(pre.dialer)
 		kp, err := planhook.NewKafka(cfg.Kafka.Brokers, tm.PlanTopic, tp)
 		if err != nil {
 			return nil, err
@@ -231,7 +246,7 @@ func startTM(ctx context.Context, cfg *actions.Config, secret string, dialer *ka
 		return d.State(), err
 	})
 	api.Capacity = live.Capacity
-	r := kafkaio.GroupReader(cfg.Kafka.Brokers, tm.Topic, "outagewatch-tm", dialer)
+	r := kafkaio.GroupReader(cfg.Kafka.Brokers, tm.Topic, "outagewatch-tm", pre.dialer)
 	closers = append(closers, func() { r.Close() })
 	go func() {
 		if err := live.Run(ctx, r); err != nil {
