@@ -80,6 +80,12 @@ func (p *Pipeline) MarshalBinary() ([]byte, error) {
 // same configuration (and the same stages inserted). Rules that are new
 // since the checkpoint start fresh, and so does an inserted stage whose
 // section the checkpoint lacks.
+//
+// The checkpoint is gob, which trusts its input: a damaged length can
+// ask for a map of billions of entries before any check of ours. So b
+// must be what MarshalBinary wrote, and the service seals every copy it
+// keeps with a CRC32C that it checks before calling this
+// (service/statefile.go).
 func (p *Pipeline) UnmarshalBinary(b []byte) error {
 	var cp checkpoint
 	if err := gob.NewDecoder(bytes.NewReader(b)).Decode(&cp); err != nil {
