@@ -66,7 +66,7 @@ setup=(
 	'^run --check -c outagewatch\.yaml$::checkcfg'
 	'^(--memory-limit [^ ]+ )?run (-c|--config) ::live'
 	'^--memory-limit [^ ]+ replay ::memreplay'
-	'^replay /tmp/incident\.owrec\.gz$::replayrec'
+	'^replay ((-c|--config) outagewatch\.yaml )?/tmp/incident\.owrec\.gz$::replayrec'
 	'^produce ::produce'
 	'^netmap build --out /var/lib/outagewatch/map\.yaml ::netmapbuild'
 	'^netmap lookup --map map\.yaml ::lookup'
@@ -414,14 +414,15 @@ record() {
 	note "checked: outagewatch replay $out reads all $fed records and raises AS20294's traffic alert"
 }
 
-# replay /tmp/incident.owrec.gz: the recording `outagewatch record --config
-# outagewatch.yaml --topic flows --out /tmp/incident.owrec.gz` made, here
-# $tmp/incident.owrec.gz.
+# replay [-c outagewatch.yaml] /tmp/incident.owrec.gz: the recording
+# `outagewatch record --config outagewatch.yaml --topic flows --out
+# /tmp/incident.owrec.gz` made, here $tmp/incident.owrec.gz, replayed
+# beside the config that recorded it.
 replayrec() {
 	recording || return 1
 	local cmd=${2//\/tmp\/incident.owrec.gz/$rec}
-	note "with: /tmp/incident.owrec.gz -> $rec"
-	timeout 120 bash -c "$cmd" >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "exit $?: $(tail -3 "$tmp/replayed.err")" || return 1
+	note "with: /tmp/incident.owrec.gz -> $rec, run in $tmp/rec"
+	(cd "$tmp/rec" && timeout 120 bash -c "$cmd") >"$tmp/replayed" 2>"$tmp/replayed.err" || fail "exit $?: $(tail -3 "$tmp/replayed.err")" || return 1
 	replayed_shutdown "$rec_n" || return 1
 	note "checked: it reads all $rec_n records and raises AS20294's traffic alert"
 }
@@ -660,7 +661,7 @@ labelled() {
 # Lines that are examples with placeholders, each with the reason it
 # cannot run as it is: listed, not counted among the commands.
 examples=(
-	'^score --labels labels\.yaml --map map\.yaml --local-asn 64500( |$)::docs/real-data.md: labels.yaml is the labels file the reader writes for a recording of their own network (step 2), map.yaml, AS64500 and my-rules/ theirs; the bundled sets are scored by the score lines above'
+	'^score --labels labels\.yaml (--map map\.yaml --local-asn 64500|-c outagewatch\.yaml)( |$)::docs/real-data.md: labels.yaml is the labels file the reader writes for a recording of their own network (step 2), map.yaml, AS64500, outagewatch.yaml and my-rules/ theirs; the bundled sets are scored by the score lines above'
 )
 
 pass=0 fail=0 skipped=0 eg=0

@@ -181,11 +181,8 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 
 // pipelineConfig is the pipeline of either stage.
 func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
-	pc := pipeline.Config{
-		Aggregate: aggregate.Config{Width: int64(s.cfg.BucketWidth), Lateness: int64(s.cfg.Lateness), History: s.cfg.History},
-		Rules:     s.set, Map: m, LocalASNs: s.cfg.LocalASNs, Logger: s.log,
-		Severity: s.cfg.Correlation.Severity, ZoneOwners: s.cfg.Correlation.ZoneOwners, GroupWait: s.cfg.Correlation.groupWait(),
-	}
+	pc := s.cfg.judging(s.set, m)
+	pc.Logger = s.log
 	if s.mute != nil {
 		pc.Mute = []correlate.Muter{s.mute}
 	}

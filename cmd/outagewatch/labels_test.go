@@ -154,3 +154,54 @@ func TestScoreLabelsOnARecordingComparesRuleSets(t *testing.T) {
 		t.Fatalf("diff: %d the same, only with the shipped rules %v", d.Same, only)
 	}
 }
+
+// score -c judges a recording as the live service of that config would:
+// its rules (here without DNS), its mapping file (named relative to the
+// config) and its own AS numbers, with no flag repeating them; a flag
+// given wins over the config.
+func TestScoreLabelsWithServiceConfig(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays four weeks of the Uganda fixture twice")
+	}
+	captureLog(t)
+	_, mapFile, labels := recordUganda(t)
+	dir := filepath.Dir(mapFile)
+	os.Mkdir(filepath.Join(dir, "rules"), 0o755)
+	for _, f := range []string{"10-traffic.yaml", "30-bgp.yaml", "40-quality.yaml"} {
+		b, err := os.ReadFile(filepath.Join("../../rules/default", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "rules", f), b, 0o644)
+	}
+	cfg := filepath.Join(dir, "outagewatch.yaml")
+	os.WriteFile(cfg, []byte(`kafka:
+  brokers: [localhost:9092]
+  topics:
+    - {name: flows, stream: flows, format: goflow2-pb}
+data_dir: `+t.TempDir()+`
+rules: rules
+map: map.yaml
+local_asns: [64500]
+`), 0o644)
+	detected := func(args ...string) (pass bool, n int, missed string) {
+		t.Helper()
+		rs, err := scoreJSON(t, append([]string{"--labels", labels, "-c", cfg}, args...)...)
+		if err != nil && exitCode(err) != 2 {
+			t.Fatal(err)
+		}
+		r := rs[0]
+		var m []string
+		for _, w := range r.Missed {
+			m = append(m, w.Entity)
+		}
+		slices.Sort(m)
+		return r.Pass, len(r.Detected), strings.Join(m, " ")
+	}
+	if pass, n, missed := detected(); pass || n != 6 || missed != "asn:20294 asn:36977 country:UG" {
+		t.Fatalf("the config's rules, without DNS: pass %v, %d detected, missed %s", pass, n, missed)
+	}
+	if pass, n, missed := detected("--rules", "../../rules/default"); !pass || n != 9 || missed != "" {
+		t.Fatalf("--rules over the config's: pass %v, %d detected, missed %s", pass, n, missed)
+	}
+}

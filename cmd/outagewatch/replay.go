@@ -36,6 +36,10 @@ import (
 const defaultFixture = "fixtures/" + fixtures.Default
 
 type replayOpts struct {
+	// config is a service config: the replay judges as that deployment
+	// does (its rules, map, own AS numbers, buckets and correlation),
+	// where --rules, --map and --local-asn do not say otherwise.
+	config  string
 	rules   string
 	mapFile string
 	out     string
@@ -57,14 +61,18 @@ func replayCmd() *cobra.Command {
 	var o replayOpts
 	var text bool
 	c := &cobra.Command{
-		Use:   "replay [--rules F] [--map F] [--out F] FIXTURE|FILE...",
+		Use:   "replay [-c CONFIG] [--rules F] [--map F] [--out F] FIXTURE|FILE...",
 		Short: "Replay incident fixtures or recorded files through the pipeline; prints one JSON alert event per line",
 		Long: `Replay renders fixtures (YAML specs under fixtures/) into real wire formats, reads
 recorded files (outagewatch record, observation exports, MRT, dnstap), merges
 them by event time and runs them through the same pipeline as the live
 service. Alert events go to stdout (or --out) as JSON lines, or with --text
 as one line for a person each; progress goes to stderr. With no argument it replays ` + defaultFixture + `. A fixture
-not found on disk is taken from the ones bundled in the binary.`,
+not found on disk is taken from the ones bundled in the binary.
+
+With -c, a recording (outagewatch record) is judged as the live service of
+that config judges: its rules, mapping file, own AS numbers, bucket width,
+lateness, history and correlation settings. Its silences are not applied.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{defaultFixture}
@@ -130,12 +138,18 @@ not found on disk is taken from the ones bundled in the binary.`,
 	}
 	c.Flags().StringVar(&o.rules, "rules", "", "rules file or directory of them (default: the fixture's, else the shipped rules)")
 	c.Flags().StringVar(&o.mapFile, "map", "", "mapping file: AS → country and name, prefix → origin AS and region")
+	configFlag(c, &o)
 	c.Flags().StringVarP(&o.out, "out", "o", "", "write alert events here instead of stdout")
 	c.Flags().StringVar(&o.report, "report", "", "also write an HTML report: the alerts and a chart of every alerted series")
 	c.Flags().UintSliceVar(&o.localASNs, "local-asn", nil, "your own AS numbers, for recorded flows (repeat or comma-separate)")
 	c.Flags().StringVar(&o.serve, "serve", "", "after the replay, serve the outage page and /metrics on this address (e.g. 127.0.0.1:9311) until interrupted")
 	c.Flags().BoolVar(&text, "text", false, "one line for a person per alert and event instead of JSON")
 	return c
+}
+
+// configFlag adds -c: judge as the live service of that config does.
+func configFlag(c *cobra.Command, o *replayOpts) {
+	c.Flags().StringVarP(&o.config, "config", "c", "", "a service config: judge with its rules, mapping file, own AS numbers, buckets and correlation (flags given win)")
 }
 
 // textSink writes each notification as a line for a person.
@@ -193,8 +207,20 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 	}
 	var set *rules.Set
 	var err error
+	var base pipeline.Config
+	if o.config != "" {
+		c, err := service.LoadConfig(o.config)
+		if err != nil {
+			return nil, err
+		}
+		if base, err = c.Judging(); err != nil {
+			return nil, fmt.Errorf("%s: %w", o.config, err)
+		}
+		m, set = base.Map, base.Rules
+		local = append(local, base.LocalASNs...)
+	}
 	if o.mapFile != "" {
-		if m, err = netmap.LoadFile(m, o.mapFile); err != nil {
+		if m, err = netmap.LoadFile(netmap.New(), o.mapFile); err != nil {
 			return nil, err
 		}
 	}
@@ -248,7 +274,8 @@ func runReplay(inputs []string, o replayOpts, out func(*alerting.Event)) (*pipel
 		}
 		srcs = append(srcs, s)
 	}
-	cfg := pipeline.Config{Rules: set, Map: m, LocalASNs: local, Logger: log, Events: o.events}
+	cfg := base
+	cfg.Rules, cfg.Map, cfg.LocalASNs, cfg.Logger, cfg.Events = set, m, local, log, o.events
 	if o.recorder != nil {
 		cfg.Tap = o.recorder.Bucket
 	}

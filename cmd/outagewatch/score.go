@@ -20,7 +20,7 @@ func scoreCmd() *cobra.Command {
 	var asJSON bool
 	var labels, rulesB string
 	c := &cobra.Command{
-		Use:          "score [--json] [--rules F] [FIXTURE...] | score --labels L.yaml [--rules A] [--rules-b B] [FILE...]",
+		Use:          "score [--json] [--rules F] [FIXTURE...] | score --labels L.yaml [-c CONFIG] [--rules A] [--rules-b B] [FILE...]",
 		SilenceUsage: true,
 		Short:        "Replay fixtures, or your own recordings with a labels file, and judge the alerts; exits non-zero on a miss or a false alert",
 		Long: `Score replays each fixture through its own pipeline and compares the alerts
@@ -32,7 +32,9 @@ With --labels, score replays recorded files and exports (outagewatch record,
 MRT, dnstap, Atlas, CSV/JSONL observations; the FILE arguments, or the
 labels file's inputs:) as one incident and judges the alerts against the
 labels file (expect: and allow:, as in a fixture). --rules-b scores a second
-rule set on the same data and prints how the two differ.
+rule set on the same data and prints how the two differ. With -c, the
+recordings are judged as the live service of that config judges them
+(see replay --help).
 
 Exit status 2 when anything scored fails.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -69,6 +71,7 @@ Exit status 2 when anything scored fails.`,
 	c.Flags().StringVar(&o.rules, "rules", "", "rules file or directory (default: each fixture's, else the shipped rules)")
 	c.Flags().StringVar(&labels, "labels", "", "labels file: score recorded files or exports against its expect: and allow:")
 	c.Flags().StringVar(&rulesB, "rules-b", "", "with --labels: a second rules file or directory to score and compare with --rules")
+	configFlag(c, &o)
 	c.Flags().StringVar(&o.mapFile, "map", "", "mapping file for recorded inputs: AS → country and name, prefix → origin AS and region")
 	c.Flags().UintSliceVar(&o.localASNs, "local-asn", nil, "your own AS numbers, for recorded flows (repeat or comma-separate)")
 	return c
