@@ -2,15 +2,19 @@ package service
 
 import (
 	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/rules"
+	"github.com/outagewatch/outagewatch/silence"
 )
 
 // Judging loads the rules and mapping file the config names and returns
 // how a pipeline built from it judges: what `replay -c` needs to judge a
-// recording as this deployment would have. Silences are left out: they
-// mute a span of wall-clock time on a live service, not of a recording.
+// recording as this deployment would have. The config's silences mute
+// too, as they would have live: a silence matches by the alert's event
+// time, so a maintenance window covers a recording of it. Silences set
+// through the API are the live deployment's and not read.
 func (c *Config) Judging() (pipeline.Config, error) {
 	set, err := loadRules(c)
 	if err != nil {
@@ -20,7 +24,15 @@ func (c *Config) Judging() (pipeline.Config, error) {
 	if err != nil {
 		return pipeline.Config{}, err
 	}
-	return c.judging(set, m), nil
+	pc := c.judging(set, m)
+	if len(c.Silences) > 0 {
+		st, err := silence.Open("", c.Silences)
+		if err != nil {
+			return pipeline.Config{}, err
+		}
+		pc.Mute = []correlate.Muter{st}
+	}
+	return pc, nil
 }
 
 // judging is the pipeline configuration that the service's config sets,

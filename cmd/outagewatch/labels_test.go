@@ -205,3 +205,45 @@ local_asns: [64500]
 		t.Fatalf("--rules over the config's: pass %v, %d detected, missed %s", pass, n, missed)
 	}
 }
+
+// The config's silences mute a replay -c as they would have muted the
+// live service: a silence matches by the alert's event time, so a
+// maintenance window set for the Uganda shutdown mutes that network's
+// alerts in a replay of it, and no other.
+func TestReplayWithServiceConfigSilences(t *testing.T) {
+	captureLog(t)
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "outagewatch.yaml")
+	os.WriteFile(cfg, []byte(`kafka:
+  brokers: [localhost:9092]
+  topics:
+    - {name: flows, stream: flows, format: goflow2-pb}
+data_dir: `+dir+`
+silences:
+  - {entity: "asn:20294", start: 2021-01-13T00:00:00Z, end: 2021-01-14T00:00:00Z, author: noc, comment: maintenance}
+`), 0o644)
+	out, _, err := run(t, "replay", "-c", cfg, "uganda-2021-01-13")
+	if err != nil {
+		t.Fatal(err)
+	}
+	muted := map[string]int{}
+	for line := range strings.Lines(out) {
+		var ev struct{ Kind, Entity, Muted string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("%v: %s", err, line)
+		}
+		if ev.Kind == "alert" {
+			muted[ev.Entity+" "+ev.Muted]++
+		}
+	}
+	for k, n := range muted {
+		if strings.HasPrefix(k, "asn:20294 ") != strings.HasSuffix(k, " silence config-1") {
+			t.Errorf("%d alerts of %q", n, k)
+		}
+	}
+	// Five alerts fire for AS20294 on the 13th and resolve on the 18th,
+	// past the window: an alert muted when it fired stays muted.
+	if muted["asn:20294 silence config-1"] != 10 {
+		t.Fatalf("muted alerts of asn:20294: %v", muted)
+	}
+}

@@ -37,8 +37,8 @@ const defaultFixture = "fixtures/" + fixtures.Default
 
 type replayOpts struct {
 	// config is a service config: the replay judges as that deployment
-	// does (its rules, map, own AS numbers, buckets and correlation),
-	// where --rules, --map and --local-asn do not say otherwise.
+	// does (its rules, map, own AS numbers, buckets, correlation and
+	// silences), where --rules, --map and --local-asn do not say otherwise.
 	config  string
 	rules   string
 	mapFile string
@@ -72,7 +72,8 @@ not found on disk is taken from the ones bundled in the binary.
 
 With -c, a recording (outagewatch record) is judged as the live service of
 that config judges: its rules, mapping file, own AS numbers, bucket width,
-lateness, history and correlation settings. Its silences are not applied.`,
+lateness, history and correlation settings, and its silences (a silence
+matches by event time; those set through the API are not read).`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				args = []string{defaultFixture}
@@ -149,7 +150,7 @@ lateness, history and correlation settings. Its silences are not applied.`,
 
 // configFlag adds -c: judge as the live service of that config does.
 func configFlag(c *cobra.Command, o *replayOpts) {
-	c.Flags().StringVarP(&o.config, "config", "c", "", "a service config: judge with its rules, mapping file, own AS numbers, buckets and correlation (flags given win)")
+	c.Flags().StringVarP(&o.config, "config", "c", "", "a service config: judge with its rules, mapping file, own AS numbers, buckets, correlation and silences (flags given win)")
 }
 
 // textSink writes each notification as a line for a person.
