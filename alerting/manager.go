@@ -174,15 +174,21 @@ func ThresholdText(p any) string {
 	if yaml.Unmarshal(b, &m) != nil {
 		return ""
 	}
+	// Thresholds, floors and critical levels are fractions, a rise of
+	// 1.0 (100 %) as much as a drop of 0.4; YAML reads a whole 1.0 back
+	// as an int.
 	pct := func(v any) string {
-		f, ok := v.(float64)
-		if !ok || f <= 0 {
+		var f float64
+		switch x := v.(type) {
+		case float64:
+			f = x
+		case int:
+			f = float64(x)
+		}
+		if f <= 0 {
 			return ""
 		}
-		if f < 1 {
-			return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + " %"
-		}
-		return strconv.FormatFloat(f, 'f', -1, 64)
+		return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + " %"
 	}
 	var parts []string
 	add := func(key, label, unit string, fmtv func(any) string) {
@@ -225,6 +231,10 @@ func ThresholdText(p any) string {
 	add("critical", "critical at", "", pct)
 	for i, s := range parts {
 		parts[i] = strings.TrimSpace(s)
+	}
+	if len(parts) > 0 {
+		// "and 20 ms above it" reads as a condition of its own first.
+		parts[0] = strings.TrimPrefix(parts[0], "and ")
 	}
 	return strings.Join(parts, ", ")
 }

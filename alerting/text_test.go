@@ -83,6 +83,22 @@ func TestThresholdText(t *testing.T) {
 	if got := ThresholdText(nil); got != "" {
 		t.Errorf("nil params: %q", got)
 	}
+	// A rise of 100 % (YAML writes 1.0 back as the int 1), and a rule
+	// with no relative threshold, whose first condition is absolute.
+	type rise struct {
+		Threshold float64 `yaml:"threshold"`
+		MinDelta  float64 `yaml:"min_delta_ms"`
+		For       string  `yaml:"for"`
+	}
+	if got := ThresholdText(&rise{Threshold: 1, MinDelta: 20, For: "15m0s"}); got != "threshold 100 %, and 20 ms above it, for 15 min" {
+		t.Errorf("a rise of 100 %%: %q", got)
+	}
+	if got := ThresholdText(&rise{Threshold: 1.5, MinDelta: 20}); got != "threshold 150 %, and 20 ms above it" {
+		t.Errorf("a rise of 150 %%: %q", got)
+	}
+	if got := ThresholdText(&rise{MinDelta: 20, For: "15m0s"}); got != "20 ms above it, for 15 min" {
+		t.Errorf("no relative threshold: %q", got)
+	}
 }
 
 // A line for a person per notification: an event with its summary and

@@ -144,6 +144,26 @@ func TestRulesExportThenCheck(t *testing.T) {
 	}
 }
 
+// rules check --list prints each rule as it is in force: what the file
+// left out (severity, for, critical) is the detector's default.
+func TestRulesCheckList(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "one.yaml")
+	os.WriteFile(f, []byte("rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    exclude: [\"asn:64500\"]\n    params: {threshold: 0.3}\n"), 0o644)
+	out, _, err := run(t, "rules", "check", "--list", f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := f + ": 1 rules OK\n" +
+		"  " + f + ":2: a: traffic_drop on traffic_bytes of asn:* except asn:64500; severity warning, actions off\n" +
+		"      fires on: threshold 30 %, for 10 min, critical at 90 %\n"
+	if out != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	if out, _, err = run(t, "rules", "check", f); err != nil || out != f+": 1 rules OK\n" {
+		t.Fatalf("without --list: %v %q", err, out)
+	}
+}
+
 func TestScoreFailsOnAMiss(t *testing.T) {
 	spec, err := os.ReadFile("../../fixtures/uganda-2021-01-13.yaml")
 	if err != nil {

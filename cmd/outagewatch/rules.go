@@ -3,25 +3,31 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/rules"
 )
 
 func rulesCmd() *cobra.Command {
 	c := &cobra.Command{Use: "rules", Short: "Check rules files, or write out the shipped ones to edit"}
-	c.AddCommand(&cobra.Command{
-		Use:   "check [FILE|DIR]...",
+	var list bool
+	check := &cobra.Command{
+		Use:   "check [--list] [FILE|DIR]...",
 		Short: "Validate rules files; errors name the file, the line and the reason",
 		Long: `Check validates each rules file as the service and replay load it, and
 prints what each sets. A directory is checked as --rules DIR loads it: its
 *.yaml and *.yml files as one set, so that a signal declared in one file and judged
 in another checks, and a rule name used twice across files does not. With
-no argument it checks the shipped rules.`,
+no argument it checks the shipped rules. --list also prints each rule as
+it is in force, defaults filled in: where it is, its detector, signals
+and entities, what it fires on, its severity and its actions.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if len(args) == 0 {
@@ -30,6 +36,9 @@ no argument it checks the shipped rules.`,
 					return err
 				}
 				fmt.Fprintf(out, "shipped rules (%s): %d rules OK\n", set.File, len(set.Rules))
+				if list {
+					listRules(out, set)
+				}
 				return nil
 			}
 			bad := 0
@@ -41,6 +50,9 @@ no argument it checks the shipped rules.`,
 					continue
 				}
 				fmt.Fprintf(out, "%s: %d rules OK\n", f, len(set.Rules))
+				if list {
+					listRules(out, set)
+				}
 				if sev := set.Severity; sev != nil && (sev.File == f || filepath.Dir(sev.File) == filepath.Clean(f)) {
 					fmt.Fprintf(out, "%s:%d: %s\n", sev.File, sev.Line, sev.Summary())
 				}
@@ -50,7 +62,9 @@ no argument it checks the shipped rules.`,
 			}
 			return nil
 		},
-	})
+	}
+	check.Flags().BoolVarP(&list, "list", "l", false, "also print each rule as it is in force: detector, signals, entities, what it fires on, severity, actions")
+	c.AddCommand(check)
 	var force bool
 	export := &cobra.Command{
 		Use:   "export DIR",
@@ -83,4 +97,25 @@ func loadChecked(path string) (*rules.Set, error) {
 		return rules.Load(path)
 	}
 	return rules.LoadAll(path)
+}
+
+// listRules prints each rule of set in a line and what it fires on in
+// the next, in the words alerts carry (alerting.ThresholdText), with the
+// defaults the rules file left out filled in.
+func listRules(w io.Writer, set *rules.Set) {
+	for _, r := range set.Rules {
+		signals := make([]string, len(r.Signals))
+		for i, s := range r.Signals {
+			signals[i] = s.String()
+		}
+		where := strings.Join(r.Entities, ", ")
+		if len(r.Exclude) > 0 {
+			where += " except " + strings.Join(r.Exclude, ", ")
+		}
+		fmt.Fprintf(w, "  %s:%d: %s: %s on %s of %s; severity %s, actions %s\n",
+			r.File, r.Line, r.Name, r.Detector, strings.Join(signals, ", "), where, r.Severity, r.Actions)
+		if t := alerting.ThresholdText(r.Params); t != "" {
+			fmt.Fprintf(w, "      fires on: %s\n", t)
+		}
+	}
 }
