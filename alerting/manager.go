@@ -159,19 +159,48 @@ func (m *Manager) UnmarshalBinary(b []byte) error {
 	return nil
 }
 
+// paramMap is a rule's params as the rules file writes them, keyed by
+// their YAML names; nil for none.
+func paramMap(p any) map[string]any {
+	if p == nil {
+		return nil
+	}
+	b, err := yaml.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	var m map[string]any
+	if yaml.Unmarshal(b, &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// NoiseText says the bar a rule's detector sets besides its thresholds,
+// "past 4σ of its own noise", from a `noise` param; "" for a detector
+// without one, or with it off. Each such detector measures the noise of
+// the series it judges (its residuals, its sampling bound), so the words
+// are the same for all.
+func NoiseText(p any) string {
+	var k float64
+	switch x := paramMap(p)["noise"].(type) {
+	case float64:
+		k = x
+	case int:
+		k = float64(x)
+	}
+	if k <= 0 {
+		return ""
+	}
+	return "past " + strconv.FormatFloat(k, 'g', 3, 64) + "σ of its own noise"
+}
+
 // ThresholdText says in words what a rule's detector fires on, from its
 // params as the rules file writes them: "threshold 40 %, for 10 min,
 // critical 80 %". Keys a detector does not have are left out.
 func ThresholdText(p any) string {
-	if p == nil {
-		return ""
-	}
-	b, err := yaml.Marshal(p)
-	if err != nil {
-		return ""
-	}
-	var m map[string]any
-	if yaml.Unmarshal(b, &m) != nil {
+	m := paramMap(p)
+	if m == nil {
 		return ""
 	}
 	// Thresholds, floors and critical levels are fractions, a rise of

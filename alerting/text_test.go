@@ -101,6 +101,31 @@ func TestThresholdText(t *testing.T) {
 	}
 }
 
+// The noise bar a rule sets besides its thresholds, whole or not, and
+// none where it is off or the detector has none.
+func TestNoiseText(t *testing.T) {
+	type params struct {
+		Threshold float64 `yaml:"threshold"`
+		Noise     float64 `yaml:"noise"`
+	}
+	for _, c := range []struct {
+		p    any
+		want string
+	}{
+		{&params{Threshold: 0.4, Noise: 4}, "past 4σ of its own noise"},
+		{&params{Noise: 2.5}, "past 2.5σ of its own noise"},
+		{&params{Threshold: 0.4}, ""},
+		{&struct {
+			Multiple float64 `yaml:"multiple"`
+		}{10}, ""},
+		{nil, ""},
+	} {
+		if got := NoiseText(c.p); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.p, got, c.want)
+		}
+	}
+}
+
 // A line for a person per notification: an event with its summary and
 // what grew, an alert with its measure, detector and event.
 func TestTextLine(t *testing.T) {

@@ -145,7 +145,8 @@ func TestRulesExportThenCheck(t *testing.T) {
 }
 
 // rules check --list prints each rule as it is in force: what the file
-// left out (severity, for, critical) is the detector's default.
+// left out (severity, for, critical, the noise bar) is the detector's
+// default.
 func TestRulesCheckList(t *testing.T) {
 	f := filepath.Join(t.TempDir(), "one.yaml")
 	os.WriteFile(f, []byte("rules:\n  - name: a\n    detector: traffic_drop\n    signals: [traffic_bytes]\n    entities: [\"asn:*\"]\n    exclude: [\"asn:64500\"]\n    params: {threshold: 0.3}\n"), 0o644)
@@ -155,7 +156,7 @@ func TestRulesCheckList(t *testing.T) {
 	}
 	want := f + ": 1 rules OK\n" +
 		"  " + f + ":2: a: traffic_drop on traffic_bytes of asn:* except asn:64500; severity warning, actions off\n" +
-		"      fires on: threshold 30 %, for 10 min, critical at 90 %\n"
+		"      fires on: threshold 30 %, for 10 min, critical at 90 %; past 4σ of its own noise\n"
 	if out != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}

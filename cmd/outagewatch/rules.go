@@ -27,7 +27,8 @@ prints what each sets. A directory is checked as --rules DIR loads it: its
 in another checks, and a rule name used twice across files does not. With
 no argument it checks the shipped rules. --list also prints each rule as
 it is in force, defaults filled in: where it is, its detector, signals
-and entities, what it fires on, its severity and its actions.`,
+and entities, what it fires on (and the noise bar its noise param sets),
+its severity and its actions.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			if len(args) == 0 {
@@ -100,8 +101,8 @@ func loadChecked(path string) (*rules.Set, error) {
 }
 
 // listRules prints each rule of set in a line and what it fires on in
-// the next, in the words alerts carry (alerting.ThresholdText), with the
-// defaults the rules file left out filled in.
+// the next, in the words alerts carry (alerting.ThresholdText) and the
+// noise bar besides, with the defaults the rules file left out filled in.
 func listRules(w io.Writer, set *rules.Set) {
 	for _, r := range set.Rules {
 		signals := make([]string, len(r.Signals))
@@ -114,8 +115,14 @@ func listRules(w io.Writer, set *rules.Set) {
 		}
 		fmt.Fprintf(w, "  %s:%d: %s: %s on %s of %s; severity %s, actions %s\n",
 			r.File, r.Line, r.Name, r.Detector, strings.Join(signals, ", "), where, r.Severity, r.Actions)
-		if t := alerting.ThresholdText(r.Params); t != "" {
-			fmt.Fprintf(w, "      fires on: %s\n", t)
+		var on []string
+		for _, t := range []string{alerting.ThresholdText(r.Params), alerting.NoiseText(r.Params)} {
+			if t != "" {
+				on = append(on, t)
+			}
+		}
+		if len(on) > 0 {
+			fmt.Fprintf(w, "      fires on: %s\n", strings.Join(on, "; "))
 		}
 	}
 }
