@@ -1,12 +1,17 @@
 package service
 
 import (
+	"cmp"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
+	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/correlate"
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/rules"
 )
@@ -67,6 +72,7 @@ func Check(cfg *Config) ([]string, error) {
 	} else {
 		out = append(out, "map: none (entities are named by their numbers and codes)")
 	}
+	out = append(out, judgingLine(cfg))
 	if err := checkActionRules(cfg, set); err != nil {
 		return out, err
 	}
@@ -81,6 +87,28 @@ func Check(cfg *Config) ([]string, error) {
 		out = append(out, line)
 	}
 	return out, nil
+}
+
+// judgingLine says how the pipeline will judge, the defaults the config
+// leaves out filled in: what replay -c judges a recording with too.
+func judgingLine(cfg *Config) string {
+	dur := func(d time.Duration) string {
+		if d%time.Minute != 0 {
+			return d.String()
+		}
+		return alerting.HumanDuration(d)
+	}
+	width := cmp.Or(cfg.BucketWidth, time.Duration(aggregate.DefaultWidth))
+	history := cmp.Or(cfg.History, aggregate.DefaultHistory)
+	wait := "group wait " + dur(correlate.DefaultGroupWait)
+	switch gw := cfg.Correlation.groupWait(); {
+	case gw < 0:
+		wait = "no group wait (pages at once)"
+	case gw > 0:
+		wait = "group wait " + dur(gw)
+	}
+	return fmt.Sprintf("judging: buckets of %s, lateness %s, history %d buckets (%s), %s, %d silences in the config",
+		dur(width), dur(cfg.Lateness), history, dur(time.Duration(history)*width), wait, len(cfg.Silences))
 }
 
 // checkDataDir says whether the service could keep its state in dir:

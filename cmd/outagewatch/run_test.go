@@ -76,10 +76,17 @@ func TestRunCheck(t *testing.T) {
 		"C: http: listen 127.0.0.1:9310\n" +
 		"C: rules: rules/default: 19 rules\n" +
 		"C: map: " + filepath.Join(dir, "map.yaml") + ": 1 AS names, 1 AS countries, 1 prefix origins, 0 prefix regions\n" +
+		"C: judging: buckets of 5 min, lateness 0 min, history 4032 buckets (14 d), group wait 10 min, 0 silences in the config\n" +
 		"C: sink hook: webhook, the actions feed of transit-packet-loss\n" +
 		"C: OK (checked without contacting a broker)\n"
 	if err != nil || out != want {
 		t.Fatalf("check: %v\n got %q\nwant %q", err, out, want)
+	}
+	// What the config sets of the judging, as run and replay -c take it.
+	out, err = check(base + "bucket_width: 10m\nlateness: 90s\nhistory_buckets: 144\ncorrelation:\n  group_wait: 0s\n" +
+		"silences:\n  - {entity: \"asn:20294\", start: 2021-01-13T00:00:00Z, end: 2021-01-14T00:00:00Z, author: noc, comment: maintenance}\n")
+	if want := "C: judging: buckets of 10 min, lateness 1m30s, history 144 buckets (1 d), no group wait (pages at once), 1 silences in the config\n"; err != nil || !strings.Contains(out, want) {
+		t.Fatalf("check with judging settings: %v\n got %q\nwant a line %q", err, out, want)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state")); !os.IsNotExist(err) {
 		t.Errorf("--check made the data directory: %v", err)
