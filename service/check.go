@@ -57,15 +57,13 @@ func Check(cfg *Config) ([]string, error) {
 		return out, err
 	}
 	out = append(out, line, "http: listen "+cfg.HTTP.Listen)
-	set, err := loadRules(cfg)
+	// What run and replay -c judge with, loaded as they load it.
+	pc, err := cfg.Judging()
 	if err != nil {
 		return out, err
 	}
+	set, m := pc.Rules, pc.Map
 	out = append(out, fmt.Sprintf("rules: %s: %d rules", set.File, len(set.Rules)))
-	m, err := loadMap(cfg)
-	if err != nil {
-		return out, err
-	}
 	if cfg.Map != "" {
 		out = append(out, fmt.Sprintf("map: %s: %d AS names, %d AS countries, %d prefix origins, %d prefix regions",
 			cfg.resolve(cfg.Map), len(m.Names), len(m.Countries), m.Origins.Len(), m.Regions.Len()))

@@ -11,7 +11,7 @@ import (
 
 // Judging loads the rules and mapping file the config names and returns
 // how a pipeline built from it judges: what `replay -c` needs to judge a
-// recording as this deployment would have. The config's silences mute
+// recording as this deployment would have, and what `run --check` checks. The config's silences mute
 // too, as they would have live: a silence matches by the alert's event
 // time, so a maintenance window covers a recording of it. Silences set
 // through the API are the live deployment's and not read.
