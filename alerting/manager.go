@@ -176,20 +176,27 @@ func paramMap(p any) map[string]any {
 	return m
 }
 
+// positive is a param's number as YAML reads it back (a whole 1.0 comes
+// back an int), 0 for anything else or for a number not above 0.
+func positive(v any) float64 {
+	var f float64
+	switch x := v.(type) {
+	case float64:
+		f = x
+	case int:
+		f = float64(x)
+	}
+	return max(f, 0)
+}
+
 // NoiseText says the bar a rule's detector sets besides its thresholds,
 // "past 4σ of its own noise", from a `noise` param; "" for a detector
 // without one, or with it off. Each such detector measures the noise of
 // the series it judges (its residuals, its sampling bound), so the words
 // are the same for all.
 func NoiseText(p any) string {
-	var k float64
-	switch x := paramMap(p)["noise"].(type) {
-	case float64:
-		k = x
-	case int:
-		k = float64(x)
-	}
-	if k <= 0 {
+	k := positive(paramMap(p)["noise"])
+	if k == 0 {
 		return ""
 	}
 	return "past " + strconv.FormatFloat(k, 'g', 3, 64) + "σ of its own noise"
@@ -204,20 +211,12 @@ func ThresholdText(p any) string {
 		return ""
 	}
 	// Thresholds, floors and critical levels are fractions, a rise of
-	// 1.0 (100 %) as much as a drop of 0.4; YAML reads a whole 1.0 back
-	// as an int.
+	// 1.0 (100 %) as much as a drop of 0.4.
 	pct := func(v any) string {
-		var f float64
-		switch x := v.(type) {
-		case float64:
-			f = x
-		case int:
-			f = float64(x)
+		if f := positive(v); f > 0 {
+			return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + " %"
 		}
-		if f <= 0 {
-			return ""
-		}
-		return strconv.FormatFloat(math.Round(f*1000)/10, 'f', -1, 64) + " %"
+		return ""
 	}
 	var parts []string
 	add := func(key, label, unit string, fmtv func(any) string) {
@@ -230,15 +229,8 @@ func ThresholdText(p any) string {
 		}
 	}
 	num := func(v any) string {
-		switch x := v.(type) {
-		case int:
-			if x > 0 {
-				return strconv.Itoa(x)
-			}
-		case float64:
-			if x > 0 {
-				return strconv.FormatFloat(x, 'f', -1, 64)
-			}
+		if f := positive(v); f > 0 {
+			return strconv.FormatFloat(f, 'f', -1, 64)
 		}
 		return ""
 	}
