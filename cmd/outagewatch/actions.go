@@ -28,6 +28,16 @@ func init() { extraCommands = append(extraCommands, actionsCmd) }
 // configuration of a clone, relative to the working directory.
 const defaultActionsConfig = "deploy/actions.yaml"
 
+// ruleModes loads the rules at path for what each rule's actions setting
+// allows (Transits.RuleModes).
+func ruleModes(path string) (map[string]string, error) {
+	set, err := rules.LoadAll(path)
+	if err != nil {
+		return nil, err
+	}
+	return actions.ModesFromRules(set), nil
+}
+
 func actionsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "actions",
@@ -62,12 +72,9 @@ func actionsCmd() *cobra.Command {
 		if path == "" {
 			return nil
 		}
-		set, err := rules.LoadAll(path)
-		if err != nil {
-			return err
-		}
-		tr.RuleModes = actions.ModesFromRules(set)
-		return nil
+		modes, err := ruleModes(path)
+		tr.RuleModes = modes
+		return err
 	}
 
 	check := &cobra.Command{

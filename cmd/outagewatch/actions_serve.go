@@ -20,7 +20,6 @@ import (
 	"github.com/outagewatch/outagewatch/decider"
 	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/planhook"
-	"github.com/outagewatch/outagewatch/rules"
 	"github.com/outagewatch/outagewatch/service"
 	"github.com/outagewatch/outagewatch/tmfeed"
 	"github.com/outagewatch/outagewatch/tmmap"
@@ -58,11 +57,9 @@ func preflight(cfg *actions.Config) (*ready, error) {
 		return nil, err
 	}
 	if cfg.RulesFile != "" {
-		set, err := rules.LoadAll(cfg.RulesFile)
-		if err != nil {
+		if r.ruleModes, err = ruleModes(cfg.RulesFile); err != nil {
 			return nil, err
 		}
-		r.ruleModes = actions.ModesFromRules(set)
 	}
 	if tp := cfg.TrafficManager.Topology; tp != "" {
 		if r.topology, err = trafficmanager.LoadScenario(tp); err != nil {
