@@ -245,6 +245,7 @@ func ThresholdText(p any) string {
 	add("threshold", "threshold", "", pct)
 	add("floor", "at least", "", pct)
 	add("multiple", "", "× the baseline", num)
+	add("min_withdrawals", "and at least", " withdrawals", num)
 	add("min_delta_ms", "and", " ms above it", num)
 	add("min_delta_mbps", "and", " Mbit/s below it", num)
 	add("min_destinations", "on at least", " destinations", num)

@@ -99,6 +99,16 @@ func TestThresholdText(t *testing.T) {
 	if got := ThresholdText(&rise{MinDelta: 20, For: "15m0s"}); got != "20 ms above it, for 15 min" {
 		t.Errorf("no relative threshold: %q", got)
 	}
+	// A burst's bar is the larger of a multiple of the usual and a count,
+	// which is the bar wherever the usual is 0.
+	type burst struct {
+		Min      float64 `yaml:"min_withdrawals"`
+		Multiple float64 `yaml:"multiple"`
+		For      string  `yaml:"for"`
+	}
+	if got := ThresholdText(&burst{Min: 300, Multiple: 10, For: "5m0s"}); got != "10× the baseline, and at least 300 withdrawals, for 5 min" {
+		t.Errorf("a burst: %q", got)
+	}
 }
 
 // The noise bar a rule sets besides its thresholds, whole or not, and

@@ -71,12 +71,18 @@ type PacketLoss struct {
 	ResolveFor Duration `yaml:"resolve_for"`
 	// GroupBy is "asn" or "site".
 	GroupBy string `yaml:"group_by"`
+	// Noise is how many binomial standard deviations past its usual
+	// share of lossy destinations a transit must be (usualBar); 0 judges
+	// it against the usual share alone.
+	Noise float64 `yaml:"noise"`
 }
 
-// DefaultPacketLoss returns the defaults that ship.
+// DefaultPacketLoss returns the defaults that ship; Noise is the control
+// limit countSigmas.
 func DefaultPacketLoss() *PacketLoss {
 	return &PacketLoss{Threshold: 0.1, MinPackets: 10, MinDestinations: 10,
-		For: Duration(5 * 60e9), ResolveFor: Duration(15 * 60e9), GroupBy: GroupByASN}
+		For: Duration(5 * 60e9), ResolveFor: Duration(15 * 60e9), GroupBy: GroupByASN,
+		Noise: countSigmas}
 }
 
 // Validate checks the settings.
@@ -92,6 +98,8 @@ func (p *PacketLoss) Validate() error {
 		return errors.New("for, resolve_for: must not be negative")
 	case p.GroupBy != GroupByASN && p.GroupBy != GroupBySite:
 		return fmt.Errorf("group_by: %q, want %s or %s", p.GroupBy, GroupByASN, GroupBySite)
+	case !(p.Noise >= 0) || math.IsInf(p.Noise, 0):
+		return errors.New("noise: must be a finite number of standard deviations, at least 0")
 	}
 	return nil
 }
@@ -142,7 +150,7 @@ const usualDay = int64(24 * 3600e9)
 
 // usualBar is the number of lossy destinations out of judged that chance
 // gives a transit whose paths lose packets as usual: the usual share
-// q of them, plus countSigmas binomial standard deviations
+// q of them, plus k (the rule's noise) binomial standard deviations
 // √(judged·q·(1−q)). A transit whose paths each drop a packet now and
 // then has a few destinations past the threshold in every bucket (at 1 %
 // background loss and 10 packets, one in ten); the more destinations it
@@ -150,12 +158,12 @@ const usualDay = int64(24 * 3600e9)
 // transit is judged once it has an hour of ordinary buckets, as a
 // baseline needs min_history elsewhere: before, it has no usual to be
 // judged against, and the bar is out of reach.
-func (st *lossState) usualBar(judged int, w int64) float64 {
+func (st *lossState) usualBar(judged int, w int64, k float64) float64 {
 	if int64(st.Seen)*w < 3600e9 {
 		return math.Inf(1)
 	}
 	n, q := float64(judged), st.Usual
-	return n*q + countSigmas*math.Sqrt(n*q*(1-q))
+	return n*q + k*math.Sqrt(n*q*(1-q))
 }
 
 // learnUsual adds an ordinary bucket's share of lossy destinations.
@@ -222,7 +230,7 @@ func (d *packetLoss) Bucket(c *aggregate.Closed, pts []aggregate.Point, emit fun
 		g := groups[key]
 		st := stateOf(d.states, key)
 		n := len(g.lossy)
-		bar := st.usualBar(len(g.judged), w)
+		bar := st.usualBar(len(g.judged), w, d.p.Noise)
 		why := judgeableNow
 		switch judged := len(g.judged); {
 		case judged < d.p.MinDestinations:

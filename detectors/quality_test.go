@@ -402,6 +402,8 @@ func TestPacketLossValidate(t *testing.T) {
 		{func(p *PacketLoss) { p.MinDestinations = 0 }, "min_destinations:"},
 		{func(p *PacketLoss) { p.ResolveFor = -1 }, "for, resolve_for:"},
 		{func(p *PacketLoss) { p.GroupBy = "pop" }, "group_by:"},
+		{func(p *PacketLoss) { p.Noise = -1 }, "noise:"},
+		{func(p *PacketLoss) { p.Noise = math.Inf(1) }, "noise:"},
 	} {
 		p := ok
 		c.mod(&p)
@@ -449,30 +451,40 @@ func BenchmarkPacketLossBucket(b *testing.B) {
 // destinations past 10 % in every bucket: 200 destinations measured with
 // 10 pings, one lost on every tenth, is 20 lossy destinations a bucket,
 // twice MinDestinations, all day. Once it has learnt that (an hour of
-// buckets), 20 is its usual and pages nobody; 60 lossy at once, past
-// 20 + 3·√(200·0.1·0.9) = 32.7, fires.
+// buckets), 20 is its usual and pages nobody; 60 lossy at once (74 with
+// the usual ones among the other 140), past 20 + 3·√(200·0.1·0.9) = 32.7,
+// fires. Ten lossy at once (29 in all) is within three deviations of the
+// usual 20 and fires only where the rule's noise is 0, the usual share
+// alone.
 func TestPacketLossJudgesAgainstTheTransitsUsualLoss(t *testing.T) {
-	var bs []map[string][2]float64
-	for i := range 36 {
-		b := map[string][2]float64{}
-		for d := range 200 {
-			loss := 0.0
-			if (d+i)%10 == 0 {
-				loss = 0.1
+	for _, c := range []struct {
+		lossy int
+		noise float64
+		fires bool
+	}{{60, countSigmas, true}, {10, countSigmas, false}, {10, 0, true}} {
+		var bs []map[string][2]float64
+		for i := range 36 {
+			b := map[string][2]float64{}
+			for d := range 200 {
+				loss := 0.0
+				if (d+i)%10 == 0 {
+					loss = 0.1
+				}
+				if i >= 30 && d < c.lossy {
+					loss = 0.3
+				}
+				b[fmt.Sprintf("path:174@ams01>198.18.%d.0/24", d)] = [2]float64{loss, 10}
 			}
-			b[fmt.Sprintf("path:174@ams01>198.%d.%d.0/24", 18+d/200, d%200)] = [2]float64{loss, 10}
+			bs = append(bs, b)
 		}
-		if i >= 30 {
-			for d := range 60 {
-				b[fmt.Sprintf("path:174@ams01>198.%d.%d.0/24", 18+d/200, d%200)] = [2]float64{0.3, 10}
-			}
+		p := DefaultPacketLoss()
+		p.Noise = c.noise
+		r := lossRun(p, bs)
+		// The first hour (12 buckets) learns the usual and judges nothing.
+		fired := len(r.findings) == 1 && r.findings[0].Status == Firing && r.findings[0].Start == start+30*w5
+		if fired != c.fires || !c.fires && len(r.findings) != 0 {
+			t.Errorf("%d lossy, noise %g: findings %+v, want firing at bucket 30: %v", c.lossy, c.noise, r.findings, c.fires)
 		}
-		bs = append(bs, b)
-	}
-	r := lossRun(DefaultPacketLoss(), bs)
-	// The first hour (12 buckets) learns the usual and judges nothing.
-	if len(r.findings) != 1 || r.findings[0].Status != Firing || r.findings[0].Start != start+30*w5 {
-		t.Fatalf("findings %+v, want one firing at bucket 30", r.findings)
 	}
 }
 
