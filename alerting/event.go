@@ -55,7 +55,9 @@ type Event struct {
 	BaselineMethod string  `json:"baseline_method,omitempty"`
 	ChangePct      float64 `json:"change_pct"`
 	// Reason says why a resolve happened: "baseline_adapted" (a lasting
-	// new level became the baseline) or else "recovered". How far past its
+	// new level became the baseline), "rule_removed" or "rule_changed"
+	// (its rule no longer judges it, after a restart), or else
+	// "recovered". How far past its
 	// bar a firing alert is, is details.confidence; an outage event's own
 	// confidence is Outage.Confidence.
 	Reason string `json:"reason,omitempty"`

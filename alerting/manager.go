@@ -132,6 +132,37 @@ func (m *Manager) labels(entity string, extra map[string]string) map[string]stri
 	return out
 }
 
+// Retire resolves the active alerts that why gives a reason for
+// (detectors.ReasonRuleRemoved, ReasonRuleChanged), in ID order, ending
+// them at end and raising the resolves at at: alerts whose rules no
+// longer judge them, which no finding would ever resolve. Each keeps the
+// figures it fired with; its summary says that recovery was not judged.
+func (m *Manager) Retire(end, at time.Time, why func(*Event) string) []*Event {
+	var out []*Event
+	for _, id := range slices.Sorted(maps.Keys(m.active)) {
+		prev := m.active[id]
+		reason := why(prev)
+		if reason == "" {
+			continue
+		}
+		what := "is no longer in the rules"
+		if reason == detectors.ReasonRuleChanged {
+			what = "no longer judges it"
+		}
+		ev := &Event{
+			ID: id, Status: detectors.Resolved, Rule: prev.Rule, Detector: prev.Detector, Signal: prev.Signal, Entity: prev.Entity,
+			Labels: maps.Clone(prev.Labels), Start: prev.Start, End: &end, At: at,
+			Observed: prev.Observed, Baseline: prev.Baseline, ObservedUnit: prev.ObservedUnit, BaselineMethod: prev.BaselineMethod,
+			ChangePct: prev.ChangePct, Reason: reason, Threshold: prev.Threshold, Severity: prev.Severity,
+			Summary: fmt.Sprintf("%s of %s: alert closed, rule %s %s; recovery not judged", SignalWords(prev.Signal), prev.Entity, prev.Rule, what),
+			Actions: []string{}, Receivers: prev.Receivers,
+		}
+		delete(m.active, id)
+		out = append(out, ev)
+	}
+	return out
+}
+
 // Active returns the firing alerts, oldest first then by ID.
 func (m *Manager) Active() []Event {
 	out := make([]Event, 0, len(m.active))

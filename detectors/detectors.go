@@ -70,6 +70,24 @@ const ReasonRecovered = "recovered"
 // still there, but it is the new normal, not an ongoing outage.
 const ReasonBaselineAdapted = "baseline_adapted"
 
+// ReasonRuleRemoved and ReasonRuleChanged are the resolve reasons of an
+// alert that was firing when the service stopped and whose rule, when it
+// came back, was gone from the rules, or bound another detector, or no
+// longer watched the alert's series: nothing would ever judge it again,
+// and an alert that nothing judges would stay firing, and its outage
+// event open, for good. Whether the series recovered is not known.
+const (
+	ReasonRuleRemoved = "rule_removed"
+	ReasonRuleChanged = "rule_changed"
+)
+
+// Grouped is implemented by detectors whose alerts name a group of the
+// series they read (packet_loss: a transit, for the paths through it), so
+// that an alert's entity is not one its rule's patterns match.
+type Grouped interface {
+	Grouped()
+}
+
 // Evidence is one bucket a detector looked at.
 type Evidence struct {
 	Time     int64

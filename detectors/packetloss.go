@@ -118,6 +118,9 @@ type packetLoss struct {
 	unjudgeable unjudged[string]
 }
 
+// Grouped says that the alerts name transits, not the path series read.
+func (d *packetLoss) Grouped() {}
+
 // Unjudgeable lists, as "signal entity", the transits this rule cannot
 // judge at its threshold: one measured through fewer destinations than
 // min_destinations, which can never have that many lossy, or one whose

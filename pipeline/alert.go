@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/netmap"
@@ -19,6 +20,11 @@ type alertStage struct {
 	// place labels a firing alert with the country of the place it
 	// belongs to (correlate.Correlator.Label), for silences on country.
 	place func(*alerting.Event) string
+
+	// retire, set by a restore, says which restored alerts no rule
+	// judges any more (judgeStage.orphaned); they resolve on the next
+	// bucket.
+	retire func(*alerting.Event) string
 
 	// dirty says the manager changed since active was copied.
 	dirty bool
@@ -36,16 +42,24 @@ func (a *alertStage) Name() string { return "alert" }
 
 func (a *alertStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batch, error) {
 	n := len(b.Alerts)
-	for i := range b.Findings {
-		f := &b.Findings[i]
-		ev := a.mgr.Handle(f.Rule, f.Finding)
-		if ev == nil {
-			continue
-		}
+	add := func(ev *alerting.Event) {
 		ev.Summary, ev.Labels = a.m.Annotate(ev.Entity, ev.Summary, ev.Labels)
 		ev.Kind = alerting.KindAlert
 		a.label(ev)
 		b.Alerts = append(b.Alerts, ev)
+	}
+	if a.retire != nil {
+		c := b.Bucket
+		for _, ev := range a.mgr.Retire(time.Unix(0, c.Start).UTC(), time.Unix(0, c.End).UTC(), a.retire) {
+			add(ev)
+		}
+		a.retire = nil
+	}
+	for i := range b.Findings {
+		f := &b.Findings[i]
+		if ev := a.mgr.Handle(f.Rule, f.Finding); ev != nil {
+			add(ev)
+		}
 	}
 	if len(b.Alerts) > n {
 		a.dirty = true

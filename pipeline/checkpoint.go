@@ -32,12 +32,15 @@ type checkpoint struct {
 	// whose open buckets are all in Aggregator).
 	Pre       []byte
 	Detectors map[string][]byte
-	Silence   *detectors.FeedSilence
-	Alerts    []byte
-	Outages   []byte
-	Records   map[string]int64
-	Errors    map[string]int64
-	Watermark int64
+	// DetectorNames are the detectors whose state Detectors holds, by
+	// rule name (absent from older checkpoints).
+	DetectorNames map[string]string
+	Silence       *detectors.FeedSilence
+	Alerts        []byte
+	Outages       []byte
+	Records       map[string]int64
+	Errors        map[string]int64
+	Watermark     int64
 	// Sections are the inserted stages' states, by stage name.
 	Sections map[string][]byte
 }
@@ -116,5 +119,25 @@ func (p *Pipeline) UnmarshalBinary(b []byte) error {
 		// stages' state is in its section.
 		takeLegacy(p.corr.corr, p.silences, p.faults)
 	}
+	p.retireOrphans()
 	return nil
+}
+
+// retireOrphans has the alert stage resolve, on the next bucket, the
+// restored alerts that the rules now loaded will never judge again (the
+// rules changed while the service was down): otherwise they, and the
+// outage events they hold open, would stay firing for good.
+func (p *Pipeline) retireOrphans() {
+	why := p.judge.orphaned()
+	var n []string
+	for _, ev := range p.alert.mgr.Active() {
+		if r := why(&ev); r != "" {
+			n = append(n, ev.Rule+" "+ev.Entity+" ("+r+")")
+		}
+	}
+	if len(n) == 0 {
+		return
+	}
+	p.alert.retire = why
+	p.log.Warn("restored alerts that the rules no longer judge resolve at the next bucket", "alerts", len(n), "first", n[0])
 }

@@ -6,7 +6,9 @@ import (
 	"sync"
 
 	"github.com/outagewatch/outagewatch/aggregate"
+	"github.com/outagewatch/outagewatch/alerting"
 	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/obs"
 	"github.com/outagewatch/outagewatch/rules"
 )
 
@@ -106,28 +108,66 @@ func (j *judgeStage) Counters() map[string]int64 {
 	return map[string]int64{"findings": j.findings}
 }
 
-// save writes every rule's detector state, by rule name.
+// save writes every rule's detector state, and its detector's name, by
+// rule name.
 func (j *judgeStage) save(cp *checkpoint) error {
-	cp.Detectors = map[string][]byte{}
+	cp.Detectors, cp.DetectorNames = map[string][]byte{}, map[string]string{}
 	for _, br := range j.rules {
 		var err error
 		if cp.Detectors[br.rule.Name], err = br.det.MarshalBinary(); err != nil {
 			return fmt.Errorf("pipeline: checkpoint rule %s: %w", br.rule.Name, err)
 		}
+		cp.DetectorNames[br.rule.Name] = br.rule.Detector
 	}
 	return nil
 }
 
 // restore puts back the state of the rules checkpointed; rules new since
-// the checkpoint start fresh. The counter starts again from zero, as a
-// process's counters do.
+// the checkpoint start fresh, and so does a rule that now binds another
+// detector than the one whose state was saved under its name (a
+// checkpoint written before names were saved is taken to be of the same
+// detector). The counter starts again from zero, as a process's counters
+// do.
 func (j *judgeStage) restore(cp *checkpoint) error {
 	for _, br := range j.rules {
-		if st, ok := cp.Detectors[br.rule.Name]; ok {
-			if err := br.det.UnmarshalBinary(st); err != nil {
-				return err
-			}
+		st, ok := cp.Detectors[br.rule.Name]
+		if name, known := cp.DetectorNames[br.rule.Name]; !ok || known && name != br.rule.Detector {
+			continue
+		}
+		if err := br.det.UnmarshalBinary(st); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// orphaned says why an alert restored from a checkpoint will never be
+// judged again by the rules this stage runs: its rule is gone
+// (detectors.ReasonRuleRemoved), or binds another detector, or no longer
+// watches the alert's series (ReasonRuleChanged); "" for an alert still
+// judged, and for feed faults, which are the feeds' and not a rule's.
+func (j *judgeStage) orphaned() func(*alerting.Event) string {
+	byName := make(map[string]*boundRule, len(j.rules))
+	for _, br := range j.rules {
+		byName[br.rule.Name] = br
+	}
+	return func(ev *alerting.Event) string {
+		if ev.Rule == StageFeedHealth {
+			return ""
+		}
+		br := byName[ev.Rule]
+		if br == nil {
+			return detectors.ReasonRuleRemoved
+		}
+		if br.rule.Detector != ev.Detector {
+			return detectors.ReasonRuleChanged
+		}
+		if _, grouped := br.det.(detectors.Grouped); grouped {
+			return ""
+		}
+		if sig, ok := obs.Lookup(ev.Signal); !ok || !br.rule.Matches(sig, ev.Entity) {
+			return detectors.ReasonRuleChanged
+		}
+		return ""
+	}
 }
