@@ -200,6 +200,13 @@ func New(cfg Config) *Correlator {
 		Faults: map[string]string{}, Muted: map[string]string{}, Changed: map[string]bool{}}}
 }
 
+// SetSeverity changes the impact thresholds from the next notification
+// on (a rules reload): events already paged keep the severity they were
+// paged with until their figures are worked out again.
+func (c *Correlator) SetSeverity(t Thresholds) {
+	c.cfg.Severity = t.withDefaults()
+}
+
 // Add takes one alert (firing or resolved) as the alert manager emits it,
 // before it goes to the sinks: it sets ev.OutageEvent to the event it joins
 // or ev.Muted to why it pages nobody.

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/outagewatch/outagewatch/aggregate"
@@ -139,6 +140,34 @@ func (j *judgeStage) restore(cp *checkpoint) error {
 		}
 	}
 	return nil
+}
+
+// swap binds the rules of set in place of the stage's: a rule of the
+// same name and detector as before keeps its detector's state, carried
+// over as a checkpoint would carry it (so a changed threshold judges the
+// series where the old one left them), and any other starts afresh. It
+// runs between two buckets.
+func (j *judgeStage) swap(set *rules.Set, log *slog.Logger) {
+	old := make(map[string]*boundRule, len(j.rules))
+	for _, br := range j.rules {
+		old[br.rule.Name] = br
+	}
+	j.rules = j.rules[:0:0]
+	for _, r := range set.Rules {
+		br := &boundRule{rule: r, det: r.Params.Build(r.Name)}
+		if prev := old[r.Name]; prev != nil && prev.rule.Detector == r.Detector {
+			st, err := prev.det.MarshalBinary()
+			if err == nil {
+				err = br.det.UnmarshalBinary(st)
+			}
+			if err != nil {
+				br.det = r.Params.Build(r.Name)
+				log.Warn("rules reload: rule starts afresh; its detector's state did not carry over", "rule", r.Name, "err", err)
+			}
+		}
+		j.rules = append(j.rules, br)
+	}
+	j.match = matchCache{}
 }
 
 // orphaned says why an alert restored from a checkpoint will never be
