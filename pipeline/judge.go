@@ -19,12 +19,15 @@ import (
 // is every rule's detector; its counter is the findings.
 type judgeStage struct {
 	// tap, when set, sees every bucket before the detectors do (Config.Tap).
-	tap   func(*aggregate.Closed)
-	rules []*boundRule
+	tap func(*aggregate.Closed)
 	// match caches which rules watch each series.
 	match matchCache
 
+	// mu guards the rules and their detectors, which the loop judges
+	// with while the HTTP side reads what they cannot judge (Stats), and
+	// the counter.
 	mu       sync.Mutex
+	rules    []*boundRule
 	findings int64
 }
 
@@ -49,6 +52,8 @@ func (j *judgeStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batc
 	if j.tap != nil {
 		j.tap(c)
 	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	n := len(b.Findings)
 	for _, br := range j.rules {
 		br.pts = br.pts[:0]
@@ -69,9 +74,7 @@ func (j *judgeStage) Exec(ctx context.Context, b *Batch) (context.Context, *Batc
 		}
 		br.det.Bucket(c, br.pts, func(f detectors.Finding) { b.Findings = append(b.Findings, Finding{Rule: br.rule, Finding: f}) })
 	}
-	j.mu.Lock()
 	j.findings += int64(len(b.Findings) - n)
-	j.mu.Unlock()
 	return ctx, b, nil
 }
 
@@ -89,6 +92,8 @@ func (j *judgeStage) matchRules(s *aggregate.Series) []int {
 // unjudgeable lists, by rule, the series the rule cannot judge at its
 // threshold.
 func (j *judgeStage) unjudgeable() map[string][]string {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	var out map[string][]string
 	for _, b := range j.rules {
 		if u, ok := b.det.(detectors.Unjudgeable); ok {
@@ -148,6 +153,8 @@ func (j *judgeStage) restore(cp *checkpoint) error {
 // series where the old one left them), and any other starts afresh. It
 // runs between two buckets.
 func (j *judgeStage) swap(set *rules.Set, log *slog.Logger) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
 	old := make(map[string]*boundRule, len(j.rules))
 	for _, br := range j.rules {
 		old[br.rule.Name] = br
