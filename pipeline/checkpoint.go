@@ -161,5 +161,5 @@ func (p *Pipeline) retireOrphans() {
 		return
 	}
 	p.alert.retire = why
-	p.log.Warn("restored alerts that the rules no longer judge resolve at the next bucket", "alerts", len(n), "first", n[0])
+	p.log.Warn("alerts firing that the rules no longer judge resolve at the next bucket", "alerts", len(n), "first", n[0])
 }

@@ -46,6 +46,8 @@ type stageTwo struct {
 	retried    time.Time
 	// cpRetry paces snapshot rounds while the changelog cannot be written.
 	cpRetry *kafkaio.Retry
+	// rulesApplied is the rules reload bound into the tasks held.
+	rulesApplied int64
 }
 
 func (s *Staged) runStageTwo(ctx context.Context) error {
@@ -84,6 +86,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 			t.assign(ctx, gen, msgs)
 		case f := <-msgs:
 			s.reloadMap(mapStageTwo, t.m)
+			t.reloadRules()
 			t.apply(f)
 		case reply := <-s.cp2:
 			t.cpRetry = kafkaio.NewRetry() // asked for: tried now
@@ -92,6 +95,7 @@ func (s *Staged) runStageTwo(ctx context.Context) error {
 			t.lastCP = time.Now()
 		case now := <-tick.C:
 			s.reloadMap(mapStageTwo, t.m)
+			t.reloadRules()
 			if len(t.unrestored) > 0 && now.Sub(t.retried) >= s.cfg.CheckpointInterval {
 				t.retryRestore(ctx, msgs)
 			}

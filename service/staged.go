@@ -36,14 +36,18 @@ import (
 // so any number of instances, killed and restarted at will, raise the
 // alerts of one (see docs/deployment.md).
 type Staged struct {
-	cfg    *Config
-	opts   Options
-	log    *slog.Logger
-	one    bool
-	two    bool
-	set    *rules.Set
-	m      *netmap.Map
-	client *kafka.Client
+	cfg  *Config
+	opts Options
+	log  *slog.Logger
+	one  bool
+	two  bool
+	// set is the rules in force; rulesVersion counts the reloads
+	// (ReloadRules), rulesApplied the last that stage two has bound.
+	set          atomic.Pointer[rules.Set]
+	rulesVersion atomic.Int64
+	rulesApplied atomic.Int64
+	m            *netmap.Map
+	client       *kafka.Client
 	// transport is client's: Run closes its connections when it returns.
 	transport *kafka.Transport
 	disp      *alerting.Dispatcher
@@ -100,12 +104,13 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		s.log = slog.Default()
 	}
 	var err error
-	s.set = opts.Rules
-	if s.set == nil {
-		if s.set, err = loadRules(cfg); err != nil {
+	set := opts.Rules
+	if set == nil {
+		if set, err = loadRules(cfg); err != nil {
 			return nil, err
 		}
 	}
+	s.set.Store(set)
 	s.m = opts.Map
 	if s.m == nil {
 		if s.m, err = loadMap(cfg); err != nil {
@@ -121,7 +126,7 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 		return nil, fmt.Errorf("data dir: %w", err)
 	}
 	if s.two {
-		if err := checkActionRules(cfg, s.set); err != nil {
+		if err := checkActionRules(cfg, set); err != nil {
 			return nil, err
 		}
 		sinks, err := buildSinks(cfg, filepath.Join(cfg.DataDir, "outbox"))
@@ -181,7 +186,7 @@ func NewStaged(cfg *Config, opts Options, which string) (*Staged, error) {
 
 // pipelineConfig is the pipeline of either stage.
 func (s *Staged) pipelineConfig(m *netmap.Map) pipeline.Config {
-	pc := s.cfg.judging(s.set, m)
+	pc := s.cfg.judging(s.rules(), m)
 	pc.Logger = s.log
 	if s.mute != nil {
 		pc.Mute = []correlate.Muter{s.mute}

@@ -38,6 +38,10 @@ type stagedStatus struct {
 	unrestored      prometheus.Gauge
 	queued          prometheus.Gauge
 	restoreFailures prometheus.Counter
+	// reloadOK and reloadAt are the outcome of the last rules reload and
+	// the wall time of the last that succeeded, as Prometheus reports its
+	// own (prometheus_config_last_reload_successful).
+	reloadOK, reloadAt prometheus.Gauge
 	// pipes are the pipelines of the stage-two partitions held here, by
 	// partition, as of the last assignment: what the alert API reads.
 	pipes atomic.Pointer[[]*pipeline.Pipeline]
@@ -59,8 +63,24 @@ func newStagedStatus() *stagedStatus {
 		Help: "Attempts to restore a stage-two partition's state that found no good copy (retried every checkpoint interval)."})
 	st.queued = prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_stage1_queued_records",
 		Help: "Input records stage one holds until the routing table reaches their bucket (bounded per partition by kafka.max_queued_records)."})
-	st.reg.MustRegister(st.held1, st.held2, st.stalled, st.unrestored, st.restoreFailures, st.queued)
+	st.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_rules_last_reload_successful",
+		Help: "Whether the last rules reload (SIGHUP) succeeded: 1, or 0 while the rules in force are older than the files."})
+	st.reloadAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: "outagewatch_rules_last_reload_success_timestamp_seconds",
+		Help: "Wall time of the last rules load that succeeded, at start or on SIGHUP (Unix seconds)."})
+	st.reloadOK.Set(1)
+	st.reloadAt.SetToCurrentTime()
+	st.reg.MustRegister(st.held1, st.held2, st.stalled, st.unrestored, st.restoreFailures, st.queued, st.reloadOK, st.reloadAt)
 	return st
+}
+
+// rulesReload records the outcome of a rules reload.
+func (st *stagedStatus) rulesReload(ok bool) {
+	if !ok {
+		st.reloadOK.Set(0)
+		return
+	}
+	st.reloadOK.Set(1)
+	st.reloadAt.SetToCurrentTime()
 }
 
 // setBroker records the outcome of a request to the brokers.

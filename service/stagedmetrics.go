@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/rules"
 )
 
 // newStagedMetrics is the service's set of metrics (Go, process, records,
@@ -21,26 +22,27 @@ func newStagedMetrics() *metrics { return newMetrics() }
 // of theirs), and the dispatcher's, so the hot path pays nothing for them.
 type stagedCollector struct {
 	s *Staged
-	// rules are the rules whose detectors say what they cannot judge,
-	// found once: each has its outagewatch_unjudgeable_series from the
-	// first scrape.
-	once  sync.Once
+	// rules are the rules of set whose detectors say what they cannot
+	// judge, found once a rules set: each has its
+	// outagewatch_unjudgeable_series from the first scrape.
+	mu    sync.Mutex
+	set   *rules.Set
 	rules []string
 }
 
-// judgingRules lists the rules whose detectors report the series they
-// cannot judge (detectors.Unjudgeable).
+// judgingRules lists the rules in force whose detectors report the
+// series they cannot judge (detectors.Unjudgeable).
 func (c *stagedCollector) judgingRules() []string {
-	c.once.Do(func() {
-		if c.s.set == nil {
-			return
-		}
-		for _, r := range c.s.set.Rules {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if set := c.s.rules(); set != c.set {
+		c.set, c.rules = set, nil
+		for _, r := range set.Rules {
 			if _, ok := r.Params.Build(r.Name).(detectors.Unjudgeable); ok {
 				c.rules = append(c.rules, r.Name)
 			}
 		}
-	})
+	}
 	return c.rules
 }
 

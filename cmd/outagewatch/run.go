@@ -102,6 +102,7 @@ service's API, is at --listen (printed); alerts also go to stdout.`,
 				return err
 			}
 			st.WatchMap(ctx, mapCheckInterval)
+			st.WatchRules(ctx)
 			return st.Run(ctx)
 		},
 	}

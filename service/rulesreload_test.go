@@ -1,0 +1,206 @@
+package service
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/detectors"
+	"github.com/outagewatch/outagewatch/ingest"
+	"github.com/outagewatch/outagewatch/pipeline"
+	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/rules"
+)
+
+// rulesSwitchingSource replays recs and binds next into p as it hands
+// out the first record at or after at: the reference replay of rules
+// reloaded mid-run.
+type rulesSwitchingSource struct {
+	*replay.SliceSource
+	at   int64
+	p    *pipeline.Pipeline
+	next *rules.Set
+	err  error
+}
+
+func (s *rulesSwitchingSource) Next() (*ingest.Record, error) {
+	r, err := s.SliceSource.Next()
+	if r != nil && s.next != nil && r.Time >= s.at {
+		s.err = s.p.SetRules(s.next)
+		s.next = nil
+	}
+	return r, err
+}
+
+// The rules directory loses its DNS rules while `run` works through the
+// Uganda fixture, in the middle of the shutdown, and is reloaded: the DNS
+// alerts firing then resolve as rule_removed at the next bucket, the
+// other rules judge on where they were, and every line is exactly what a
+// replay that binds the new rules at the same point gives. A rules
+// directory that no longer loads is refused and the rules in force stay.
+func TestStagedReloadsRules(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("runs days of the Uganda fixture through both stages")
+	}
+	f := loadFixture(t)
+	recs := loadStagedFixture(t).recs
+	cut := time.Date(2021, 1, 15, 0, 0, 0, 0, time.UTC).UnixNano()
+	dir := t.TempDir()
+	rulesDir := filepath.Join(dir, "rules")
+	if _, err := rules.WriteDefault(rulesDir, false); err != nil {
+		t.Fatal(err)
+	}
+	full, err := rules.LoadAll(rulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dns, off := filepath.Join(rulesDir, "20-dns.yaml"), filepath.Join(dir, "20-dns.yaml.off")
+	if err := os.Rename(dns, off); err != nil {
+		t.Fatal(err)
+	}
+	noDNS, err := rules.LoadAll(rulesDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(off, dns); err != nil {
+		t.Fatal(err)
+	}
+
+	var out bytes.Buffer
+	sink := alerting.NewJSONL("replay", &out)
+	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+	p, err := pipeline.New(pipeline.Config{Rules: full, Map: f.m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := make([]*ingest.Record, len(recs))
+	for i, r := range recs {
+		c := *r
+		cp[i] = &c
+	}
+	src := &rulesSwitchingSource{SliceSource: replay.NewSliceSource("fixture", cp), at: cut, p: p, next: noDNS}
+	if err := replay.Run(p, []replay.Source{src}, nil); err != nil || src.err != nil {
+		t.Fatal(err, src.err)
+	}
+	want, err := byDeliveryKey(lines(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the test stands on: the DNS alerts firing at the cut resolve
+	// as rule_removed, and no DNS rule raises anything after it.
+	before, retired := map[string]string{}, []string{}
+	for k, l := range want {
+		var ev alerting.Event
+		if err := json.Unmarshal([]byte(l), &ev); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case ev.At.UnixNano() < cut:
+			before[k] = l
+		case ev.Reason == detectors.ReasonRuleRemoved && strings.Contains(ev.Rule, "dns"):
+			retired = append(retired, ev.Entity)
+		case strings.Contains(ev.Rule, "dns"):
+			t.Fatalf("the reference judges DNS after the cut: %s", l)
+		}
+	}
+	slices.Sort(retired)
+	if !slices.Equal(retired, []string{"asn:20294", "asn:21491", "asn:36977", "country:UG"}) {
+		t.Fatalf("the reference retires the DNS alerts of %v at the cut, want Uganda's and the three networks' whose queries fell", retired)
+	}
+
+	c := startBroker(t, 0, "", f.topicNames()...)
+	defer c.Close()
+	addr := c.ListenAddrs()[0]
+	var first, rest []*ingest.Record
+	for _, r := range recs {
+		if r.Time < cut {
+			first = append(first, r)
+		} else {
+			rest = append(rest, r)
+		}
+	}
+	produceStreams(t, addr, f.topics, first)
+	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
+	cfg.LocalASNs = f.local
+	cfg.Rules = rulesDir
+	// As in TestStagedReloadsMap: no partition may count as idle while
+	// the records after the cut wait to be produced.
+	cfg.Kafka.IdleAfter = time.Hour
+	_, st, stop := startStaged(t, cfg, Options{Map: f.m})
+	defer stop()
+	alerts := filepath.Join(dir, "alerts.jsonl")
+	waitLines(t, alerts, before)
+	// A directory that does not load is refused, and nothing changes.
+	broken := filepath.Join(rulesDir, "99-broken.yaml")
+	if err := os.WriteFile(broken, []byte("rules:\n  - name: x\n    detector: no_such_detector\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReloadRules(); err == nil || !strings.Contains(err.Error(), "99-broken.yaml:3") {
+		t.Fatalf("a broken rules file reloaded: %v", err)
+	}
+	if err := os.Remove(broken); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(dns, off); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.ReloadRules(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "stage two to bind the reloaded rules", waitLong, func() bool { return st.rulesApplied.Load() == 1 })
+	produceStreams(t, addr, f.topics, rest)
+	waitLines(t, alerts, want)
+	stop()
+	got, err := byDeliveryKey(readLines(t, alerts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameByKey(t, want, got)
+}
+
+// SIGHUP reloads the rules, as it does for Prometheus; the metrics say
+// whether the last reload held.
+func TestSIGHUPReloadsRules(t *testing.T) {
+	dir := t.TempDir()
+	rulesDir := filepath.Join(dir, "rules")
+	if _, err := rules.WriteDefault(rulesDir, false); err != nil {
+		t.Fatal(err)
+	}
+	cfg := stagedConfig(childSpec{Broker: "127.0.0.1:9", Dir: dir, Stage: StageBoth, Topics: loadFixture(t).topics})
+	cfg.Rules = rulesDir
+	st, err := NewStaged(cfg, Options{Logger: quietLog()}, StageBoth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st.WatchRules(ctx)
+	before := st.rules()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the rules reloaded", 10*time.Second, func() bool { return st.rulesVersion.Load() == 1 })
+	if st.rules() == before || len(st.rules().Rules) != len(before.Rules) || testutil.ToFloat64(st.status.reloadOK) != 1 {
+		t.Fatalf("after SIGHUP: %d rules (%d before), reload ok %v", len(st.rules().Rules), len(before.Rules), testutil.ToFloat64(st.status.reloadOK))
+	}
+	if err := os.WriteFile(filepath.Join(rulesDir, "10-traffic.yaml"), []byte("rules: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the failed reload counted", 10*time.Second, func() bool { return testutil.ToFloat64(st.status.reloadOK) == 0 })
+	if st.rulesVersion.Load() != 1 {
+		t.Fatalf("a rules directory that does not load was taken: version %d", st.rulesVersion.Load())
+	}
+}
