@@ -177,8 +177,12 @@ func (t *Transits) state() (map[key]*tstate, error) {
 func (t *Transits) Send(ctx context.Context, ev *alerting.Event) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// A shutdown ends with the resolve of the alert that made it,
+	// whatever the rules now say of that alert's rule (taken out, or its
+	// actions turned off, while the transit was down): else only an undo
+	// by hand would bring the transit back.
 	mode := t.mode(ev.Rule)
-	if mode == ModeOff {
+	if mode == ModeOff && ev.Status != alerting.Resolved {
 		return nil
 	}
 	var errs []error

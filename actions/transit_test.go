@@ -639,6 +639,67 @@ sites:
 	}
 }
 
+// A transit shut by an alert whose rule then leaves the rules (or has its
+// actions turned off) comes back after the hold once that alert
+// resolves: the rule's mode no longer lets its alerts act, but the
+// resolve of the alert that made the shutdown still ends it. A new firing
+// of that rule shuts nothing.
+func TestResolveOfARuleNoLongerActing(t *testing.T) {
+	path := t.TempDir() + "/audit.jsonl"
+	cfg, err := ParseConfig("t.yaml", []byte(`mode: dry-run
+hold: 30m
+sites:
+  ams01:
+    transits:
+      - {asn: 1299, sessions: [192.0.2.11]}
+      - {asn: 3356, sessions: [192.0.2.12]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC)
+	open := func(modes map[string]string) *Transits {
+		a, err := OpenAudit(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTransits(cfg, nil, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.RuleModes = modes
+		return tr
+	}
+	ctx := context.Background()
+	ev := alerting.Event{ID: "loss", Status: alerting.Firing, Rule: "transit-packet-loss", Detector: "packet_loss", Entity: "transit:1299@ams01", At: at}
+	if err := open(map[string]string{"transit-packet-loss": ModeDryRun}).Send(ctx, &ev); err != nil {
+		t.Fatal(err)
+	}
+	// Restarted with the rule gone from the rules.
+	second := open(map[string]string{})
+	res := ev
+	res.Status, res.Reason, res.At = alerting.Resolved, "rule_removed", at.Add(10*time.Minute)
+	again := ev
+	again.ID, again.Entity, again.At = "loss-3356", "transit:3356@ams01", at.Add(15*time.Minute)
+	for _, e := range []*alerting.Event{&res, &again} {
+		if err := second.Send(ctx, e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := second.Advance(ctx, at.Add(40*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := second.Records()
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%s AS%d %s", r.Op, r.ASN, r.Time.Format("15:04")))
+	}
+	want := []string{"shutdown AS1299 12:15", "loss-resolved AS1299 12:25", "restore AS1299 12:55"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("audit %v, want %v", got, want)
+	}
+}
+
 // tripwire fails the test if anything reaches the speaker.
 type tripwire struct{ t *testing.T }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/detectors"
 	"github.com/outagewatch/outagewatch/rules"
 )
 
@@ -16,14 +17,22 @@ func BuildSinks(cfg *Config) ([]alerting.Sink, error) {
 }
 
 // actionFeed is a sink with action_rules: the alerts of those rules,
-// member of an event or not, and nothing else.
+// member of an event or not, and the resolves of alerts whose rules no
+// longer judge them (detectors.ReasonRuleRemoved, ReasonRuleChanged),
+// whatever their rule: such a rule may have left action_rules with it,
+// and a transit its alert shut must still hear that the alert ended.
 type actionFeed struct {
 	alerting.Sink
 	rules map[string]bool
 }
 
 // Wants implements alerting.Selector.
-func (a *actionFeed) Wants(ev *alerting.Event) bool { return !ev.IsEvent() && a.rules[ev.Rule] }
+func (a *actionFeed) Wants(ev *alerting.Event) bool {
+	if ev.IsEvent() {
+		return false
+	}
+	return a.rules[ev.Rule] || ev.Status == alerting.Resolved && (ev.Reason == detectors.ReasonRuleRemoved || ev.Reason == detectors.ReasonRuleChanged)
+}
 
 // Feed marks it as a sink that takes what it wants whatever receivers
 // the alert's rule names (alerting.Feed).
