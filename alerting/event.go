@@ -56,7 +56,7 @@ type Event struct {
 	ChangePct      float64 `json:"change_pct"`
 	// Reason says why a resolve happened: "baseline_adapted" (a lasting
 	// new level became the baseline), "rule_removed" or "rule_changed"
-	// (its rule no longer judges it, after a restart), or else
+	// (the rules, reloaded or at a restart, no longer judge it), or else
 	// "recovered". How far past its
 	// bar a firing alert is, is details.confidence; an outage event's own
 	// confidence is Outage.Confidence.

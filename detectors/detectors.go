@@ -71,11 +71,12 @@ const ReasonRecovered = "recovered"
 const ReasonBaselineAdapted = "baseline_adapted"
 
 // ReasonRuleRemoved and ReasonRuleChanged are the resolve reasons of an
-// alert that was firing when the service stopped and whose rule, when it
-// came back, was gone from the rules, or bound another detector, or no
-// longer watched the alert's series: nothing would ever judge it again,
-// and an alert that nothing judges would stay firing, and its outage
-// event open, for good. Whether the series recovered is not known.
+// alert firing when the rules were reloaded, or the service restarted
+// with other rules, and whose rule was then gone, or bound another
+// detector, or no longer watched the alert's series: nothing would ever
+// judge it again, and an alert that nothing judges would stay firing, and
+// its outage event open, for good. Whether the series recovered is not
+// known.
 const (
 	ReasonRuleRemoved = "rule_removed"
 	ReasonRuleChanged = "rule_changed"

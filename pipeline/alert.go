@@ -21,9 +21,9 @@ type alertStage struct {
 	// belongs to (correlate.Correlator.Label), for silences on country.
 	place func(*alerting.Event) string
 
-	// retire, set by a restore, says which restored alerts no rule
-	// judges any more (judgeStage.orphaned); they resolve on the next
-	// bucket.
+	// retire, set by a restore or a rules reload (retireOrphans), says
+	// which alerts firing no rule judges any more (judgeStage.orphaned);
+	// they resolve on the next bucket.
 	retire func(*alerting.Event) string
 
 	// dirty says the manager changed since active was copied.
