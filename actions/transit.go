@@ -328,6 +328,14 @@ var strictness = map[string]int{ModeOff: 0, ModeDryRun: 1, ModeEnforce: 2}
 
 // mode is the mode for an alert of rule: the configuration's, capped by the
 // rule's own setting when RuleModes is set.
+// SetRuleModes replaces RuleModes (the rules reloaded) from the next
+// alert on; nil leaves the configuration's mode uncapped.
+func (t *Transits) SetRuleModes(m map[string]string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.RuleModes = m
+}
+
 func (t *Transits) mode(rule string) string {
 	m := t.cfg.Mode
 	if t.RuleModes == nil {

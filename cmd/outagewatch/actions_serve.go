@@ -99,6 +99,9 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 	}
 	defer closeAll()
 	tr.RuleModes = pre.ruleModes
+	if cfg.RulesFile != "" {
+		watchRuleModes(ctx, cfg.RulesFile, tr)
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(service.BuildInfo())
 	tr.Counter = actions.NewCounter(reg)
@@ -168,6 +171,33 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 		return err
 	}
 	return nil
+}
+
+// watchRuleModes reads the action modes of the rules at path again on
+// SIGHUP, the signal on which `run` reloads the same rules: a rule whose
+// actions went from dry-run to enforce, or off, acts so from the next
+// alert. Rules that do not load are logged, and the modes in force stay.
+// It stops with ctx.
+func watchRuleModes(ctx context.Context, path string, tr *actions.Transits) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	go func() {
+		defer signal.Stop(hup)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				modes, err := ruleModes(path)
+				if err != nil {
+					slog.Error("actions: rules not reloaded; the action modes in force stay", "rules", path, "err", err)
+					continue
+				}
+				tr.SetRuleModes(modes)
+				slog.Info("actions: rules reloaded", "rules", path, "count", len(modes))
+			}
+		}
+	}()
 }
 
 // notReady says why actions serve cannot act on what it is sent, or "":
