@@ -99,9 +99,7 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 	}
 	defer closeAll()
 	tr.RuleModes = pre.ruleModes
-	if cfg.RulesFile != "" {
-		watchRuleModes(ctx, cfg.RulesFile, tr)
-	}
+	watchRuleModes(ctx, cfg.RulesFile, tr)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(service.BuildInfo())
 	tr.Counter = actions.NewCounter(reg)
@@ -176,8 +174,9 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 // watchRuleModes reads the action modes of the rules at path again on
 // SIGHUP, the signal on which `run` reloads the same rules: a rule whose
 // actions went from dry-run to enforce, or off, acts so from the next
-// alert. Rules that do not load are logged, and the modes in force stay.
-// It stops with ctx.
+// alert. Rules that do not load are logged, and the modes in force stay;
+// without rules (path "") there is nothing to read, but SIGHUP still does
+// not end the process. It stops with ctx.
 func watchRuleModes(ctx context.Context, path string, tr *actions.Transits) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
@@ -188,6 +187,10 @@ func watchRuleModes(ctx context.Context, path string, tr *actions.Transits) {
 			case <-ctx.Done():
 				return
 			case <-hup:
+				if path == "" {
+					slog.Info("actions: SIGHUP: no rules file to read again")
+					continue
+				}
 				modes, err := ruleModes(path)
 				if err != nil {
 					slog.Error("actions: rules not reloaded; the action modes in force stay", "rules", path, "err", err)
