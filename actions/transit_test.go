@@ -583,32 +583,10 @@ func TestGRPCSpeaker(t *testing.T) {
 // The hold survives a restart: the loss resolved before it, the restore
 // comes from the new process once the hold has passed.
 func TestHoldSurvivesRestart(t *testing.T) {
-	path := t.TempDir() + "/audit.jsonl"
-	cfg, err := ParseConfig("t.yaml", []byte(`mode: dry-run
-hold: 30m
-sites:
-  ams01:
-    transits:
-      - {asn: 1299, sessions: [192.0.2.11]}
-      - {asn: 3356, sessions: [192.0.2.12]}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	open := restartable(t)
 	at := time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC)
 	ev := alerting.Event{ID: "loss", Status: alerting.Firing, Detector: "packet_loss", Entity: "transit:1299@ams01", At: at}
-	open := func() *Transits {
-		a, err := OpenAudit(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := NewTransits(cfg, nil, a, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tr
-	}
-	first := open()
+	first := open(nil)
 	ctx := context.Background()
 	if err := first.Send(ctx, &ev); err != nil {
 		t.Fatal(err)
@@ -621,7 +599,7 @@ sites:
 			t.Fatal(err)
 		}
 	}
-	second := open()
+	second := open(nil)
 	if err := second.Advance(ctx, at.Add(30*time.Minute+29*time.Minute)); err != nil {
 		t.Fatal(err)
 	}
@@ -645,31 +623,8 @@ sites:
 // resolve of the alert that made the shutdown still ends it. A new firing
 // of that rule shuts nothing.
 func TestResolveOfARuleNoLongerActing(t *testing.T) {
-	path := t.TempDir() + "/audit.jsonl"
-	cfg, err := ParseConfig("t.yaml", []byte(`mode: dry-run
-hold: 30m
-sites:
-  ams01:
-    transits:
-      - {asn: 1299, sessions: [192.0.2.11]}
-      - {asn: 3356, sessions: [192.0.2.12]}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+	open := restartable(t)
 	at := time.Date(2019, 6, 20, 12, 15, 0, 0, time.UTC)
-	open := func(modes map[string]string) *Transits {
-		a, err := OpenAudit(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr, err := NewTransits(cfg, nil, a, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tr.RuleModes = modes
-		return tr
-	}
 	ctx := context.Background()
 	ev := alerting.Event{ID: "loss", Status: alerting.Firing, Rule: "transit-packet-loss", Detector: "packet_loss", Entity: "transit:1299@ams01", At: at}
 	if err := open(map[string]string{"transit-packet-loss": ModeDryRun}).Send(ctx, &ev); err != nil {
@@ -697,6 +652,36 @@ sites:
 	want := []string{"shutdown AS1299 12:15", "loss-resolved AS1299 12:25", "restore AS1299 12:55"}
 	if !slices.Equal(got, want) {
 		t.Fatalf("audit %v, want %v", got, want)
+	}
+}
+
+// restartable returns an opener of Transits in dry-run, a 30-minute hold,
+// AS1299 and AS3356 at ams01, all on one audit log: each call is the
+// process started again, with modes as its RuleModes.
+func restartable(t *testing.T) func(modes map[string]string) *Transits {
+	path := t.TempDir() + "/audit.jsonl"
+	cfg, err := ParseConfig("t.yaml", []byte(`mode: dry-run
+hold: 30m
+sites:
+  ams01:
+    transits:
+      - {asn: 1299, sessions: [192.0.2.11]}
+      - {asn: 3356, sessions: [192.0.2.12]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(modes map[string]string) *Transits {
+		a, err := OpenAudit(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr, err := NewTransits(cfg, nil, a, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.RuleModes = modes
+		return tr
 	}
 }
 

@@ -20,13 +20,7 @@ const oldCheckpoint = "testdata/virginmedia-before-stages.ckpt"
 // events of an uninterrupted run.
 func TestRestoreCheckpointWrittenBeforeStages(t *testing.T) {
 	spec, recs := allRecords(t, "../fixtures/virginmedia-2023-04-04.yaml")
-	cut := 0
-	for i, r := range recs {
-		if r.Time >= spec.Expect[0].Onset.UnixNano()+3600e9 {
-			cut = i
-			break
-		}
-	}
+	cut := midIncident(spec, recs)
 	var first bytes.Buffer
 	p := newPipeline(t, spec, &first)
 	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("a", slices.Clone(recs[:cut]))}, nil); err != nil {

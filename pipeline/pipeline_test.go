@@ -31,6 +31,17 @@ func allRecords(t *testing.T, file string) (*scenario.Spec, []*ingest.Record) {
 	return spec, recs
 }
 
+// midIncident is the index of the first record an hour after the first
+// expected onset: a cut in the incident, after its alerts fired.
+func midIncident(spec *scenario.Spec, recs []*ingest.Record) int {
+	for i, r := range recs {
+		if r.Time >= spec.Expect[0].Onset.UnixNano()+3600e9 {
+			return i
+		}
+	}
+	return 0
+}
+
 func newPipeline(t *testing.T, spec *scenario.Spec, out *bytes.Buffer) *pipeline.Pipeline {
 	t.Helper()
 	sink := alerting.NewJSONL("test", out)
@@ -54,13 +65,7 @@ func TestCheckpointRestoreMidIncident(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Cut in the first outage, after its alerts fired.
-	cut := 0
-	for i, r := range recs {
-		if r.Time >= spec.Expect[0].Onset.UnixNano()+3600e9 {
-			cut = i
-			break
-		}
-	}
+	cut := midIncident(spec, recs)
 	var first, second bytes.Buffer
 	p := newPipeline(t, spec, &first)
 	if err := replay.Run(p, []replay.Source{replay.NewSliceSource("a", slices.Clone(recs[:cut]))}, nil); err != nil {

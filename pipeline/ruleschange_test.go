@@ -27,13 +27,7 @@ import (
 // changed in its params only goes on judging (the other restore tests).
 func TestChangedRulesRetireTheirAlerts(t *testing.T) {
 	spec, recs := allRecords(t, "../fixtures/virginmedia-2023-04-04.yaml")
-	cut := 0
-	for i, r := range recs {
-		if r.Time >= spec.Expect[0].Onset.UnixNano()+3600e9 {
-			cut = i
-			break
-		}
-	}
+	cut := midIncident(spec, recs)
 	const rule, entity = "asn-traffic-drop", "asn:5089"
 	// upToCut runs a pipeline of the shipped rules to the cut, its output
 	// going to out.
@@ -154,13 +148,7 @@ func TestChangedRulesRetireTheirAlerts(t *testing.T) {
 // again, and resolves with the start it had.
 func TestReloadedRulesCarryTheirState(t *testing.T) {
 	spec, recs := allRecords(t, "../fixtures/virginmedia-2023-04-04.yaml")
-	cut := 0
-	for i, r := range recs {
-		if r.Time >= spec.Expect[0].Onset.UnixNano()+3600e9 {
-			cut = i
-			break
-		}
-	}
+	cut := midIncident(spec, recs)
 	var whole bytes.Buffer
 	if err := replay.Run(newPipeline(t, spec, &whole), []replay.Source{replay.NewSliceSource("all", slices.Clone(recs))}, nil); err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"github.com/outagewatch/outagewatch/netmap"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
+	"github.com/outagewatch/outagewatch/rules"
 )
 
 func TestMapWatcherReloads(t *testing.T) {
@@ -141,25 +142,9 @@ func TestStagedReloadsMap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out bytes.Buffer
-	sink := alerting.NewJSONL("replay", &out)
-	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
-	p, err := pipeline.New(pipeline.Config{Rules: f.set, Map: m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := make([]*ingest.Record, len(recs))
-	for i, r := range recs {
-		c := *r
-		cp[i] = &c
-	}
-	if err := replay.Run(p, []replay.Source{&switchingSource{SliceSource: replay.NewSliceSource("fixture", cp), at: cut, m: m, next: renamed}}, nil); err != nil {
-		t.Fatal(err)
-	}
-	want, err := byDeliveryKey(lines(out.String()))
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := referenceLines(t, f, f.set, m, recs, func(_ *pipeline.Pipeline, src *replay.SliceSource) replay.Source {
+		return &switchingSource{SliceSource: src, at: cut, m: m, next: renamed}
+	})
 	// What the test stands on: lines before the cut name the old network,
 	// lines after it the new one, and none after it the old.
 	before, after := map[string]string{}, 0
@@ -183,6 +168,56 @@ func TestStagedReloadsMap(t *testing.T) {
 		t.Fatalf("the reference has %d lines naming %q after the cut and none naming %q before it", after, newName, oldName)
 	}
 
+	liveAcrossACut(t, f, recs, cut, dir, before, want, func(cfg *Config) Options {
+		cfg.Map = file
+		return Options{Rules: f.set}
+	}, func(st *Staged) {
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		st.WatchMap(ctx, 50*time.Millisecond)
+		writeMap(renamed)
+		waitFor(t, "both stages to take the new map", waitLong, func() bool {
+			return st.mapApplied[mapStageOne].Load() == 1 && st.mapApplied[mapStageTwo].Load() == 1
+		})
+	})
+}
+
+// referenceLines replays a copy of recs through one pipeline of set and
+// m, the source wrapped by wrap (which makes the change mid-run), and
+// returns its lines by delivery key.
+func referenceLines(t *testing.T, f *fixture, set *rules.Set, m *netmap.Map, recs []*ingest.Record,
+	wrap func(*pipeline.Pipeline, *replay.SliceSource) replay.Source) map[string]string {
+	t.Helper()
+	var out bytes.Buffer
+	sink := alerting.NewJSONL("replay", &out)
+	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
+	p, err := pipeline.New(pipeline.Config{Rules: set, Map: m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp := make([]*ingest.Record, len(recs))
+	for i, r := range recs {
+		c := *r
+		cp[i] = &c
+	}
+	if err := replay.Run(p, []replay.Source{wrap(p, replay.NewSliceSource("fixture", cp))}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want, err := byDeliveryKey(lines(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want
+}
+
+// liveAcrossACut runs `run --stage both` on kfake through recs: those
+// before cut produced, then, once the lines of before are out, change
+// makes its change (a file reloaded) and the rest are produced; every line
+// delivered must be one of want, and all of them. setup gives the config
+// what the test needs, and the options to start with.
+func liveAcrossACut(t *testing.T, f *fixture, recs []*ingest.Record, cut int64, dir string, before, want map[string]string,
+	setup func(*Config) Options, change func(*Staged)) {
+	t.Helper()
 	c := startBroker(t, 0, "", f.topicNames()...)
 	defer c.Close()
 	addr := c.ListenAddrs()[0]
@@ -197,24 +232,17 @@ func TestStagedReloadsMap(t *testing.T) {
 	produceStreams(t, addr, f.topics, first)
 	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
 	cfg.LocalASNs = f.local
-	cfg.Map = file
 	// The records after the cut are produced a topic at a time, seconds
 	// after the others: no partition may count as idle meanwhile, or the
 	// flows would close buckets without BGP (a feed-health alert, as
 	// for a feed that really went quiet). Every line waited for closes
 	// on data, none on idleness.
 	cfg.Kafka.IdleAfter = time.Hour
-	_, st, stop := startStaged(t, cfg, Options{Rules: f.set})
+	_, st, stop := startStaged(t, cfg, setup(cfg))
 	defer stop()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	st.WatchMap(ctx, 50*time.Millisecond)
 	alerts := filepath.Join(dir, "alerts.jsonl")
 	waitLines(t, alerts, before)
-	writeMap(renamed)
-	waitFor(t, "both stages to take the new map", waitLong, func() bool {
-		return st.mapApplied[mapStageOne].Load() == 1 && st.mapApplied[mapStageTwo].Load() == 1
-	})
+	change(st)
 	produceStreams(t, addr, f.topics, rest)
 	waitLines(t, alerts, want)
 	stop()

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -76,25 +75,13 @@ func TestStagedReloadsRules(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	var out bytes.Buffer
-	sink := alerting.NewJSONL("replay", &out)
-	send := func(ev *alerting.Event) { _ = sink.Send(context.Background(), ev) }
-	p, err := pipeline.New(pipeline.Config{Rules: full, Map: f.m, LocalASNs: f.local, Logger: quietLog(), Events: send}, send)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp := make([]*ingest.Record, len(recs))
-	for i, r := range recs {
-		c := *r
-		cp[i] = &c
-	}
-	src := &rulesSwitchingSource{SliceSource: replay.NewSliceSource("fixture", cp), at: cut, p: p, next: noDNS}
-	if err := replay.Run(p, []replay.Source{src}, nil); err != nil || src.err != nil {
-		t.Fatal(err, src.err)
-	}
-	want, err := byDeliveryKey(lines(out.String()))
-	if err != nil {
-		t.Fatal(err)
+	var src *rulesSwitchingSource
+	want := referenceLines(t, f, full, f.m, recs, func(p *pipeline.Pipeline, s *replay.SliceSource) replay.Source {
+		src = &rulesSwitchingSource{SliceSource: s, at: cut, p: p, next: noDNS}
+		return src
+	})
+	if src.err != nil {
+		t.Fatal(src.err)
 	}
 	// What the test stands on: the DNS alerts firing at the cut resolve
 	// as rule_removed, and no DNS rule raises anything after it.
@@ -118,54 +105,29 @@ func TestStagedReloadsRules(t *testing.T) {
 		t.Fatalf("the reference retires the DNS alerts of %v at the cut, want Uganda's and the three networks' whose queries fell", retired)
 	}
 
-	c := startBroker(t, 0, "", f.topicNames()...)
-	defer c.Close()
-	addr := c.ListenAddrs()[0]
-	var first, rest []*ingest.Record
-	for _, r := range recs {
-		if r.Time < cut {
-			first = append(first, r)
-		} else {
-			rest = append(rest, r)
+	liveAcrossACut(t, f, recs, cut, dir, before, want, func(cfg *Config) Options {
+		cfg.Rules = rulesDir
+		return Options{Map: f.m}
+	}, func(st *Staged) {
+		// A directory that does not load is refused, and nothing changes.
+		broken := filepath.Join(rulesDir, "99-broken.yaml")
+		if err := os.WriteFile(broken, []byte("rules:\n  - name: x\n    detector: no_such_detector\n"), 0o644); err != nil {
+			t.Fatal(err)
 		}
-	}
-	produceStreams(t, addr, f.topics, first)
-	cfg := stagedConfig(childSpec{Broker: addr, Dir: dir, Stage: StageBoth, Topics: f.topics})
-	cfg.LocalASNs = f.local
-	cfg.Rules = rulesDir
-	// As in TestStagedReloadsMap: no partition may count as idle while
-	// the records after the cut wait to be produced.
-	cfg.Kafka.IdleAfter = time.Hour
-	_, st, stop := startStaged(t, cfg, Options{Map: f.m})
-	defer stop()
-	alerts := filepath.Join(dir, "alerts.jsonl")
-	waitLines(t, alerts, before)
-	// A directory that does not load is refused, and nothing changes.
-	broken := filepath.Join(rulesDir, "99-broken.yaml")
-	if err := os.WriteFile(broken, []byte("rules:\n  - name: x\n    detector: no_such_detector\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ReloadRules(); err == nil || !strings.Contains(err.Error(), "99-broken.yaml:3") {
-		t.Fatalf("a broken rules file reloaded: %v", err)
-	}
-	if err := os.Remove(broken); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(dns, off); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.ReloadRules(); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, "stage two to bind the reloaded rules", waitLong, func() bool { return st.rulesApplied.Load() == 1 })
-	produceStreams(t, addr, f.topics, rest)
-	waitLines(t, alerts, want)
-	stop()
-	got, err := byDeliveryKey(readLines(t, alerts))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sameByKey(t, want, got)
+		if err := st.ReloadRules(); err == nil || !strings.Contains(err.Error(), "99-broken.yaml:3") {
+			t.Fatalf("a broken rules file reloaded: %v", err)
+		}
+		if err := os.Remove(broken); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(dns, off); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.ReloadRules(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "stage two to bind the reloaded rules", waitLong, func() bool { return st.rulesApplied.Load() == 1 })
+	})
 }
 
 // SIGHUP reloads the rules, as it does for Prometheus; the metrics say
