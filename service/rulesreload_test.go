@@ -24,17 +24,21 @@ import (
 // rulesSwitchingSource replays recs and binds next into p as it hands
 // out the first record at or after at: the reference replay of rules
 // reloaded mid-run.
+// wm is the pipeline's watermark when it bound next: how far a live
+// stage two must have judged before its reload is the same.
 type rulesSwitchingSource struct {
 	*replay.SliceSource
 	at   int64
 	p    *pipeline.Pipeline
 	next *rules.Set
 	err  error
+	wm   int64
 }
 
 func (s *rulesSwitchingSource) Next() (*ingest.Record, error) {
 	r, err := s.SliceSource.Next()
 	if r != nil && s.next != nil && r.Time >= s.at {
+		s.wm = s.p.Stats().Watermark
 		s.err = s.p.SetRules(s.next)
 		s.next = nil
 	}
@@ -120,6 +124,25 @@ func TestStagedReloadsRules(t *testing.T) {
 		if err := os.Remove(broken); err != nil {
 			t.Fatal(err)
 		}
+		// The lines before the cut are out, but stage two may still be
+		// judging buckets before it that raise nothing: the reload must
+		// come where the reference's did, once every bucket the records
+		// before the cut close is judged. The reference's watermark is its
+		// last record's time; a live partition's, the end of the last
+		// bucket it closed.
+		closed := src.wm - src.wm%int64(5*time.Minute)
+		waitFor(t, "stage two to judge up to the cut", waitLong, func() bool {
+			n := 0
+			for _, p := range st.status.held() {
+				if wm := p.Stats().Watermark; wm > 0 {
+					if wm < closed {
+						return false
+					}
+					n++
+				}
+			}
+			return n > 0
+		})
 		if err := os.Rename(dns, off); err != nil {
 			t.Fatal(err)
 		}
