@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/detectors"
 )
 
 // Detail is what an outage event says beyond its place and time: how bad
@@ -65,11 +66,25 @@ type Change struct {
 	NowObserved float64 `json:"now_observed"`
 	Firing      bool    `json:"firing"`
 	// NowAt says what NowPct is: "firing" (the latest of a firing
-	// alert), "resolve" (its alert's value at resolve) or "paged" (the
+	// alert), "resolve" (its alert's value at resolve), "paged" (the
 	// figure the event paged with, kept on its resolve: no member alert
-	// to read the resolve from).
+	// to read the resolve from), or "rule removed" or "rule changed" (its
+	// alert was closed unjudged, its rule no longer judging it: there is
+	// no latest).
 	NowAt  string `json:"now_at"`
 	Alerts int    `json:"alerts"`
+}
+
+// notJudged says why a resolved alert's end was not judged ("rule
+// removed", "rule changed": the rules no longer judge it), or "".
+func notJudged(ev alerting.Event) string {
+	switch ev.Reason {
+	case detectors.ReasonRuleRemoved:
+		return "rule removed"
+	case detectors.ReasonRuleChanged:
+		return "rule changed"
+	}
+	return ""
 }
 
 // nowAt is what an event's own signal figures are: those of its firing
@@ -261,9 +276,13 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 		for _, m := range d.Members {
 			if m.Signal == sc.Signal && m.Entity == sc.Entity {
 				c.Peak, c.NowPct, c.NowObserved, c.Firing = m.Peak, m.ChangePct, m.Observed, m.Status == alerting.Firing
-				c.NowAt = "resolve"
-				if c.Firing {
+				switch {
+				case c.Firing:
 					c.NowAt = "firing"
+				case notJudged(m.Event) != "":
+					c.NowAt = notJudged(m.Event)
+				default:
+					c.NowAt = "resolve"
 				}
 				c.Name = cmp.Or(m.Labels["display"], c.Name)
 			}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/detectors"
 )
 
 func f(v float64) *float64 { return &v }
@@ -311,5 +312,41 @@ func TestPercentKeptWithItsFigure(t *testing.T) {
 		if !strings.Contains(string(h), want) {
 			t.Errorf("page lacks %q in\n%s", want, h)
 		}
+	}
+}
+
+// A member alert closed because its rule no longer judges it has no
+// latest figure: the page says it was not judged, and why, where it would
+// give the level at resolve.
+func TestAlertClosedUnjudged(t *testing.T) {
+	t0 := time.Date(2023, 4, 4, 0, 30, 0, 0, time.UTC)
+	end := t0.Add(55 * time.Minute)
+	o := alerting.Event{Kind: alerting.KindEvent, ID: "ev", Status: alerting.Resolved, Entity: "asn:5089", Start: t0, At: t0.Add(8 * time.Hour),
+		Outage: &alerting.Outage{Title: "Virgin Media (AS5089) in United Kingdom", Revision: 3, Update: "resolve", FiguresAt: "paged",
+			Scope: alerting.Scope{Place: "country:GB", Name: "United Kingdom"},
+			Signals: []alerting.SignalChange{
+				{Kind: "traffic", Signal: "traffic_bytes", Entity: "asn:5089", ChangePct: -97, Observed: 3, Baseline: 100, ObservedUnit: "bytes/300s"},
+				{Kind: "dns", Signal: "dns_queries", Entity: "asn:5089", ChangePct: -100, Observed: 0, Baseline: 23, ObservedUnit: "queries/300s"}}}}
+	members := []alerting.Event{
+		{ID: "a", Status: alerting.Resolved, Rule: "asn-traffic-drop", Detector: "traffic_drop", Signal: "traffic_bytes", Entity: "asn:5089",
+			Start: t0.Add(5 * time.Minute), End: &end, ChangePct: -97, Observed: 3, Baseline: 100, Reason: detectors.ReasonRuleRemoved,
+			Summary: "traffic of Virgin Media (AS5089): alert closed, rule asn-traffic-drop is no longer in the rules; recovery not judged"},
+		{ID: "b", Status: alerting.Resolved, Rule: "asn-dns-query-drop", Detector: "traffic_drop", Signal: "dns_queries", Entity: "asn:5089",
+			Start: t0.Add(5 * time.Minute), End: &end, ChangePct: -4, Observed: 22, Baseline: 23, Reason: detectors.ReasonRecovered},
+	}
+	d := detail(o, members, nil, nil, nil)
+	if len(d.Changes) != 2 || d.Changes[0].NowAt != "rule removed" || d.Changes[1].NowAt != "resolve" {
+		t.Fatalf("changes %+v, want traffic not judged (rule removed), DNS at resolve", d.Changes)
+	}
+	h, err := IncidentHTML(Incident{ID: "ev", Place: "United Kingdom", Start: t0, Detail: d}, nil, ViewOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	page := string(h)
+	if want := `<td data-l="now"><span class="n">not judged</span> <span class="n">(rule removed)</span></td>`; strings.Count(page, want) != 2 {
+		t.Errorf("page has %d of %s, want 2 (the change and the member alert)", strings.Count(page, want), want)
+	}
+	if want := `<span class="n">at resolve</span>`; strings.Count(page, want) != 2 {
+		t.Errorf("page has %d of %s, want 2 (the DNS change and its member alert)", strings.Count(page, want), want)
 	}
 }

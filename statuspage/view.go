@@ -118,6 +118,8 @@ func (v *incidentView) fill(charts Charts) {
 			r.Now = phrases{now, "(firing)"}
 		case "paged":
 			r.Now = phrases{now, "when paged"}
+		case "rule removed", "rule changed":
+			r.Now = phrases{"not judged", "(" + c.NowAt + ")"}
 		default:
 			r.Now = phrases{now, "at resolve"}
 		}
@@ -161,6 +163,9 @@ func memberRowOf(m Member) memberRow {
 	if m.End != nil {
 		r.When += " – " + m.End.UTC().Format("01-02 15:04")
 		r.Now = append(r.Now, "at resolve")
+	}
+	if why := notJudged(m.Event); why != "" {
+		r.Now = phrases{"not judged", "(" + why + ")"}
 	}
 	return r
 }
