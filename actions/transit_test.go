@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/bgptest"
 	"github.com/outagewatch/outagewatch/pipeline"
 	"github.com/outagewatch/outagewatch/replay"
 	"github.com/outagewatch/outagewatch/scenario"
@@ -123,7 +124,7 @@ func startSpeaker(t *testing.T, asn uint32, id string, port int32, addrs []strin
 	if err := s.StartBgp(context.Background(), &api.StartBgpRequest{Global: &api.Global{Asn: asn, RouterId: id, ListenPort: port, ListenAddresses: addrs}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.StopBgp(context.Background(), &api.StopBgpRequest{}) })
+	t.Cleanup(func() { bgptest.Stop(s) })
 	return s
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/osrg/gobgp/v3/pkg/server"
 
 	"github.com/outagewatch/outagewatch/actions"
+	"github.com/outagewatch/outagewatch/internal/bgptest"
 )
 
 type quiet struct{}
@@ -32,7 +33,7 @@ func speaker(t *testing.T, asn uint32, id string, port int32, addrs []string) *s
 	if err := s.StartBgp(context.Background(), &api.StartBgpRequest{Global: &api.Global{Asn: asn, RouterId: id, ListenPort: port, ListenAddresses: addrs}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.StopBgp(context.Background(), &api.StopBgpRequest{}) })
+	t.Cleanup(func() { bgptest.Stop(s) })
 	return s
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/alerting"
+	"github.com/outagewatch/outagewatch/internal/bgptest"
 )
 
 // notes is a gobgp logger that keeps the shutdown communications a speaker
@@ -53,7 +54,7 @@ func speaker(t *testing.T, asn uint32, id string, port int32, addrs []string, op
 	if err := s.StartBgp(context.Background(), &api.StartBgpRequest{Global: &api.Global{Asn: asn, RouterId: id, ListenPort: port, ListenAddresses: addrs}}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { s.StopBgp(context.Background(), &api.StopBgpRequest{}) })
+	t.Cleanup(func() { bgptest.Stop(s) })
 	return s
 }
 

@@ -15,6 +15,8 @@ import (
 	gobgplog "github.com/osrg/gobgp/v3/pkg/log"
 	"github.com/osrg/gobgp/v3/pkg/server"
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/outagewatch/outagewatch/internal/bgptest"
 )
 
 type quietBGP struct{}
@@ -43,7 +45,7 @@ func TestServeAnnouncesAnycastAtStart(t *testing.T) {
 	if err := s.StartBgp(context.Background(), &api.StartBgpRequest{Global: &api.Global{Asn: 64500, RouterId: "192.0.2.1", ListenPort: -1}}); err != nil {
 		t.Fatal(err)
 	}
-	defer s.StopBgp(context.Background(), &api.StopBgpRequest{})
+	defer bgptest.Stop(s)
 	cfg, err := os.ReadFile("../../deploy/actions.yaml")
 	if err != nil {
 		t.Fatal(err)
