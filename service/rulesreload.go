@@ -65,10 +65,10 @@ func (s *Staged) ReloadRules() error {
 // two batches.
 func (t *stageTwo) reloadRules() {
 	v := t.s.rulesVersion.Load()
-	if v == t.rulesApplied {
+	if v == t.s.rulesApplied.Load() {
 		return
 	}
-	set := t.s.set.Load()
+	set := t.s.rules()
 	for _, part := range slices.Sorted(maps.Keys(t.tasks)) {
 		if err := t.tasks[part].task.Pipeline().SetRules(set); err != nil {
 			// ReloadRules checked the thresholds; a partition that still
@@ -76,7 +76,6 @@ func (t *stageTwo) reloadRules() {
 			t.s.log.Error("stage two: partition keeps its rules", "partition", part, "err", err)
 		}
 	}
-	t.rulesApplied = v
 	t.s.rulesApplied.Store(v)
 }
 

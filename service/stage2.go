@@ -46,8 +46,6 @@ type stageTwo struct {
 	retried    time.Time
 	// cpRetry paces snapshot rounds while the changelog cannot be written.
 	cpRetry *kafkaio.Retry
-	// rulesApplied is the rules reload bound into the tasks held.
-	rulesApplied int64
 }
 
 func (s *Staged) runStageTwo(ctx context.Context) error {

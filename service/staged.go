@@ -42,7 +42,8 @@ type Staged struct {
 	one  bool
 	two  bool
 	// set is the rules in force; rulesVersion counts the reloads
-	// (ReloadRules), rulesApplied the last that stage two has bound.
+	// (ReloadRules), rulesApplied the last that stage two has bound (it
+	// alone writes it, on its goroutine).
 	set          atomic.Pointer[rules.Set]
 	rulesVersion atomic.Int64
 	rulesApplied atomic.Int64
