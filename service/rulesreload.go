@@ -3,12 +3,10 @@ package service
 import (
 	"context"
 	"maps"
-	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 
 	"github.com/outagewatch/outagewatch/correlate"
+	"github.com/outagewatch/outagewatch/internal/hangup"
 	"github.com/outagewatch/outagewatch/rules"
 )
 
@@ -16,19 +14,7 @@ import (
 // Alertmanager reload theirs (ReloadRules). Call it before Run or while
 // it runs; it stops with ctx.
 func (s *Staged) WatchRules(ctx context.Context) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				_ = s.ReloadRules()
-			}
-		}
-	}()
+	hangup.Notify(ctx, func() { _ = s.ReloadRules() })
 }
 
 // ReloadRules loads the rules the config names and checks them as a start

@@ -18,6 +18,7 @@ import (
 
 	"github.com/outagewatch/outagewatch/actions"
 	"github.com/outagewatch/outagewatch/decider"
+	"github.com/outagewatch/outagewatch/internal/hangup"
 	"github.com/outagewatch/outagewatch/internal/kafkaio"
 	"github.com/outagewatch/outagewatch/planhook"
 	"github.com/outagewatch/outagewatch/service"
@@ -178,29 +179,19 @@ func serveActions(ctx context.Context, cfg *actions.Config) error {
 // without rules (path "") there is nothing to read, but SIGHUP still does
 // not end the process. It stops with ctx.
 func watchRuleModes(ctx context.Context, path string, tr *actions.Transits) {
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	go func() {
-		defer signal.Stop(hup)
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-hup:
-				if path == "" {
-					slog.Info("actions: SIGHUP: no rules file to read again")
-					continue
-				}
-				modes, err := ruleModes(path)
-				if err != nil {
-					slog.Error("actions: rules not reloaded; the action modes in force stay", "rules", path, "err", err)
-					continue
-				}
-				tr.SetRuleModes(modes)
-				slog.Info("actions: rules reloaded", "rules", path, "count", len(modes))
-			}
+	hangup.Notify(ctx, func() {
+		if path == "" {
+			slog.Info("actions: SIGHUP: no rules file to read again")
+			return
 		}
-	}()
+		modes, err := ruleModes(path)
+		if err != nil {
+			slog.Error("actions: rules not reloaded; the action modes in force stay", "rules", path, "err", err)
+			return
+		}
+		tr.SetRuleModes(modes)
+		slog.Info("actions: rules reloaded", "rules", path, "count", len(modes))
+	})
 }
 
 // notReady says why actions serve cannot act on what it is sent, or "":
