@@ -276,13 +276,11 @@ func detail(o alerting.Event, alerts []alerting.Event, pages []alerting.Event, p
 		for _, m := range d.Members {
 			if m.Signal == sc.Signal && m.Entity == sc.Entity {
 				c.Peak, c.NowPct, c.NowObserved, c.Firing = m.Peak, m.ChangePct, m.Observed, m.Status == alerting.Firing
-				switch {
-				case c.Firing:
+				c.NowAt = "resolve"
+				if c.Firing {
 					c.NowAt = "firing"
-				case notJudged(m.Event) != "":
-					c.NowAt = notJudged(m.Event)
-				default:
-					c.NowAt = "resolve"
+				} else if why := notJudged(m.Event); why != "" {
+					c.NowAt = why
 				}
 				c.Name = cmp.Or(m.Labels["display"], c.Name)
 			}

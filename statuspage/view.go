@@ -163,9 +163,9 @@ func memberRowOf(m Member) memberRow {
 	if m.End != nil {
 		r.When += " – " + m.End.UTC().Format("01-02 15:04")
 		r.Now = append(r.Now, "at resolve")
-	}
-	if why := notJudged(m.Event); why != "" {
-		r.Now = phrases{"not judged", "(" + why + ")"}
+		if why := notJudged(m.Event); why != "" {
+			r.Now = phrases{"not judged", "(" + why + ")"}
+		}
 	}
 	return r
 }
